@@ -1,0 +1,1 @@
+//! lidb-bench: experiments as commands.

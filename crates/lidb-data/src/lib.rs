@@ -1,0 +1,1 @@
+//! lidb-data: datasets, key mapping, synthetic distributions and workloads.

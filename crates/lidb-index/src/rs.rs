@@ -1,0 +1,48 @@
+//! PLACEHOLDER: the rs family is being written; build and decode report that it is missing.
+
+use crate::bound::Bound;
+use crate::codec::{Header, Reader};
+use crate::error::{Error, Result};
+use crate::family::{Family, IndexStats, LearnedIndex, Params};
+
+pub const DEFAULT_RADIX_BITS: u32 = 1;
+
+#[derive(Debug, Clone)]
+pub struct RadixSpline {
+    n: u64,
+}
+
+impl RadixSpline {
+    pub fn build(_keys: &[u64], _params: &Params) -> Result<RadixSpline> {
+        Err(Error::InvalidParam("rs is not implemented yet".into()))
+    }
+
+    pub fn decode(_r: &mut Reader<'_>, _h: &Header) -> Result<RadixSpline> {
+        Err(Error::InvalidParam("rs is not implemented yet".into()))
+    }
+}
+
+impl LearnedIndex for RadixSpline {
+    fn family(&self) -> Family {
+        Family::Rs
+    }
+    fn key_count(&self) -> u64 {
+        self.n
+    }
+    fn boundary(&self) -> u64 {
+        2
+    }
+    fn search(&self, _q: u64) -> Bound {
+        Bound::default()
+    }
+    fn payload_len(&self) -> u64 {
+        0
+    }
+    fn write_payload(&self, _out: &mut Vec<u8>) {}
+    fn stats(&self) -> IndexStats {
+        IndexStats {
+            models: 0,
+            details: vec![],
+        }
+    }
+}
