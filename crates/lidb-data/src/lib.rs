@@ -21,7 +21,9 @@
 pub mod error;
 mod fileio;
 pub mod info;
+pub mod keymap;
 pub mod sosd;
+pub mod text;
 
 #[cfg(test)]
 mod testutil;
