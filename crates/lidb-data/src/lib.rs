@@ -18,16 +18,20 @@
 //! Nothing in this crate panics on bad input: missing or malformed files and bad specs are
 //! [`Error`] values.
 
+pub mod datadir;
 pub mod error;
 mod fileio;
 pub mod info;
 pub mod keymap;
 pub mod sosd;
+pub mod synthetic;
 pub mod text;
 
 #[cfg(test)]
 mod testutil;
 
+pub use datadir::{DATA_DIR_ENV, REAL_U64_DATASETS, data_dir, real_dataset, require_data};
 pub use error::{Error, Result};
 pub use fileio::ZSTD_MAGIC;
 pub use info::{KeyInfo, info};
+pub use synthetic::Distribution;
