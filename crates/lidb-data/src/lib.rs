@@ -23,6 +23,7 @@ pub mod error;
 mod fileio;
 pub mod info;
 pub mod keymap;
+pub mod queries;
 pub mod sosd;
 pub mod synthetic;
 pub mod text;
