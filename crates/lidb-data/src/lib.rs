@@ -27,6 +27,7 @@ pub mod queries;
 pub mod sosd;
 pub mod synthetic;
 pub mod text;
+pub mod ycsb;
 pub mod zipf;
 
 #[cfg(test)]
