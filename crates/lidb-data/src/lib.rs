@@ -33,8 +33,12 @@ pub mod zipf;
 #[cfg(test)]
 mod testutil;
 
-pub use datadir::{DATA_DIR_ENV, REAL_U64_DATASETS, data_dir, real_dataset, require_data};
+pub use datadir::{
+    DATA_DIR_ENV, REAL_DATASETS, REAL_U64_DATASETS, WORDS_DATASET, data_dir, real_dataset,
+    require_data, require_dataset,
+};
 pub use error::{Error, Result};
 pub use fileio::ZSTD_MAGIC;
 pub use info::{KeyInfo, info};
 pub use synthetic::Distribution;
+pub use ycsb::{Generator, Op, RequestDistribution, Workload, record_key};

@@ -221,3 +221,37 @@ fn writes_replace_atomically() -> TestResult {
     }
     Ok(())
 }
+
+mod no_panic {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+
+        /// Arbitrary bytes, plain or behind a zstd magic, never panic any reader.
+        #[test]
+        fn arbitrary_bytes_never_panic(
+            body in proptest::collection::vec(any::<u8>(), 0..200),
+            as_zstd_magic in any::<bool>(),
+            count in 0u64..40,
+            use_count in any::<bool>(),
+        ) {
+            let dir = TempDir::new("sosd_fuzz").map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let p = dir.path().join("f");
+            let mut bytes = Vec::new();
+            if as_zstd_magic {
+                bytes.extend_from_slice(&ZSTD_MAGIC);
+            }
+            if use_count {
+                bytes.extend_from_slice(&count.to_le_bytes());
+            }
+            bytes.extend_from_slice(&body);
+            std::fs::write(&p, &bytes).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let _ = read_u64(&p);
+            let _ = read_u64_any_order(&p);
+            let _ = read_u32(&p);
+            let _ = crate::text::read_keys(&p);
+        }
+    }
+}
