@@ -12,7 +12,7 @@
 //! - [`queries`]: seeded point-query sets over sorted keys (present, absent, mixed, extremes).
 //! - [`zipf`]: YCSB's Zipfian, scrambled Zipfian and skewed-latest generators.
 //! - [`ycsb`]: YCSB core workloads A-F as a seeded stream of operations on record numbers.
-//! - [`info`]: summary statistics of a key set ([`KeyInfo`]).
+//! - [`mod@info`]: summary statistics of a key set ([`KeyInfo`], [`info()`]).
 //!
 //! Every generator is seeded (ChaCha8) and gives the same output for the same seed everywhere.
 //! Nothing in this crate panics on bad input: missing or malformed files and bad specs are

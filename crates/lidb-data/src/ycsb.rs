@@ -244,7 +244,7 @@ impl Generator {
             Kind::Update => Op::Update(self.next_record()),
             Kind::Insert => {
                 let record = self.record_count;
-                self.record_count += 1;
+                self.record_count = self.record_count.saturating_add(1);
                 Op::Insert(record)
             }
             Kind::Scan => {
