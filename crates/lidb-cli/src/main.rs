@@ -1,1 +1,49 @@
-fn main() {}
+//! The `lidb` command-line tool. Every subcommand returns `Result<(), CliError>`; `main` prints an
+//! error as one line on stderr and exits non-zero. A panic would be a bug: the hook below still
+//! keeps it to one line without a backtrace.
+
+mod data_cmd;
+mod error;
+mod index_cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+
+/// lidb: a key-value storage engine whose indexes are learned, and the benchmarks that show when
+/// that pays off.
+#[derive(Debug, Parser)]
+#[command(name = "lidb", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Learned indexes over sorted u64 keys: benchmark, query, inspect.
+    #[command(subcommand)]
+    Index(index_cmd::IndexCommand),
+    /// Key sets: generate synthetic SOSD files, describe a file.
+    #[command(subcommand)]
+    Data(data_cmd::DataCommand),
+}
+
+fn main() -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("lidb: internal error (a bug, please report it): {info}");
+    }));
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Index(cmd) => index_cmd::run(cmd),
+        Command::Data(cmd) => data_cmd::run(cmd),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lidb: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,316 @@
+//! `lidb index ...`: benchmark, query and inspect learned indexes over a key set.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+use lidb_bench::index_bench::{self, Row};
+use lidb_bench::table;
+use lidb_index::{Family, LearnedIndex, Params, RmiRoot, StatValue, build};
+use serde_json::{Map, Value, json};
+
+use crate::error::{CliError, io};
+
+#[derive(Debug, Subcommand)]
+pub enum IndexCommand {
+    /// Build every (index, boundary) over a key set and measure size, build speed and lookups.
+    ///
+    /// One row per configuration: keys, segments (models), size_bytes, bits_per_key,
+    /// build_ns_per_key, lookup_ns_mean and lookup_ns_p99 (prediction plus last-mile binary search
+    /// in memory, on existing keys, one thread) and bound_width_mean. Every answer is checked.
+    Bench(BenchArgs),
+    /// Answer a file of queries with one index: for each query in order, write lo and hi as two
+    /// little-endian u64 (16 bytes per query).
+    Query(QueryArgs),
+    /// Print the structure of one index (segments per level, leaves, size) as JSON.
+    Stats(StatsArgs),
+}
+
+/// Family-specific parameters; each applies only to its family.
+#[derive(Debug, Clone, Args)]
+pub struct FamilyArgs {
+    /// pgm: error of the internal levels, in positions of the level below.
+    #[arg(long, default_value_t = 4)]
+    pgm_epsilon_recursive: u64,
+    /// rs: bits of the radix table over the key prefix (0 to 30).
+    #[arg(long, default_value_t = lidb_index::rs::DEFAULT_RADIX_BITS)]
+    rs_radix_bits: u32,
+    /// rmi: the root model.
+    #[arg(long, value_enum, default_value_t = RootArg::Linear)]
+    rmi_root: RootArg,
+    /// lpa: largest model error tolerated [default: the largest the boundary allows, (B-2)/2].
+    #[arg(long)]
+    lpa_threshold: Option<u64>,
+    /// lpa: points the probe adds per forward step.
+    #[arg(long, default_value_t = 32)]
+    lpa_learning_step: u64,
+    /// lpa: how fast backward steps shrink, in (0, 1).
+    #[arg(long, default_value_t = 0.5)]
+    lpa_learning_rate: f64,
+    /// fiting: keys per B+-tree node.
+    #[arg(long, default_value_t = 16)]
+    fiting_fanout: u32,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum RootArg {
+    Linear,
+    Cubic,
+}
+
+impl FamilyArgs {
+    fn params(&self, boundary: u64) -> Params {
+        Params {
+            boundary,
+            pgm_epsilon_recursive: self.pgm_epsilon_recursive,
+            rs_radix_bits: self.rs_radix_bits,
+            rmi_root: match self.rmi_root {
+                RootArg::Linear => RmiRoot::Linear,
+                RootArg::Cubic => RmiRoot::Cubic,
+            },
+            lpa_threshold: self.lpa_threshold,
+            lpa_learning_step: self.lpa_learning_step,
+            lpa_learning_rate: self.lpa_learning_rate,
+            fiting_fanout: self.fiting_fanout,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Keys: a SOSD u64 file (plain or .zst), or synthetic:NAME:N (uniform_dense, uniform_sparse,
+    /// normal, lognormal, piecewise_linear, clustered; N accepts K and M suffixes).
+    #[arg(long, default_value = "synthetic:lognormal:1M")]
+    data: String,
+    /// Index families, comma-separated, or "all" (fp, binary, plr, fiting, pgm, rs, rmi, lpa).
+    #[arg(long, default_value = "all")]
+    index: String,
+    /// Position boundaries B (at least 2), comma-separated.
+    #[arg(long, default_value = "8,16,32,64,128,256")]
+    boundary: String,
+    /// Lookups of existing keys per configuration.
+    #[arg(long, default_value_t = 200_000)]
+    queries: usize,
+    /// Seed of synthetic data and of the query sample.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// One JSON object per line instead of a table.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    family: FamilyArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct QueryArgs {
+    /// Sorted keys: a SOSD u64 file (plain or .zst) or synthetic:NAME:N.
+    #[arg(long)]
+    data: String,
+    /// The index family.
+    #[arg(long)]
+    index: String,
+    /// Position boundary B (at least 2).
+    #[arg(long)]
+    boundary: u64,
+    /// Queries: a SOSD u64 file in any order.
+    #[arg(long)]
+    queries: PathBuf,
+    /// Output file: 16 bytes per query (lo, hi as little-endian u64).
+    #[arg(long)]
+    out: PathBuf,
+    /// Seed for synthetic data.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    #[command(flatten)]
+    family: FamilyArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// Sorted keys: a SOSD u64 file (plain or .zst) or synthetic:NAME:N.
+    #[arg(long)]
+    data: String,
+    /// The index family.
+    #[arg(long)]
+    index: String,
+    /// Position boundary B (at least 2).
+    #[arg(long)]
+    boundary: u64,
+    /// Print one JSON object (the default output is the same object, pretty-printed).
+    #[arg(long)]
+    json: bool,
+    /// Seed for synthetic data.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    #[command(flatten)]
+    family: FamilyArgs,
+}
+
+pub fn run(cmd: IndexCommand) -> Result<(), CliError> {
+    match cmd {
+        IndexCommand::Bench(a) => bench(a),
+        IndexCommand::Query(a) => query(a),
+        IndexCommand::Stats(a) => stats(a),
+    }
+}
+
+fn parse_families(list: &str) -> Result<Vec<Family>, CliError> {
+    if list.trim() == "all" {
+        return Ok(Family::ALL.to_vec());
+    }
+    Ok(list.split(',').map(|s| Family::from_name(s.trim())).collect::<Result<Vec<_>, _>>()?)
+}
+
+fn parse_boundaries(list: &str) -> Result<Vec<u64>, CliError> {
+    list.split(',')
+        .map(|s| {
+            s.trim().parse::<u64>().map_err(|_| {
+                CliError::Usage(format!("--boundary: \"{}\" is not a whole number", s.trim()))
+            })
+        })
+        .collect()
+}
+
+fn bench(a: BenchArgs) -> Result<(), CliError> {
+    let families = parse_families(&a.index)?;
+    let boundaries = parse_boundaries(&a.boundary)?;
+    for &b in &boundaries {
+        a.family.params(b).validate()?;
+    }
+    if a.queries == 0 {
+        return Err(CliError::Usage("--queries must be at least 1".into()));
+    }
+    let keys = lidb_data::synthetic::load(&a.data, a.seed)?;
+    if keys.is_empty() {
+        return Err(CliError::Usage(format!("{}: no keys to look up", a.data)));
+    }
+    let queries = lidb_data::queries::existing(&keys, a.queries, a.seed);
+    let config_line = format!(
+        "# lidb index bench: data={} keys={} queries={} seed={} {:?}",
+        a.data,
+        keys.len(),
+        queries.len(),
+        a.seed,
+        a.family
+    );
+    if a.json {
+        eprintln!("{config_line}");
+    } else {
+        println!("{config_line}");
+    }
+    let cfg = index_bench::Config {
+        families,
+        boundaries,
+        params: a.family.params(2),
+        queries: queries.len(),
+        seed: a.seed,
+        progress: true,
+    };
+    let rows = index_bench::run(&keys, &queries, &cfg)?;
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        for row in &rows {
+            let line = serde_json::to_string(row).map_err(|e| CliError::Usage(e.to_string()))?;
+            writeln!(out, "{line}").map_err(io("stdout"))?;
+        }
+    } else {
+        write!(out, "{}", render_rows(&rows)).map_err(io("stdout"))?;
+    }
+    Ok(())
+}
+
+fn render_rows(rows: &[Row]) -> String {
+    let header = [
+        "index",
+        "boundary",
+        "keys",
+        "segments",
+        "size_bytes",
+        "bits_per_key",
+        "build_ns_per_key",
+        "lookup_ns_mean",
+        "lookup_ns_p99",
+        "bound_width_mean",
+    ];
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.index.clone(),
+                r.boundary.to_string(),
+                r.keys.to_string(),
+                r.segments.to_string(),
+                r.size_bytes.to_string(),
+                format!("{:.3}", r.bits_per_key),
+                format!("{:.1}", r.build_ns_per_key),
+                format!("{:.1}", r.lookup_ns_mean),
+                format!("{:.1}", r.lookup_ns_p99),
+                format!("{:.2}", r.bound_width_mean),
+            ]
+        })
+        .collect();
+    table::render(&header, &cells)
+}
+
+fn build_one(
+    data: &str,
+    seed: u64,
+    index: &str,
+    boundary: u64,
+    family: &FamilyArgs,
+) -> Result<(Vec<u64>, Box<dyn LearnedIndex>), CliError> {
+    let family_kind = Family::from_name(index.trim())?;
+    let params = family.params(boundary);
+    params.validate()?;
+    let keys = lidb_data::synthetic::load(data, seed)?;
+    let idx = build(family_kind, &keys, &params)?;
+    Ok((keys, idx))
+}
+
+fn query(a: QueryArgs) -> Result<(), CliError> {
+    let (_keys, idx) = build_one(&a.data, a.seed, &a.index, a.boundary, &a.family)?;
+    let queries = lidb_data::sosd::read_u64_any_order(&a.queries)?;
+    let mut bytes = Vec::with_capacity(queries.len() * 16);
+    for &q in &queries {
+        let b = idx.search(q);
+        bytes.extend_from_slice(&b.lo.to_le_bytes());
+        bytes.extend_from_slice(&b.hi.to_le_bytes());
+    }
+    write_atomically(&a.out, &bytes)
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
+fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError> {
+    let name = path.display().to_string();
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).map_err(io(tmp.display().to_string()))?;
+    std::fs::rename(&tmp, path).map_err(io(name))
+}
+
+fn stats(a: StatsArgs) -> Result<(), CliError> {
+    let (keys, idx) = build_one(&a.data, a.seed, &a.index, a.boundary, &a.family)?;
+    let s = idx.stats();
+    let mut obj = Map::new();
+    obj.insert("index".into(), json!(idx.family().name()));
+    obj.insert("boundary".into(), json!(a.boundary));
+    obj.insert("keys".into(), json!(keys.len()));
+    obj.insert("size_bytes".into(), json!(idx.size_bytes()));
+    obj.insert("models".into(), json!(s.models));
+    for (name, value) in s.details {
+        let v = match value {
+            StatValue::U64(v) => json!(v),
+            StatValue::F64(v) => json!(v),
+            StatValue::List(v) => json!(v),
+        };
+        obj.insert(name.into(), v);
+    }
+    let value = Value::Object(obj);
+    let text = if a.json {
+        value.to_string()
+    } else {
+        serde_json::to_string_pretty(&value).map_err(|e| CliError::Usage(e.to_string()))?
+    };
+    writeln!(std::io::stdout().lock(), "{text}").map_err(io("stdout"))
+}
