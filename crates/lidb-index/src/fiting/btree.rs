@@ -16,6 +16,9 @@
 use crate::codec::{PutLe, Reader};
 use crate::error::{Result, corrupt};
 
+/// Nodes up to this many keys are searched by a linear count rather than a binary search.
+const LINEAR_NODE: usize = 32;
+
 /// Inner levels of separator keys, bottom-up.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StaticTree {
@@ -67,7 +70,13 @@ impl StaticTree {
             let node = level
                 .get(start..(start + f).min(level.len()))
                 .unwrap_or_default();
-            idx = start + node.partition_point(|&k| k <= q).saturating_sub(1);
+            // Small nodes: a branch-free count of the keys <= q; large ones: binary search.
+            let le = if f <= LINEAR_NODE {
+                node.iter().map(|&k| usize::from(k <= q)).sum::<usize>()
+            } else {
+                node.partition_point(|&k| k <= q)
+            };
+            idx = start + le.saturating_sub(1);
         }
         idx
     }
