@@ -62,7 +62,12 @@ impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Error::Index(e) => write!(f, "{e}"),
-            Error::WrongAnswer { index, boundary, query, got } => write!(
+            Error::WrongAnswer {
+                index,
+                boundary,
+                query,
+                got,
+            } => write!(
                 f,
                 "{index} at boundary {boundary} answered position {got} for key {query}, which is not there"
             ),
@@ -95,7 +100,10 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
             if let Some(bar) = &bar {
                 bar.set_message(format!("{family} B={b}"));
             }
-            let params = Params { boundary: b, ..cfg.params.clone() };
+            let params = Params {
+                boundary: b,
+                ..cfg.params.clone()
+            };
             rows.push(measure(family, keys, queries, &params, overhead)?);
             if let Some(bar) = &bar {
                 bar.inc(1);
@@ -130,7 +138,11 @@ fn measure(
     let widths: u64 = queries.iter().map(|&q| index.search(q).width()).sum();
 
     // Warm up, then the mean from one un-instrumented pass.
-    lookup_all(index, keys, queries.get(..queries.len().min(10_000)).unwrap_or_default());
+    lookup_all(
+        index,
+        keys,
+        queries.get(..queries.len().min(10_000)).unwrap_or_default(),
+    );
     let t = Instant::now();
     lookup_all(index, keys, queries);
     let mean_ns = t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64;
@@ -179,7 +191,12 @@ fn check_answers(
     for &q in queries {
         let got = lower_bound_with(index, keys, q);
         if keys.get(got as usize) != Some(&q) {
-            return Err(Error::WrongAnswer { index: index.family(), boundary, query: q, got });
+            return Err(Error::WrongAnswer {
+                index: index.family(),
+                boundary,
+                query: q,
+                got,
+            });
         }
     }
     Ok(())
@@ -207,8 +224,14 @@ mod tests {
         let fp8 = fp8.map(|r| (r.segments, r.size_bytes, r.bound_width_mean));
         // 20_000 keys in blocks of 8: 2_500 fences of 8 bytes, plus count and frame.
         assert_eq!(fp8, Some((2_500, 36 + 8 + 8 * 2_500, 8.0)));
-        let bin = rows.iter().find(|r| r.index == "binary").map(|r| r.bound_width_mean);
+        let bin = rows
+            .iter()
+            .find(|r| r.index == "binary")
+            .map(|r| r.bound_width_mean);
         assert_eq!(bin, Some(20_000.0));
-        assert!(rows.iter().all(|r| r.keys == 20_000 && r.lookup_ns_mean > 0.0));
+        assert!(
+            rows.iter()
+                .all(|r| r.keys == 20_000 && r.lookup_ns_mean > 0.0)
+        );
     }
 }

@@ -9,8 +9,10 @@ pub fn render(header: &[&str], rows: &[Vec<String>]) -> String {
         }
     }
     let line = |cells: &mut dyn Iterator<Item = &str>| {
-        let parts: Vec<String> =
-            cells.zip(&widths).map(|(c, &w)| format!("{c:>w$}")).collect();
+        let parts: Vec<String> = cells
+            .zip(&widths)
+            .map(|(c, &w)| format!("{c:>w$}"))
+            .collect();
         parts.join("  ")
     };
     let mut out = line(&mut header.iter().copied());

@@ -25,7 +25,10 @@ pub fn percentile(samples: &mut [f64], p: f64) -> f64 {
     }
     samples.sort_unstable_by(f64::total_cmp);
     let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
-    samples.get(rank.clamp(1, samples.len()) - 1).copied().unwrap_or(0.0)
+    samples
+        .get(rank.clamp(1, samples.len()) - 1)
+        .copied()
+        .unwrap_or(0.0)
 }
 
 #[cfg(test)]

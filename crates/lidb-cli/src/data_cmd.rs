@@ -35,7 +35,12 @@ pub fn run(cmd: DataCommand) -> Result<(), CliError> {
             let (dist, n) = lidb_data::synthetic::parse_spec(&spec)?;
             let keys = lidb_data::synthetic::generate(dist, n, seed);
             lidb_data::sosd::write_u64(&out, &keys)?;
-            eprintln!("wrote {} keys ({}, seed {seed}) to {}", keys.len(), dist.name(), out.display());
+            eprintln!(
+                "wrote {} keys ({}, seed {seed}) to {}",
+                keys.len(),
+                dist.name(),
+                out.display()
+            );
             Ok(())
         }
         DataCommand::Info { path } => {

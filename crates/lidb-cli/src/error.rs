@@ -8,7 +8,10 @@ pub enum CliError {
     Data(lidb_data::Error),
     Bench(lidb_bench::index_bench::Error),
     /// Writing output (stdout or a file) failed.
-    Io { what: String, source: std::io::Error },
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
     /// An option's value is not acceptable; the message names the option.
     Usage(String),
 }

@@ -158,14 +158,20 @@ fn parse_families(list: &str) -> Result<Vec<Family>, CliError> {
     if list.trim() == "all" {
         return Ok(Family::ALL.to_vec());
     }
-    Ok(list.split(',').map(|s| Family::from_name(s.trim())).collect::<Result<Vec<_>, _>>()?)
+    Ok(list
+        .split(',')
+        .map(|s| Family::from_name(s.trim()))
+        .collect::<Result<Vec<_>, _>>()?)
 }
 
 fn parse_boundaries(list: &str) -> Result<Vec<u64>, CliError> {
     list.split(',')
         .map(|s| {
             s.trim().parse::<u64>().map_err(|_| {
-                CliError::Usage(format!("--boundary: \"{}\" is not a whole number", s.trim()))
+                CliError::Usage(format!(
+                    "--boundary: \"{}\" is not a whole number",
+                    s.trim()
+                ))
             })
         })
         .collect()

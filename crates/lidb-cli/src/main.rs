@@ -10,7 +10,6 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-
 /// lidb: a key-value storage engine whose indexes are learned, and the benchmarks that show when
 /// that pays off.
 #[derive(Debug, Parser)]

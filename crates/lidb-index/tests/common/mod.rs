@@ -177,9 +177,57 @@ pub fn sorted_keys() -> impl Strategy<Value = Vec<u64>> {
     })
 }
 
-/// Real datasets, cut to test size: a contiguous slice and a strided sample of each. Prints a
-/// visible SKIPPED line and returns None where the data directory is absent.
+/// Real datasets, cut to test size: the whole of osm_cellids, and of each 10M set a contiguous
+/// slice from the middle plus a strided sample across the whole range. Prints a visible SKIPPED
+/// line and returns None where the data directory is absent.
 pub fn real_cases(test: &str) -> Option<Vec<Case>> {
-    let _ = test;
-    None
+    const CUT: usize = 150_000;
+    let dir = lidb_data::datadir::require_data(test)?;
+    let mut out = Vec::new();
+    for name in lidb_data::datadir::REAL_U64_DATASETS {
+        let path = dir.join(name);
+        let keys = match lidb_data::sosd::read_u64(&path) {
+            Ok(keys) => keys,
+            Err(e) => panic!("{test}: cannot load {}: {e}", path.display()),
+        };
+        if keys.len() <= 2 * CUT {
+            out.push(Case {
+                name: name.into(),
+                seed: 0,
+                keys,
+            });
+            continue;
+        }
+        let mid = keys.len() / 2;
+        let slice = keys[mid..mid + CUT].to_vec();
+        let stride = keys.len() / CUT;
+        let sample = keys.iter().step_by(stride).copied().collect();
+        out.push(Case {
+            name: format!("{name} slice"),
+            seed: 0,
+            keys: slice,
+        });
+        out.push(Case {
+            name: format!("{name} strided"),
+            seed: 0,
+            keys: sample,
+        });
+    }
+    // String keys reach models through their order-preserving u64 image; the words share
+    // images often (about 250K ties), which makes this a real duplicate-heavy set.
+    let words = dir.join(lidb_data::datadir::WORDS_DATASET);
+    match lidb_data::text::read_keys(&words) {
+        Ok(words) => {
+            let images = lidb_data::keymap::images(&words);
+            let stride = (images.len() / CUT).max(1);
+            let sample = images.iter().step_by(stride).copied().collect();
+            out.push(Case {
+                name: "words images strided".into(),
+                seed: 0,
+                keys: sample,
+            });
+        }
+        Err(e) => panic!("{test}: cannot load {}: {e}", words.display()),
+    }
+    Some(out)
 }
