@@ -59,6 +59,22 @@ enum RootArg {
 }
 
 impl FamilyArgs {
+    /// The parameters as `name=value` pairs, for the configuration line of a report.
+    fn describe(&self) -> String {
+        format!(
+            "pgm_epsilon_recursive={} rs_radix_bits={} rmi_root={:?} lpa_threshold={} \
+             lpa_learning_step={} lpa_learning_rate={} fiting_fanout={}",
+            self.pgm_epsilon_recursive,
+            self.rs_radix_bits,
+            self.rmi_root,
+            self.lpa_threshold
+                .map_or("auto".to_string(), |t| t.to_string()),
+            self.lpa_learning_step,
+            self.lpa_learning_rate,
+            self.fiting_fanout
+        )
+    }
+
     fn params(&self, boundary: u64) -> Params {
         Params {
             boundary,
@@ -192,12 +208,12 @@ fn bench(a: BenchArgs) -> Result<(), CliError> {
     }
     let queries = lidb_data::queries::existing(&keys, a.queries, a.seed);
     let config_line = format!(
-        "# lidb index bench: data={} keys={} queries={} seed={} {:?}",
+        "# lidb index bench: data={} keys={} queries={} seed={} {}",
         a.data,
         keys.len(),
         queries.len(),
         a.seed,
-        a.family
+        a.family.describe()
     );
     if a.json {
         eprintln!("{config_line}");

@@ -1,0 +1,286 @@
+//! End-to-end tests of the `lidb` binary: the exact interfaces later checks call, and the promise
+//! that every error is one line on stderr with a non-zero exit and no panic.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn lidb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .args(args)
+        .output()
+        .expect("run lidb")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A fresh scratch directory per test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lidb-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn p(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// Asserts a failed run: non-zero exit, one stderr line naming `needle`, no panic.
+fn assert_one_line_error(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert!(!o.status.success(), "expected failure, stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err:?}");
+    assert!(err.contains(needle), "{needle:?} not in {err:?}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bench_json_rows_have_exactly_the_documented_fields() {
+    let o = lidb(&[
+        "index",
+        "bench",
+        "--data",
+        "synthetic:uniform_sparse:20K",
+        "--index",
+        "fp,binary",
+        "--boundary",
+        "8,32",
+        "--queries",
+        "2000",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 4);
+    let mut fields: Vec<&str> = rows[0]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "bits_per_key",
+            "bound_width_mean",
+            "boundary",
+            "build_ns_per_key",
+            "index",
+            "keys",
+            "lookup_ns_mean",
+            "lookup_ns_p99",
+            "segments",
+            "size_bytes",
+        ]
+    );
+    assert_eq!(rows[0]["index"], "fp");
+    assert_eq!(rows[0]["boundary"], 8);
+    assert_eq!(rows[0]["keys"], 20_000);
+    assert_eq!(rows[0]["segments"], 2_500);
+    // The seed and configuration go to stderr in JSON mode.
+    assert!(stderr(&o).contains("seed=42"), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_table_names_every_column() {
+    let o = lidb(&[
+        "index",
+        "bench",
+        "--data",
+        "synthetic:normal:5K",
+        "--index",
+        "fp",
+        "--boundary",
+        "16",
+        "--queries",
+        "500",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("# lidb index bench: data=synthetic:normal:5K keys=5000"),
+        "{out}"
+    );
+    for col in [
+        "segments",
+        "size_bytes",
+        "bits_per_key",
+        "lookup_ns_p99",
+        "bound_width_mean",
+    ] {
+        assert!(out.contains(col), "{col} missing: {out}");
+    }
+}
+
+#[test]
+fn query_writes_lo_hi_pairs_that_hold_the_answer() {
+    let dir = scratch("query");
+    let data = dir.join("keys.sosd");
+    let queries = dir.join("queries.sosd");
+    let out = dir.join("out.bin");
+    let keys: Vec<u64> = (0..5_000u64).map(|i| i * i / 3).collect();
+    lidb_data::sosd::write_u64(&data, &keys).unwrap();
+    let qs: Vec<u64> = vec![u64::MAX, 0, 7, 1_000_000, 3, 24_000_000, 5];
+    lidb_data::sosd::write_u64(&queries, &qs).unwrap();
+    let o = lidb(&[
+        "index",
+        "query",
+        "--data",
+        p(&data),
+        "--index",
+        "fp",
+        "--boundary",
+        "8",
+        "--queries",
+        p(&queries),
+        "--out",
+        p(&out),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bytes = std::fs::read(&out).unwrap();
+    assert_eq!(bytes.len(), 16 * qs.len());
+    for (i, &q) in qs.iter().enumerate() {
+        let lo = u64::from_le_bytes(bytes[16 * i..16 * i + 8].try_into().unwrap());
+        let hi = u64::from_le_bytes(bytes[16 * i + 8..16 * i + 16].try_into().unwrap());
+        let b = lidb_index::Bound { lo, hi };
+        assert!(
+            lidb_index::bound::holds(&keys, q, b) && b.width() <= 8,
+            "q={q} {b:?}"
+        );
+    }
+}
+
+#[test]
+fn stats_reports_size_and_structure_as_one_json_object() {
+    let o = lidb(&[
+        "index",
+        "stats",
+        "--data",
+        "synthetic:lognormal:20K",
+        "--index",
+        "fp",
+        "--boundary",
+        "16",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(stdout(&o).trim()).unwrap();
+    assert_eq!(v["index"], "fp");
+    assert_eq!(v["size_bytes"], 36 + 8 + 8 * 1250);
+}
+
+#[test]
+fn gen_then_info_describes_the_file() {
+    let dir = scratch("gen");
+    let out = dir.join("k.zst");
+    let o = lidb(&[
+        "data",
+        "gen",
+        "synthetic:clustered:3000",
+        "--out",
+        p(&out),
+        "--seed",
+        "5",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = lidb(&["data", "info", p(&out)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let info = stdout(&o);
+    assert!(info.contains("count: 3000"), "{info}");
+    assert!(info.contains("sorted: yes"), "{info}");
+    // clustered always has duplicate runs longer than 100
+    let run: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("longest_duplicate_run: "))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!(run > 100, "{info}");
+}
+
+#[test]
+fn errors_are_one_line_and_non_zero() {
+    let dir = scratch("errors");
+    let missing = dir.join("missing.sosd");
+    let o = lidb(&[
+        "index",
+        "stats",
+        "--data",
+        p(&missing),
+        "--index",
+        "fp",
+        "--boundary",
+        "4",
+    ]);
+    assert_one_line_error(&o, "missing.sosd");
+
+    let bad_header = dir.join("bad.sosd");
+    let mut bytes = 100u64.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&7u64.to_le_bytes());
+    std::fs::write(&bad_header, &bytes).unwrap();
+    let o = lidb(&[
+        "index",
+        "stats",
+        "--data",
+        p(&bad_header),
+        "--index",
+        "fp",
+        "--boundary",
+        "4",
+    ]);
+    assert_one_line_error(&o, "bad.sosd");
+
+    let unsorted = dir.join("unsorted.sosd");
+    let mut bytes = 3u64.to_le_bytes().to_vec();
+    for k in [5u64, 9, 2] {
+        bytes.extend_from_slice(&k.to_le_bytes());
+    }
+    std::fs::write(&unsorted, &bytes).unwrap();
+    let o = lidb(&[
+        "index",
+        "stats",
+        "--data",
+        p(&unsorted),
+        "--index",
+        "fp",
+        "--boundary",
+        "4",
+    ]);
+    assert_one_line_error(&o, "position 2");
+
+    let o = lidb(&[
+        "index",
+        "bench",
+        "--data",
+        "synthetic:normal:1K",
+        "--index",
+        "btree",
+    ]);
+    assert_one_line_error(&o, "unknown index \"btree\"");
+    let o = lidb(&[
+        "index",
+        "bench",
+        "--data",
+        "synthetic:normal:1K",
+        "--boundary",
+        "16,1",
+    ]);
+    assert_one_line_error(&o, "boundary 1");
+    let o = lidb(&["index", "bench", "--data", "synthetic:nope:1K"]);
+    assert_one_line_error(&o, "nope");
+    let o = lidb(&["data", "info", p(&missing)]);
+    assert_one_line_error(&o, "missing.sosd");
+}
