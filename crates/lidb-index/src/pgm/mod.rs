@@ -30,18 +30,20 @@
 //!
 //! Immutable once built; any thread may search.
 
+mod fit;
 mod optimal;
 #[cfg(test)]
 mod tests;
 
+pub use fit::{Staircase, fit_level, fit_points};
 pub use optimal::{MAX_FIT_EPS, OptimalPla};
 
 use crate::bound::{Bound, eps_for_boundary};
 use crate::codec::{Header, PutLe, Reader};
 use crate::error::{Result, corrupt};
 use crate::family::{Family, IndexStats, LearnedIndex, Params, StatValue};
-use crate::points::{MAX_KEYS, staircase};
-use crate::segment::{Segment, Segments, finalize};
+use crate::points::MAX_KEYS;
+use crate::segment::Segments;
 
 #[derive(Debug, Clone)]
 pub struct Pgm {
@@ -56,77 +58,6 @@ pub struct Pgm {
     eps_rec_fit: u64,
     /// Leaf first, root (one segment) last; empty iff n = 0.
     levels: Vec<Segments>,
-}
-
-/// Fits one level: the greedy maximal segments of the exact streaming model, each handed to
-/// `finalize`. When `finalize` verifies only a prefix (float rounding of a slope range narrower
-/// than an f32 step), a few other f32 slopes of the range are tried and the longest verified
-/// prefix is kept; the next segment starts where it ends.
-pub fn fit_level(model: &mut OptimalPla, xs: &[u64], ys: &[u32], eps: u64) -> Segments {
-    let mut segs = Segments::default();
-    let mut start = 0;
-    while let (Some(xt), Some(yt)) = (xs.get(start..), ys.get(start..)) {
-        if xt.is_empty() {
-            break;
-        }
-        model.reset(eps);
-        let mut want = 0;
-        for (&x, &y) in xt.iter().zip(yt) {
-            if !model.add_point(x, y) {
-                break;
-            }
-            want += 1;
-        }
-        let (sx, sy) = (xt.get(..want).unwrap_or(xt), yt.get(..want).unwrap_or(yt));
-        let (mut seg, mut len) = finalize(sx, sy, model.slope(), eps);
-        if len < want {
-            for slope in model.fallback_slopes() {
-                let (s, l) = finalize(sx, sy, slope, eps);
-                if l > len {
-                    (seg, len) = (s, l);
-                }
-                if len == want {
-                    break;
-                }
-            }
-        }
-        segs.push(seg);
-        start += len.max(1);
-    }
-    segs
-}
-
-/// The internal levels over `leaf`, each over the first keys of the one below, up to a root of
-/// one segment.
-fn fit_upper_levels(model: &mut OptimalPla, leaf: Segments, eps_rec: u64) -> Vec<Segments> {
-    let mut levels = vec![leaf];
-    let mut ys: Vec<u32> = Vec::new();
-    while let Some(top) = levels.last() {
-        let m = top.len();
-        if m <= 1 {
-            break;
-        }
-        ys.clear();
-        ys.extend(0..m as u32);
-        let mut next = fit_level(model, &top.keys, &ys, eps_rec);
-        if next.len() >= m {
-            // Cannot happen with eps_rec >= 1 (any two points fit); the search stays exact with
-            // any internal model, so a flat root keeps the structure valid if it ever did.
-            debug_assert!(
-                false,
-                "an internal level did not shrink: {m} -> {}",
-                next.len()
-            );
-            next = Segments::default();
-            next.push(Segment {
-                key: top.keys.first().copied().unwrap_or(0),
-                slope: 0.0,
-                intercept: 0,
-            });
-        }
-        levels.push(next);
-    }
-    levels
 }
 
 /// The last index of `keys` whose key is `<= q` (0 if none), searched around the prediction `p`
@@ -169,10 +100,7 @@ impl Pgm {
         let levels = if keys.is_empty() {
             Vec::new()
         } else {
-            let pts = staircase(keys);
-            let mut model = OptimalPla::new(eps_fit);
-            let leaf = fit_level(&mut model, &pts.xs, &pts.ys, eps_fit);
-            fit_upper_levels(&mut model, leaf, eps_rec_fit)
+            fit::fit_levels(keys, eps_fit, eps_rec_fit)
         };
         Ok(Pgm {
             n: keys.len() as u64,

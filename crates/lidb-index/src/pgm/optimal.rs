@@ -12,9 +12,10 @@
 //! added since the last reset (and non-negative at them) exists any more; greedy maximal extension with this exact test gives
 //! the minimal number of segments for the tolerance.
 //!
-//! Arithmetic: x is kept as the delta from the segment's first x (< 2^64), y + eps and y - eps as
-//! i128 with `eps <= 2^32` (callers clamp it, see [`MAX_FIT_EPS`]); every slope comparison and
-//! cross product is a difference of products below 2^99, exact in i128. Floats appear only in
+//! Arithmetic: x is kept as the delta from the segment's first x (u64), the bounds `y + eps` and
+//! `max(y - eps, 0)` as i64 with `eps <= 2^32` (callers clamp it, see [`MAX_FIT_EPS`]). Every
+//! slope is taken left to right (dx > 0, a u64), so every slope comparison and cross product is
+//! a difference of products of an i64 below 2^35 and a u64, below 2^99: exact in i128. Floats appear only in
 //! [`OptimalPla::slope`], the proposal handed to `segment::finalize`, which verifies it.
 //!
 //! Used by `pgm/mod.rs` for every level; one model is reused across segments and levels so the
@@ -27,38 +28,44 @@ use crate::points::MAX_KEYS;
 /// is within `MAX_KEYS` of every position), so callers clamp to it.
 pub const MAX_FIT_EPS: u64 = MAX_KEYS;
 
+/// A bound point: x as the delta from the segment's first x, y as `y + eps` or `max(y - eps, 0)`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 struct Point {
-    x: i128,
-    y: i128,
+    x: u64,
+    y: i64,
 }
 
-/// The direction from one point to another, compared exactly.
+/// The direction from a point to a point further right (`dx > 0`), compared exactly.
 #[derive(Debug, Clone, Copy)]
 struct Slope {
-    dx: i128,
-    dy: i128,
+    dx: u64,
+    dy: i64,
+}
+
+/// `a * b` exactly: |a| < 2^35 and b < 2^64 give |a * b| < 2^99.
+#[inline(always)]
+fn mul(a: i64, b: u64) -> i128 {
+    i128::from(a) * i128::from(b)
 }
 
 impl Slope {
-    #[inline]
+    #[inline(always)]
     fn between(from: Point, to: Point) -> Slope {
+        debug_assert!(from.x < to.x);
         Slope {
-            dx: to.x - from.x,
+            dx: to.x.wrapping_sub(from.x),
             dy: to.y - from.y,
         }
     }
 
-    /// `self < other`, for two slopes whose `dx` have the same (non-zero) sign.
-    #[inline]
+    #[inline(always)]
     fn lt(self, other: Slope) -> bool {
-        self.dy * other.dx < other.dy * self.dx
+        mul(self.dy, other.dx) < mul(other.dy, self.dx)
     }
 
-    /// `self > other`, for two slopes whose `dx` have the same (non-zero) sign.
-    #[inline]
+    #[inline(always)]
     fn gt(self, other: Slope) -> bool {
-        self.dy * other.dx > other.dy * self.dx
+        mul(self.dy, other.dx) > mul(other.dy, self.dx)
     }
 
     fn to_f64(self) -> f64 {
@@ -66,16 +73,17 @@ impl Slope {
     }
 }
 
-/// The z component of `(a - o) x (b - o)`: positive for a left turn o -> a -> b.
-#[inline]
+/// The z component of `(a - o) x (b - o)` for `o.x < a.x < b.x`: positive for a left turn.
+#[inline(always)]
 fn cross(o: Point, a: Point, b: Point) -> i128 {
-    (a.x - o.x) * (b.y - o.y) - (a.y - o.y) * (b.x - o.x)
+    let (oa, ob) = (Slope::between(o, a), Slope::between(o, b));
+    mul(ob.dy, oa.dx) - mul(oa.dy, ob.dx)
 }
 
 /// The streaming model of one segment at a time (see the module documentation).
 #[derive(Debug, Clone)]
 pub struct OptimalPla {
-    eps: i128,
+    eps: i64,
     /// Lower convex hull of the upper points, from `upper_start` on.
     upper: Vec<Point>,
     /// Upper convex hull of the lower points, from `lower_start` on.
@@ -92,7 +100,7 @@ impl OptimalPla {
     /// A model of tolerance `eps` (clamped to [`MAX_FIT_EPS`]).
     pub fn new(eps: u64) -> OptimalPla {
         OptimalPla {
-            eps: i128::from(eps.min(MAX_FIT_EPS)),
+            eps: eps.min(MAX_FIT_EPS) as i64,
             upper: Vec::with_capacity(64),
             lower: Vec::with_capacity(64),
             upper_start: 0,
@@ -107,7 +115,7 @@ impl OptimalPla {
     /// Starts a new segment of tolerance `eps` (clamped to [`MAX_FIT_EPS`]), keeping the
     /// allocations.
     pub fn reset(&mut self, eps: u64) {
-        self.eps = i128::from(eps.min(MAX_FIT_EPS));
+        self.eps = eps.min(MAX_FIT_EPS) as i64;
         self.points = 0;
         self.upper.clear();
         self.lower.clear();
@@ -126,7 +134,7 @@ impl OptimalPla {
 
     /// Adds `(x, y)`, x strictly above every x added since the last reset. Returns false, and
     /// leaves the model unchanged, when no line is within `eps` of all points including this one.
-    #[inline]
+    #[inline(always)]
     #[expect(
         clippy::indexing_slicing,
         reason = "hot loop; upper_start < upper.len() and lower_start < lower.len() once two \
@@ -137,8 +145,8 @@ impl OptimalPla {
         if self.points == 0 {
             self.first_x = x;
         }
-        let dx = i128::from(x.wrapping_sub(self.first_x));
-        let y = i128::from(y);
+        let dx = x.wrapping_sub(self.first_x);
+        let y = i64::from(y);
         let p1 = Point {
             x: dx,
             y: y + self.eps,
@@ -172,13 +180,14 @@ impl OptimalPla {
                     return false;
                 }
 
-                if Slope::between(self.rect[1], p1).lt(slope2) {
+                let pushed_p1 = Slope::between(self.rect[1], p1).lt(slope2);
+                if pushed_p1 {
                     // The line of greatest slope now passes through p1 and the lower hull point
                     // of least slope towards p1 (the hull is convex: scan while it decreases).
-                    let mut min = Slope::between(p1, self.lower[self.lower_start]);
+                    let mut min = Slope::between(self.lower[self.lower_start], p1);
                     let mut min_i = self.lower_start;
                     for i in self.lower_start + 1..self.lower.len() {
-                        let val = Slope::between(p1, self.lower[i]);
+                        let val = Slope::between(self.lower[i], p1);
                         if val.gt(min) {
                             break;
                         }
@@ -200,11 +209,14 @@ impl OptimalPla {
                 }
 
                 if Slope::between(self.rect[0], p2).gt(slope1) {
-                    // Symmetric: the line of least slope through p2 and the upper hull.
-                    let mut max = Slope::between(p2, self.upper[self.upper_start]);
+                    // Symmetric: the line of least slope through p2 and the upper hull. The scan
+                    // stops before p1 if the branch above just pushed it (it is right above p2,
+                    // never the tangent point; upper_start is below its index).
+                    let mut max = Slope::between(self.upper[self.upper_start], p2);
                     let mut max_i = self.upper_start;
-                    for i in self.upper_start + 1..self.upper.len() {
-                        let val = Slope::between(p2, self.upper[i]);
+                    let scan_end = self.upper.len() - usize::from(pushed_p1);
+                    for i in self.upper_start + 1..scan_end {
+                        let val = Slope::between(self.upper[i], p2);
                         if val.lt(max) {
                             break;
                         }
@@ -238,7 +250,10 @@ impl OptimalPla {
         (self.points >= 2).then(|| {
             let lo = Slope::between(self.rect[0], self.rect[2]);
             let hi = Slope::between(self.rect[1], self.rect[3]);
-            ((lo.dy, lo.dx), (hi.dy, hi.dx))
+            (
+                (i128::from(lo.dy), i128::from(lo.dx)),
+                (i128::from(hi.dy), i128::from(hi.dx)),
+            )
         })
     }
 
