@@ -4,8 +4,11 @@
 //! Structure: `levels[0]` (the leaf) holds segments of error `eps = eps_for_boundary(B)` over the
 //! staircase points of the keys. `levels[i + 1]` holds segments of error `epsilon_recursive` over
 //! the points `(levels[i].keys[j], j)`, and the last level (the root) is a single segment. Every
-//! level is fitted by the exact streaming algorithm of [`optimal`] and stored as verified
-//! [`Segments`] (see `segment.rs`).
+//! level is the greedy segmentation of the exact streaming algorithm of [`optimal`] (minimal
+//! for lines within the error and non-negative, as stored intercepts are unsigned), stored as
+//! [`Segments`] verified by `finalize` (see `fit.rs` and `segment.rs`). Errors above
+//! [`MAX_FIT_EPS`] (= `MAX_KEYS`) are clamped to it for fitting and for the search windows: a
+//! window that wide already spans every position.
 //!
 //! Search goes top-down. At an internal level the segment predicts a position in the level below;
 //! [`route_near`] then finds the last segment of that level whose first key is `<= q` in a window
