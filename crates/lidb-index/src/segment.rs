@@ -72,7 +72,8 @@ pub fn finalize(xs: &[u64], ys: &[u32], slope: f64, eps: u64) -> (Segment, usize
         let y = f64::from(y);
         let lo = lo_c.max(y - e - sdx);
         let hi = hi_c.min(y + e + 1.0 - sdx);
-        if lo.ceil() >= hi {
+        // A band at least one wide surely holds an integer; only a narrower one needs the ceil.
+        if hi - lo < 1.0 && lo.ceil() >= hi {
             break;
         }
         (lo_c, hi_c, prefix) = (lo, hi, prefix + 1);
