@@ -1,0 +1,17 @@
+//! lidb-lsm: an LSM-tree key-value engine whose SSTables are indexed by any family of
+//! lidb-index. See docs/ARCHITECTURE.md for the data flow and docs/format/ for the files.
+//!
+//! Parts (one module each): `storage` (all I/O, fault injection), `log` (the record log shared by
+//! the WAL and the manifest), `batch` (write batches), `memtable`, `keys` (key images for the
+//! models), `table` (SSTable format, builder, reader, Bloom filter, page cache), `iter`
+//! (merging iterators), `version` (levels, manifest edits), `compaction` (pure picker and the job),
+//! `db` (the engine).
+
+pub mod error;
+pub mod options;
+pub mod storage;
+pub mod types;
+
+pub use error::{Error, Result};
+pub use options::{Granularity, IndexOptions, Options};
+pub use types::{EntryKind, ReadStats, SortedIter, TableMeta};

@@ -1,0 +1,150 @@
+//! Options of a database. Defaults follow the papers' LevelDB setup: leveling with size ratio 10,
+//! 10-bit Bloom filters, an 8 MiB block cache, 64 MiB SSTables and write buffer.
+
+use lidb_index::{Family, Params};
+
+use crate::error::{Error, Result};
+
+/// Whether learned models cover one table each, or a whole level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Granularity {
+    /// One index per SSTable (the default; works with partial compactions).
+    #[default]
+    Table,
+    /// One index per level (Bourbon's level model). Valid only with whole-level merges, which
+    /// this option turns on: every compaction into a level rewrites the whole level.
+    Level,
+}
+
+/// The learned index of SSTables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexOptions {
+    pub family: Family,
+    /// Parameters of the family; `params.boundary` is the position boundary B in entries.
+    pub params: Params,
+    /// Per-level boundary overrides: `level_boundaries[L]`, where present, replaces B at level L.
+    pub level_boundaries: Vec<Option<u64>>,
+}
+
+impl IndexOptions {
+    /// The boundary at `level`.
+    pub fn boundary_at(&self, level: usize) -> u64 {
+        self.level_boundaries
+            .get(level)
+            .copied()
+            .flatten()
+            .unwrap_or(self.params.boundary)
+    }
+
+    /// Parameters with the boundary of `level`.
+    pub fn params_at(&self, level: usize) -> Params {
+        Params {
+            boundary: self.boundary_at(level),
+            ..self.params.clone()
+        }
+    }
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions {
+            family: Family::Pgm,
+            params: Params::new(16),
+            level_boundaries: Vec::new(),
+        }
+    }
+}
+
+/// Options of [`crate::Db::open`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    pub index: IndexOptions,
+    pub granularity: Granularity,
+    /// Target SSTable size in bytes (4 MiB to 128 MiB).
+    pub sst_size_bytes: u64,
+    /// Memtable size that triggers a flush.
+    pub write_buffer_bytes: u64,
+    /// Size ratio between consecutive levels.
+    pub size_ratio: u64,
+    /// L0 files that trigger a compaction into L1.
+    pub l0_compaction_trigger: usize,
+    /// L0 files at which writes stall until compaction catches up.
+    pub l0_stop_writes: usize,
+    /// Bloom filter bits per key (0 disables filters).
+    pub bloom_bits_per_key: u32,
+    /// Page cache for table reads, in bytes.
+    pub block_cache_bytes: u64,
+    /// O_DIRECT for table reads.
+    pub direct_io: bool,
+    /// Sync the write-ahead log on every write.
+    pub sync: bool,
+    /// Create the database if the directory has none.
+    pub create_if_missing: bool,
+    /// Run compactions in a background thread (tests may turn it off and call `compact`).
+    pub background_compaction: bool,
+}
+
+pub const MIB: u64 = 1 << 20;
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            index: IndexOptions::default(),
+            granularity: Granularity::Table,
+            sst_size_bytes: 64 * MIB,
+            write_buffer_bytes: 64 * MIB,
+            size_ratio: 10,
+            l0_compaction_trigger: 4,
+            l0_stop_writes: 12,
+            bloom_bits_per_key: 10,
+            block_cache_bytes: 8 * MIB,
+            direct_io: false,
+            sync: false,
+            create_if_missing: true,
+            background_compaction: true,
+        }
+    }
+}
+
+impl Options {
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidOption(m));
+        self.index.params.validate()?;
+        for (level, b) in self.index.level_boundaries.iter().enumerate() {
+            if let Some(b) = b {
+                self.index.params_at(level).validate().map_err(|_| {
+                    Error::InvalidOption(format!("boundary {b} at level {level} is below 2"))
+                })?;
+            }
+        }
+        // The CLI accepts 4 MiB to 128 MiB; the library also takes smaller tables, for tests.
+        if !(16 * 1024..=128 * MIB).contains(&self.sst_size_bytes) {
+            return bad(format!(
+                "sst size {} bytes is outside 16 KiB..=128 MiB",
+                self.sst_size_bytes
+            ));
+        }
+        if self.write_buffer_bytes < 64 * 1024 {
+            return bad(format!(
+                "write buffer {} bytes is below 64 KiB",
+                self.write_buffer_bytes
+            ));
+        }
+        if self.size_ratio < 2 {
+            return bad(format!("size ratio {} is below 2", self.size_ratio));
+        }
+        if self.l0_compaction_trigger < 1 || self.l0_stop_writes <= self.l0_compaction_trigger {
+            return bad(format!(
+                "L0 trigger {} and stop {} must satisfy 1 <= trigger < stop",
+                self.l0_compaction_trigger, self.l0_stop_writes
+            ));
+        }
+        if self.bloom_bits_per_key > 64 {
+            return bad(format!(
+                "bloom bits per key {} is above 64",
+                self.bloom_bits_per_key
+            ));
+        }
+        Ok(())
+    }
+}

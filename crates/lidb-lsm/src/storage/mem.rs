@@ -1,0 +1,1 @@
+//! PLACEHOLDER: in-memory storage with crash simulation and fault injection (being written).
