@@ -18,7 +18,9 @@
 //! The radix table indexes `r` bits of `q - min` just below the common prefix of the spline key
 //! range `[min, max]` (`shift = bitlen(max - min) - r`): `table[p]` is the number of spline points
 //! whose prefix is `< p`; it has `2^r + 1` entries. `r` is capped at `bitlen(max - min)` (more bits
-//! would only add empty entries). `r = 0` is a plain binary search over the spline points.
+//! would only add empty entries) and at `bitlen(spline points) + 2` (at most about 8 entries per
+//! spline point: without this cap `r = 30` allocates 4 GiB for any table with a wide key range).
+//! `r = 0` is a plain binary search over the spline points.
 //!
 //! Invariants: spline x strictly increasing, y non-decreasing and `<= n`, the first spline point is
 //! the first staircase point (y = 0); the table is exactly the one the points define (decode
@@ -178,7 +180,7 @@ fn radix_shape(xs: &[u64], bits: u32) -> (u64, u32, u32) {
         _ => (0, 0),
     };
     let len = bit_len(max - min);
-    let bits = bits.min(len);
+    let bits = bits.min(len).min(bit_len(xs.len() as u64) + 2);
     (min, bits, len - bits)
 }
 
@@ -310,7 +312,7 @@ impl RadixSpline {
         self.xs.len()
     }
 
-    /// Radix bits actually used (the parameter capped at the bit length of the key range).
+    /// Radix bits actually used (the parameter capped by the key range and the spline size).
     pub fn radix_bits(&self) -> u32 {
         self.radix_bits
     }
@@ -447,11 +449,16 @@ mod tests {
 
     #[test]
     fn radix_bits_are_capped_by_the_key_range() {
+        // Two spline points over a range of 6 bits: the range allows 6, the size 2 + 2.
         let keys: Vec<u64> = (100..164).collect();
         let mut params = Params::new(2);
         params.rs_radix_bits = 20;
         let rs = RadixSpline::build(&keys, &params).unwrap();
-        assert_eq!(rs.radix_bits(), 6);
-        assert_eq!(rs.table.len(), 65);
+        assert_eq!((rs.spline_points(), rs.radix_bits()), (2, 4));
+        assert_eq!(rs.table.len(), 17);
+        // Many spline points over a 10-bit range: the range caps.
+        let keys: Vec<u64> = (0..1000u64).map(|i| i * i / 1000).collect();
+        let rs = RadixSpline::build(&keys, &params).unwrap();
+        assert_eq!(rs.radix_bits(), 10);
     }
 }
