@@ -19,8 +19,9 @@
 //! of the next non-empty leaf; trailing empty leaves are dropped.
 //!
 //! Routing guard (why correctness does not rest on float monotonicity): after the root, search
-//! moves to the last leaf whose anchor is `<= q` (leaf 0 for q below every key), by comparing
-//! with the anchors of the routed leaf and its successor; for a monotone root this never moves.
+//! checks the anchors of the routed leaf and its successor and, when q is not between them,
+//! takes the last leaf whose anchor is `<= q` (leaf 0 for q below every key) by binary search
+//! over the anchors. For a monotone root this happens only for queries routed to empty leaves.
 //! The leaf found is non-empty (empty leaves share the anchor of the next non-empty one), and
 //! `q` lies between its points or after its last point and before the next leaf's anchor, where
 //! by the staircase argument (points.rs) `lower_bound(q)` is within `[pred - err_hi,
@@ -404,12 +405,13 @@ impl Rmi {
     fn route(&self, q: u64) -> usize {
         let anchors = &self.leaves.anchors;
         let last = anchors.len().saturating_sub(1);
-        let mut j = (self.root.eval(q) as usize).min(last);
-        while j > 0 && anchors.get(j).is_some_and(|&a| a > q) {
-            j -= 1;
-        }
-        while anchors.get(j + 1).is_some_and(|&a| a <= q) {
-            j += 1;
+        let j = (self.root.eval(q) as usize).min(last);
+        let below = j > 0 && anchors.get(j).is_some_and(|&a| a > q);
+        let above = anchors.get(j + 1).is_some_and(|&a| a <= q);
+        if below || above {
+            // Empty leaves (which take the next leaf's anchor) and float jitter of the root land
+            // here; a binary search over the anchors is bounded where a walk would not be.
+            return anchors.partition_point(|&a| a <= q).saturating_sub(1);
         }
         j
     }
