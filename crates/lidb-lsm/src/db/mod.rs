@@ -1,0 +1,158 @@
+//! The engine: `Db` ties the WAL, memtables, tables, manifest and compaction together.
+//!
+//! Threads: any number of threads may call any method of `Db` at once. Writers are serialised by
+//! the write mutex (WAL order = sequence order); readers never take it: they clone the current
+//! [`SuperVersion`] (memtables + table set, immutable) under a short read lock and work on that
+//! snapshot, which pins its memtables and tables until they finish. One background thread (when
+//! `Options::background_compaction`) flushes immutable memtables and runs compactions.
+//!
+//! Invariants:
+//! 1. A write is in the WAL before it is in a memtable; with `sync` it is durable before `put`
+//!    returns.
+//! 2. The manifest names exactly the live tables; a table leaves the manifest before its file is
+//!    deleted, and the file is deleted only when no snapshot pins it (`TableHandle::drop`).
+//! 3. A WAL is deleted only after the manifest records that its memtable was flushed.
+//! 4. Sources are ordered newest first: memtable, immutable memtables (newest first), L0 tables
+//!    (newest first), then L1, L2, ...; the first source holding a key decides its value.
+
+mod background;
+mod output;
+mod compact;
+mod flush;
+mod level_index;
+mod read;
+mod recover;
+mod state;
+mod write;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+
+pub use read::DbIterator;
+pub use state::{DbStats, LevelStats, MemoryUsage, RecoveryReport};
+
+use crate::batch::WriteBatch;
+use crate::error::Result;
+use crate::options::Options;
+use crate::storage::Storage;
+use crate::storage::fs::FsStorage;
+use crate::types::ReadStats;
+use state::{Shared, lock};
+
+/// An open database. Dropping it closes it (waiting for background work to stop).
+#[derive(Debug)]
+pub struct Db {
+    shared: Arc<Shared>,
+    background: Option<JoinHandle<()>>,
+}
+
+impl Db {
+    /// Opens (or creates, with `create_if_missing`) the database in `dir` on the real file system.
+    pub fn open(dir: impl AsRef<Path>, opts: Options) -> Result<Db> {
+        Db::open_with_storage(Arc::new(FsStorage), dir.as_ref(), opts)
+    }
+
+    /// Opens the database in `dir` through `storage` (tests pass an in-memory storage).
+    pub fn open_with_storage(storage: Arc<dyn Storage>, dir: &Path, opts: Options) -> Result<Db> {
+        opts.validate()?;
+        let shared = Arc::new(recover::open(storage, dir.to_path_buf(), opts)?);
+        let background = if shared.opts.background_compaction {
+            let s = Arc::clone(&shared);
+            let handle = std::thread::Builder::new()
+                .name("lidb-compaction".into())
+                .spawn(move || background::run(&s))
+                .map_err(crate::error::io_err(dir))?;
+            Some(handle)
+        } else {
+            None
+        };
+        Ok(Db { shared, background })
+    }
+
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::default();
+        b.put(key, value);
+        self.write(b)
+    }
+
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        let mut b = WriteBatch::default();
+        b.delete(key);
+        self.write(b)
+    }
+
+    /// Applies every operation of `batch` atomically: after a crash all or none are visible.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        write::write(&self.shared, batch)
+    }
+
+    /// The newest value of `key`, or None if it is absent or deleted.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(self.get_with_stats(key)?.0)
+    }
+
+    /// `get`, also returning what the lookup cost (tables probed, reads, bytes, time split).
+    pub fn get_with_stats(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadStats)> {
+        read::get(&self.shared, key)
+    }
+
+    /// A forward iterator over keys in `[start, end)` (`end` None: to the last key), seeing the
+    /// database as it was when the call was made, whatever runs meanwhile.
+    pub fn scan(&self, start: &[u8], end: Option<&[u8]>) -> Result<DbIterator> {
+        read::scan(&self.shared, start, end)
+    }
+
+    /// Writes the memtable (and any immutable ones) to L0 tables now.
+    pub fn flush(&self) -> Result<()> {
+        flush::flush_all(&self.shared)
+    }
+
+    /// Compacts everything down until no level needs compaction and L0 is empty.
+    pub fn compact(&self) -> Result<()> {
+        self.flush()?;
+        compact::compact_all(&self.shared)
+    }
+
+    pub fn memory_usage(&self) -> MemoryUsage {
+        state::memory_usage(&self.shared)
+    }
+
+    pub fn stats(&self) -> DbStats {
+        state::stats(&self.shared)
+    }
+
+    /// What opening found and repaired (torn WAL tails, replayed records).
+    pub fn recovery_report(&self) -> RecoveryReport {
+        lock(&self.shared.recovery).clone()
+    }
+
+    pub fn options(&self) -> &Options {
+        &self.shared.opts
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.shared.dir
+    }
+
+    /// Stops background work and syncs the WAL. Dropping the database does the same.
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        self.shared.closing.store(true, Ordering::SeqCst);
+        self.shared.work_cv.notify_all();
+        if let Some(h) = self.background.take() {
+            let _ = h.join();
+        }
+        write::sync_wal(&self.shared)
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}

@@ -1,0 +1,141 @@
+//! The read path. `get` consults sources newest first and stops at the first that knows the key;
+//! `scan` merges every source into one iterator over a snapshot.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crate::db::state::{Shared, SuperVersion, TableHandle, lock};
+use crate::error::Result;
+use crate::iter::{DbIter, LevelIter, MergingIter};
+use crate::table::reader::Found;
+use crate::types::{EntryKind, ReadStats, SortedIter};
+
+fn answer(kind: EntryKind, value: Vec<u8>) -> Option<Vec<u8>> {
+    (kind == EntryKind::Put).then_some(value)
+}
+
+pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadStats)> {
+    let sv = s.current();
+    let mut st = ReadStats::default();
+    let result = get_in(&sv, key, &mut st);
+    s.lookups.fetch_add(1, Ordering::Relaxed);
+    lock(&s.read_stats).add(&st);
+    Ok((result?, st))
+}
+
+fn get_in(sv: &SuperVersion, key: &[u8], st: &mut ReadStats) -> Result<Option<Vec<u8>>> {
+    if let Some((kind, _, v)) = sv.mem.get(key) {
+        return Ok(answer(kind, v));
+    }
+    for (m, _) in &sv.imm {
+        if let Some((kind, _, v)) = m.get(key) {
+            return Ok(answer(kind, v));
+        }
+    }
+    let lookup_started = Instant::now();
+    let mut in_tables = std::time::Duration::ZERO;
+    let mut probe = |t: &TableHandle, st: &mut ReadStats| -> Result<Option<Found>> {
+        st.tables_probed += 1;
+        let t0 = Instant::now();
+        let found = t.table.get(key, st);
+        in_tables += t0.elapsed();
+        found
+    };
+    let mut result = None;
+    'levels: for (level, tables) in sv.tables.levels.iter().enumerate() {
+        if level == 0 {
+            for t in tables {
+                if t.meta.smallest.as_slice() <= key && key <= t.meta.largest.as_slice() {
+                    if let Some(f) = probe(t, st)? {
+                        result = Some(f);
+                        break 'levels;
+                    }
+                }
+            }
+            continue;
+        }
+        if let Some(Some(li)) = sv.tables.level_indexes.get(level) {
+            for (j, lo, hi) in li.locate(key) {
+                if let Some(t) = tables.get(j) {
+                    st.tables_probed += 1;
+                    let t0 = Instant::now();
+                    let f = t.table.get_in_range(key, lo, hi, st);
+                    in_tables += t0.elapsed();
+                    if let Some(f) = f? {
+                        result = Some(f);
+                        break 'levels;
+                    }
+                }
+            }
+            continue;
+        }
+        if let Some(i) = sv.tables.version.find(level, key) {
+            if let Some(t) = tables.get(i) {
+                if let Some(f) = probe(t, st)? {
+                    result = Some(f);
+                    break 'levels;
+                }
+            }
+        }
+    }
+    st.table_lookup_time += lookup_started.elapsed().saturating_sub(in_tables);
+    Ok(result.and_then(|f| answer(f.kind, f.value)))
+}
+
+/// A forward iterator over a snapshot; it pins the memtables and tables it reads.
+pub struct DbIterator {
+    inner: DbIter,
+    _pinned: Arc<SuperVersion>,
+}
+
+impl std::fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbIterator").field("valid", &self.inner.valid()).finish()
+    }
+}
+
+impl DbIterator {
+    pub fn valid(&self) -> bool {
+        self.inner.valid()
+    }
+    pub fn key(&self) -> &[u8] {
+        self.inner.key()
+    }
+    pub fn value(&self) -> &[u8] {
+        self.inner.value()
+    }
+    pub fn next(&mut self) -> Result<()> {
+        self.inner.next()
+    }
+    /// Moves to the first key `>= target` (still bounded by the scan's end).
+    pub fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.inner.seek(target)
+    }
+}
+
+pub(crate) fn scan(s: &Shared, start: &[u8], end: Option<&[u8]>) -> Result<DbIterator> {
+    let snapshot = s.last_seq.load(Ordering::SeqCst);
+    let sv = s.current();
+    let mut sources: Vec<Box<dyn SortedIter>> = vec![Box::new(sv.mem.iter(snapshot))];
+    for (m, _) in &sv.imm {
+        sources.push(Box::new(m.iter(snapshot)));
+    }
+    for (level, tables) in sv.tables.levels.iter().enumerate() {
+        if level == 0 {
+            for t in tables {
+                sources.push(Box::new(t.table.iter()));
+            }
+        } else if !tables.is_empty() {
+            let handles: Vec<Arc<TableHandle>> = tables.clone();
+            sources.push(Box::new(LevelIter::new(
+                handles,
+                |h: &Arc<TableHandle>| Ok(Box::new(h.table.iter()) as Box<dyn SortedIter>),
+                |h: &Arc<TableHandle>| h.meta.largest.as_slice(),
+            )));
+        }
+    }
+    let mut inner = DbIter::new(MergingIter::new(sources), end.map(<[u8]>::to_vec));
+    inner.seek(start)?;
+    Ok(DbIterator { inner, _pinned: sv })
+}
