@@ -404,4 +404,21 @@ mod tests {
             assert!(file.read_at(0, &mut [0u8; 1]).is_err());
         }
     }
+
+    /// procfs refuses O_DIRECT at open (EINVAL): the refusal path on a file system we have.
+    #[test]
+    fn refusal_names_the_path() {
+        let path = Path::new("/proc/self/status");
+        if !path.exists() {
+            return;
+        }
+        match FsStorage.open(path, ReadMode::Direct) {
+            Err(Error::InvalidOption(msg)) => assert_eq!(
+                msg,
+                "direct I/O is not supported by the file system holding /proc/self/status"
+            ),
+            Err(e) => panic!("unexpected error {e}"),
+            Ok(_) => eprintln!("procfs accepted O_DIRECT here"),
+        }
+    }
 }
