@@ -7,7 +7,10 @@
 //! (merging iterators), `version` (levels, manifest edits), `compaction` (pure picker and the job),
 //! `db` (the engine).
 
+pub mod batch;
 pub mod error;
+pub mod log;
+pub mod manifest;
 pub mod options;
 pub mod storage;
 pub mod types;

@@ -1,0 +1,270 @@
+//! The record log shared by the write-ahead log and the manifest (format: docs/format/wal.md).
+//!
+//! A log is a file header followed by records, each framed with its length and a CRC-32C:
+//!
+//! ```text
+//! file:   [magic "LIDBLOG" 7 bytes][format version u8 = 1] record*
+//! record: [crc32c u32 LE of (len bytes ++ payload)][len u32 LE][payload: len bytes]
+//! ```
+//!
+//! Callers: the DB's write path owns the WAL's [`LogWriter`] (one writer thread at a time, `&mut`),
+//! the manifest owns its own; [`read_log`] runs at recovery, single-threaded.
+//!
+//! Invariants:
+//! - A record is appended with one `append` call, so a crash tears at most the records not yet
+//!   synced, and only at the tail of the file.
+//! - After any failed append or sync the writer is poisoned: every later call returns an error,
+//!   because the file may now end in a partial record and records written after it would be
+//!   unreadable (recovery stops at the first bad record) although acknowledged.
+//! - [`read_log`] returns only records whose checksum matches, in order, and stops at the first
+//!   truncated or mismatching record; it never panics on any bytes.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result, corruption};
+use crate::storage::{Storage, WritableFile};
+
+/// First bytes of every log. DO NOT CHANGE: stored on disk.
+pub const LOG_MAGIC: &[u8; 7] = b"LIDBLOG";
+/// Format version of the framing, the byte after the magic.
+pub const LOG_FORMAT_VERSION: u8 = 1;
+/// Bytes of the file header.
+pub const LOG_HEADER_BYTES: u64 = 8;
+/// Bytes of a record header: crc u32 + len u32.
+pub const RECORD_HEADER_BYTES: u64 = 8;
+/// Largest payload of one record (2 GiB - 1): fits one 1 GiB value with its batch framing.
+/// A larger length in a record header is corruption.
+pub const MAX_RECORD_BYTES: u64 = (1 << 31) - 1;
+
+fn file_header() -> [u8; LOG_HEADER_BYTES as usize] {
+    let mut h = [0u8; LOG_HEADER_BYTES as usize];
+    for (d, s) in h
+        .iter_mut()
+        .zip(LOG_MAGIC.iter().chain([&LOG_FORMAT_VERSION]))
+    {
+        *d = *s;
+    }
+    h
+}
+
+/// The checksum of a record: CRC-32C of the length bytes followed by the payload, so a zeroed
+/// header (len 0, crc 0) never passes.
+fn record_crc(len_bytes: [u8; 4], payload: &[u8]) -> u32 {
+    crc32c::crc32c_append(crc32c::crc32c(&len_bytes), payload)
+}
+
+/// Appends records to a log file.
+#[derive(Debug)]
+pub struct LogWriter {
+    file: Box<dyn WritableFile>,
+    path: PathBuf,
+    header_written: bool,
+    /// Set by the first failed append or sync; every later call fails with it.
+    poisoned: Option<String>,
+}
+
+impl LogWriter {
+    /// Wraps a freshly created (empty) file; the file header is written with the first record
+    /// or sync.
+    pub fn new(file: Box<dyn WritableFile>, path: PathBuf) -> LogWriter {
+        let header_written = !file.is_empty();
+        LogWriter {
+            file,
+            path,
+            header_written,
+            poisoned: None,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check_poisoned(&self) -> Result<()> {
+        match &self.poisoned {
+            None => Ok(()),
+            Some(why) => Err(Error::Io {
+                file: self.path.clone(),
+                source: std::io::Error::other(format!(
+                    "log writer stopped after an earlier failure: {why}"
+                )),
+            }),
+        }
+    }
+
+    /// Runs a file operation, poisoning the writer if it fails.
+    fn guarded(&mut self, op: impl FnOnce(&mut dyn WritableFile) -> Result<()>) -> Result<()> {
+        self.check_poisoned()?;
+        let r = op(self.file.as_mut());
+        if let Err(e) = &r {
+            self.poisoned = Some(e.to_string());
+        }
+        r
+    }
+
+    /// Appends one record (not yet durable: see [`LogWriter::sync`]).
+    pub fn add_record(&mut self, payload: &[u8]) -> Result<()> {
+        self.check_poisoned()?;
+        let len = u32::try_from(payload.len())
+            .ok()
+            .filter(|&l| u64::from(l) <= MAX_RECORD_BYTES)
+            .ok_or_else(|| {
+                Error::InvalidOption(format!(
+                    "log record of {} bytes exceeds the limit of {MAX_RECORD_BYTES} bytes",
+                    payload.len()
+                ))
+            })?;
+        let len_bytes = len.to_le_bytes();
+        let header_bytes = if self.header_written {
+            0
+        } else {
+            LOG_HEADER_BYTES
+        };
+        let mut buf =
+            Vec::with_capacity((header_bytes + RECORD_HEADER_BYTES) as usize + payload.len());
+        if !self.header_written {
+            buf.extend_from_slice(&file_header());
+        }
+        buf.extend_from_slice(&record_crc(len_bytes, payload).to_le_bytes());
+        buf.extend_from_slice(&len_bytes);
+        buf.extend_from_slice(payload);
+        self.guarded(|f| f.append(&buf))?;
+        self.header_written = true;
+        Ok(())
+    }
+
+    /// Makes every record added so far durable.
+    pub fn sync(&mut self) -> Result<()> {
+        if !self.header_written {
+            self.guarded(|f| f.append(&file_header()))?;
+            self.header_written = true;
+        }
+        self.guarded(|f| f.sync())
+    }
+
+    /// Bytes written to the file so far (header included).
+    pub fn len(&self) -> u64 {
+        self.file.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Where and why reading a log stopped before its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TornTail {
+    /// Offset of the first byte not part of an intact record (equals `valid_len`).
+    pub offset: u64,
+    pub detail: String,
+}
+
+/// The intact records of a log.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LogContents {
+    pub records: Vec<Vec<u8>>,
+    /// Bytes from the start of the file through the last intact record (or the header).
+    pub valid_len: u64,
+    /// Set when bytes follow `valid_len`; the caller truncates the file to `valid_len`.
+    pub torn_tail: Option<TornTail>,
+}
+
+/// Reads every intact record of the log at `path`.
+///
+/// Errors: `Io` if the file cannot be read; `Corruption` if the file header is neither a valid
+/// header nor a torn one (a prefix of it or zeros), or names an unknown format version.
+pub fn read_log(storage: &dyn Storage, path: &Path) -> Result<LogContents> {
+    let bytes = storage.read_all(path)?;
+    parse_log(&bytes).map_err(|detail| corruption(path, detail))
+}
+
+/// Parses the bytes of a log (see [`read_log`]); the error is the corruption detail.
+pub fn parse_log(bytes: &[u8]) -> std::result::Result<LogContents, String> {
+    let mut out = LogContents::default();
+    if bytes.is_empty() {
+        return Ok(out);
+    }
+    let expected = file_header();
+    let header = bytes.get(..LOG_HEADER_BYTES as usize);
+    match header {
+        Some(h) if h == expected => {}
+        Some(h) if h.get(..LOG_MAGIC.len()) == Some(LOG_MAGIC.as_slice()) => {
+            let version = h.last().copied().unwrap_or_default();
+            if version != 0 {
+                return Err(format!(
+                    "log format version {version} is not supported (this build reads version \
+                     {LOG_FORMAT_VERSION})"
+                ));
+            }
+            // A zero version byte is a header torn before its last byte landed.
+            return Ok(torn_at(out, bytes.len(), 0, "the log header is torn"));
+        }
+        _ => {
+            let head = header.unwrap_or(bytes);
+            let is_prefix = expected.starts_with(head);
+            if is_prefix || head.iter().all(|&b| b == 0) {
+                return Ok(torn_at(out, bytes.len(), 0, "the log header is torn"));
+            }
+            return Err(format!(
+                "not a lidb log: the file starts with {head:02x?}, expected the magic \"LIDBLOG\""
+            ));
+        }
+    }
+    let mut pos = LOG_HEADER_BYTES;
+    out.valid_len = pos;
+    loop {
+        let rest = bytes.get(pos as usize..).unwrap_or_default();
+        if rest.is_empty() {
+            return Ok(out);
+        }
+        let Some((crc, len_bytes)) = split_header(rest) else {
+            let detail = format!("record header torn ({} of 8 bytes)", rest.len());
+            return Ok(torn_at(out, bytes.len(), pos, detail));
+        };
+        let len = u32::from_le_bytes(len_bytes);
+        if u64::from(len) > MAX_RECORD_BYTES {
+            let detail = format!("record length {len} exceeds the limit of {MAX_RECORD_BYTES}");
+            return Ok(torn_at(out, bytes.len(), pos, detail));
+        }
+        let body = RECORD_HEADER_BYTES as usize;
+        let Some(payload) = rest.get(body..body + len as usize) else {
+            let detail = format!(
+                "record of {len} bytes torn ({} bytes present)",
+                rest.len() - body
+            );
+            return Ok(torn_at(out, bytes.len(), pos, detail));
+        };
+        if record_crc(len_bytes, payload) != crc {
+            let detail = format!("record of {len} bytes fails its checksum");
+            return Ok(torn_at(out, bytes.len(), pos, detail));
+        }
+        out.records.push(payload.to_vec());
+        pos += RECORD_HEADER_BYTES + u64::from(len);
+        out.valid_len = pos;
+    }
+}
+
+fn split_header(rest: &[u8]) -> Option<(u32, [u8; 4])> {
+    let crc: [u8; 4] = rest.get(0..4)?.try_into().ok()?;
+    let len: [u8; 4] = rest.get(4..8)?.try_into().ok()?;
+    Some((u32::from_le_bytes(crc), len))
+}
+
+fn torn_at(
+    mut out: LogContents,
+    file_len: usize,
+    offset: u64,
+    detail: impl Into<String>,
+) -> LogContents {
+    let dropped = (file_len as u64).saturating_sub(offset);
+    out.valid_len = offset;
+    out.torn_tail = Some(TornTail {
+        offset,
+        detail: format!(
+            "{} at offset {offset}; {dropped} bytes from there on are not intact",
+            detail.into()
+        ),
+    });
+    out
+}
