@@ -7,10 +7,14 @@
 //! (merging iterators), `version` (levels, manifest edits), `compaction` (pure picker and the job),
 //! `db` (the engine).
 
+pub mod compaction;
 pub mod error;
+pub mod iter;
+pub mod memtable;
 pub mod options;
 pub mod storage;
 pub mod types;
+pub mod version;
 
 pub use error::{Error, Result};
 pub use options::{Granularity, IndexOptions, Options};
