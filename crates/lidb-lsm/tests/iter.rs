@@ -79,7 +79,10 @@ fn layers_strategy() -> impl Strategy<Value = (Vec<Layer>, Vec<Option<usize>>)> 
     let layer = prop::collection::btree_map(key_strategy(), value, 0..30);
     prop::collection::vec(layer, 1..6).prop_flat_map(|layers| {
         let n = layers.len();
-        (Just(layers), prop::collection::vec(prop::option::of(1usize..5), n))
+        (
+            Just(layers),
+            prop::collection::vec(prop::option::of(1usize..5), n),
+        )
     })
 }
 
@@ -329,7 +332,10 @@ fn errors_propagate_and_leave_iterators_invalid() {
     assert!(!db.valid());
 
     // LevelIter: opening the second table fails when the scan crosses into it.
-    let tables = vec![numbered(3, EntryKind::Put), vec![(b"100".to_vec(), EntryKind::Put, 1, Vec::new())]];
+    let tables = vec![
+        numbered(3, EntryKind::Put),
+        vec![(b"100".to_vec(), EntryKind::Put, 1, Vec::new())],
+    ];
     let mut level = LevelIter::new(
         tables,
         |t: &Vec<VecEntry>| {
@@ -370,11 +376,18 @@ fn merging_iter_over_memtables_and_a_level() {
         vec![(b"a".to_vec(), EntryKind::Put, 0, b"a0".to_vec())],
         vec![(b"d".to_vec(), EntryKind::Put, 0, b"d0".to_vec())],
     ]);
-    let merging = MergingIter::new(vec![Box::new(newer.iter(4)), Box::new(older.iter(4)), level]);
+    let merging = MergingIter::new(vec![
+        Box::new(newer.iter(4)),
+        Box::new(older.iter(4)),
+        level,
+    ]);
     let mut it = DbIter::new(merging, Some(b"d".to_vec()));
     it.seek_to_first().unwrap();
     assert_eq!(
         drain_db(&mut it),
-        vec![(b"b".to_vec(), b"b1".to_vec()), (b"c".to_vec(), b"c2".to_vec())]
+        vec![
+            (b"b".to_vec(), b"b1".to_vec()),
+            (b"c".to_vec(), b"c2".to_vec())
+        ]
     );
 }

@@ -68,7 +68,10 @@ fn collect(table: &Arc<MemTable>, snapshot: u64) -> Model {
             assert!(it.key() > last.as_slice(), "keys must strictly increase");
         }
         last = Some(it.key().to_vec());
-        out.insert(it.key().to_vec(), (it.kind(), it.seq(), it.value().to_vec()));
+        out.insert(
+            it.key().to_vec(),
+            (it.kind(), it.seq(), it.value().to_vec()),
+        );
         it.next().unwrap();
     }
     out
@@ -84,11 +87,15 @@ fn gets_and_snapshots_match_the_model() {
             let seq = i as u64 + 1;
             table.insert(seq, op.kind, &op.key, &op.value);
             bytes += (op.key.len() + op.value.len()) as u64 + ENTRY_OVERHEAD_BYTES;
-            if seq % 500 == 0 {
+            if seq.is_multiple_of(500) {
                 let model = model_at(&ops, seq);
                 for k in 0..700u32 {
                     let key = format!("k{k}").into_bytes();
-                    assert_eq!(table.get(&key), model.get(&key).cloned(), "seed {seed} key k{k}");
+                    assert_eq!(
+                        table.get(&key),
+                        model.get(&key).cloned(),
+                        "seed {seed} key k{k}"
+                    );
                 }
                 // Every earlier snapshot still sees exactly its own state.
                 for snapshot in [0, seq / 3, seq / 2, seq - 1, seq] {
@@ -137,11 +144,17 @@ fn seek_lands_on_the_first_key_at_or_after_the_target() {
                 Some((k, (kind, seq, v))) => {
                     assert!(it.valid(), "seed {seed} snapshot {snapshot}: ended early");
                     assert_eq!(it.key(), k.as_slice());
-                    assert_eq!((it.kind(), it.seq(), it.value()), (*kind, *seq, v.as_slice()));
+                    assert_eq!(
+                        (it.kind(), it.seq(), it.value()),
+                        (*kind, *seq, v.as_slice())
+                    );
                     it.next().unwrap();
                 }
                 None => {
-                    assert!(!it.valid(), "seed {seed} snapshot {snapshot}: ran past the end");
+                    assert!(
+                        !it.valid(),
+                        "seed {seed} snapshot {snapshot}: ran past the end"
+                    );
                     break;
                 }
             }
@@ -167,7 +180,7 @@ fn many_versions_of_one_key_stay_hidden_from_old_snapshots() {
     table.insert(2, EntryKind::Put, b"b", b"old-b");
     table.insert(3, EntryKind::Put, b"c", b"old-c");
     for seq in 4..5000u64 {
-        let key: &[u8] = if seq % 2 == 0 { b"b" } else { b"bb" };
+        let key: &[u8] = if seq.is_multiple_of(2) { b"b" } else { b"bb" };
         table.insert(seq, EntryKind::Put, key, &seq.to_le_bytes());
     }
     let got = collect(&table, 3);
@@ -184,13 +197,14 @@ fn snapshot_iterators_are_stable_while_another_thread_inserts() {
     let published = Arc::new(AtomicU64::new(0));
 
     let writer = {
-        let (ops, table, published) = (Arc::clone(&ops), Arc::clone(&table), Arc::clone(&published));
+        let (ops, table, published) =
+            (Arc::clone(&ops), Arc::clone(&table), Arc::clone(&published));
         std::thread::spawn(move || {
             for (i, op) in ops.iter().enumerate() {
                 let seq = i as u64 + 1;
                 table.insert(seq, op.kind, &op.key, &op.value);
                 published.store(seq, Ordering::Release);
-                if seq % 64 == 0 {
+                if seq.is_multiple_of(64) {
                     std::thread::yield_now();
                 }
             }
@@ -209,17 +223,27 @@ fn snapshot_iterators_are_stable_while_another_thread_inserts() {
         it.seek_to_first().unwrap();
         let mut seen = Model::new();
         while it.valid() {
-            seen.insert(it.key().to_vec(), (it.kind(), it.seq(), it.value().to_vec()));
+            seen.insert(
+                it.key().to_vec(),
+                (it.kind(), it.seq(), it.value().to_vec()),
+            );
             it.next().unwrap();
             if rng.gen_bool(0.01) {
                 std::thread::yield_now();
             }
         }
-        assert_eq!(seen, model_at(&ops, snapshot), "seed {seed} snapshot {snapshot}");
+        assert_eq!(
+            seen,
+            model_at(&ops, snapshot),
+            "seed {seed} snapshot {snapshot}"
+        );
         checked += 1;
     }
     writer.join().unwrap();
     eprintln!("seed {seed}: {checked} snapshots, {mid_stream} taken while the writer ran");
-    assert!(mid_stream > 0, "seed {seed}: no snapshot was taken while the writer ran");
+    assert!(
+        mid_stream > 0,
+        "seed {seed}: no snapshot was taken while the writer ran"
+    );
     assert_eq!(collect(&table, u64::MAX), model_at(&ops, ops.len() as u64));
 }
