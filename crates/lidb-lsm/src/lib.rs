@@ -4,16 +4,20 @@
 //! Parts (one module each): `storage` (all I/O, fault injection), `log` (the record log shared by
 //! the WAL and the manifest), `batch` (write batches), `memtable`, `keys` (key images for the
 //! models), `table` (SSTable format, builder, reader, Bloom filter, page cache), `iter`
-//! (merging iterators), `version` (levels, manifest edits), `compaction` (pure picker and the job),
-//! `db` (the engine).
+//! (merging iterators), `version` (levels), `manifest` (version edits), `compaction` (the pure
+//! picker), `db` (the engine).
 
 pub mod batch;
+pub mod compaction;
 pub mod error;
+pub mod iter;
 pub mod log;
 pub mod manifest;
+pub mod memtable;
 pub mod options;
 pub mod storage;
 pub mod types;
+pub mod version;
 
 pub use error::{Error, Result};
 pub use options::{Granularity, IndexOptions, Options};

@@ -1,0 +1,422 @@
+//! The memtable: every write of the engine lands here (after the WAL) until the table is flushed
+//! to an L0 SSTable.
+//!
+//! Threads: all methods take `&self`. The writer (the engine's write path, one writer at a time)
+//! calls [`MemTable::insert`]; readers on any thread call [`MemTable::get`] and iterate. Inside is
+//! one `RwLock` over a `BTreeMap`; iterators take the read lock per chunk of entries and keep a
+//! cursor, so no lock is held between iterator calls and a long scan never blocks the writer.
+//!
+//! Invariants:
+//! 1. The map is ordered by (user key ascending, sequence number descending): the first entry of
+//!    a user key is its newest version.
+//! 2. Entries are never modified or removed once inserted. The engine gives every entry its own
+//!    sequence number; if a (key, seq) pair were inserted twice the second insert would replace
+//!    the first (the later write of a batch wins).
+//! 3. A snapshot at sequence `s` sees, for each key, the newest version with seq <= s. Writers
+//!    only insert sequence numbers above every snapshot handed out, so a snapshot iterator's view
+//!    never changes while it runs, whatever other threads insert.
+
+use std::borrow::Borrow;
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::collections::btree_map;
+use std::fmt;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use crate::error::Result;
+use crate::types::{EntryKind, SortedIter};
+
+/// Bytes counted per entry on top of its key and value (map node share, sequence, kind, vectors).
+pub const ENTRY_OVERHEAD_BYTES: u64 = 48;
+
+/// Entries an iterator copies out per read-lock acquisition.
+const CHUNK_ENTRIES: usize = 256;
+/// Map entries (visible or not) an iterator scans per read-lock acquisition, at most (the scan
+/// only stops between user keys, so one key with many versions may exceed it).
+const CHUNK_SCAN_LIMIT: usize = 4 * CHUNK_ENTRIES;
+
+/// A memtable key: user key ascending, then sequence number descending.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct InternalKey {
+    user: Vec<u8>,
+    seq: u64,
+}
+
+/// What the map holds for one internal key.
+#[derive(Debug, Clone)]
+struct Slot {
+    kind: EntryKind,
+    value: Vec<u8>,
+}
+
+/// A borrowed or owned internal key, so the map can be searched without allocating a key.
+trait Lookup {
+    fn user(&self) -> &[u8];
+    fn seq(&self) -> u64;
+}
+
+impl Lookup for InternalKey {
+    fn user(&self) -> &[u8] {
+        &self.user
+    }
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+/// A search key borrowing the caller's user key.
+struct Probe<'a> {
+    user: &'a [u8],
+    seq: u64,
+}
+
+impl Lookup for Probe<'_> {
+    fn user(&self) -> &[u8] {
+        self.user
+    }
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+fn compare(a: &dyn Lookup, b: &dyn Lookup) -> Ordering {
+    a.user().cmp(b.user()).then_with(|| b.seq().cmp(&a.seq()))
+}
+
+impl Ord for InternalKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare(self, other)
+    }
+}
+
+impl PartialOrd for InternalKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<'a> Borrow<dyn Lookup + 'a> for InternalKey {
+    fn borrow(&self) -> &(dyn Lookup + 'a) {
+        self
+    }
+}
+
+impl PartialEq for dyn Lookup + '_ {
+    fn eq(&self, other: &Self) -> bool {
+        compare(self, other) == Ordering::Equal
+    }
+}
+
+impl Eq for dyn Lookup + '_ {}
+
+impl PartialOrd for dyn Lookup + '_ {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for dyn Lookup + '_ {
+    fn cmp(&self, other: &Self) -> Ordering {
+        compare(self, other)
+    }
+}
+
+type Map = BTreeMap<InternalKey, Slot>;
+
+/// The entries of `map` from `from` on.
+fn range_from<'m, 'k>(
+    map: &'m Map,
+    from: Bound<&'k (dyn Lookup + 'k)>,
+) -> btree_map::Range<'m, InternalKey, Slot> {
+    map.range::<dyn Lookup + 'k, _>((from, Bound::Unbounded))
+}
+
+/// Saturates a length into the u32 the table format records.
+fn len_u32(len: usize) -> u32 {
+    u32::try_from(len).unwrap_or(u32::MAX)
+}
+
+/// Sequence-numbered versions of keys, in memory. See the module documentation.
+pub struct MemTable {
+    map: RwLock<Map>,
+    approximate_bytes: AtomicU64,
+    entries: AtomicUsize,
+    max_key_len: AtomicU32,
+    max_value_len: AtomicU32,
+}
+
+impl fmt::Debug for MemTable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemTable")
+            .field("entries", &self.len())
+            .field("approximate_bytes", &self.approximate_bytes())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for MemTable {
+    fn default() -> Self {
+        MemTable::new()
+    }
+}
+
+impl MemTable {
+    pub fn new() -> MemTable {
+        MemTable {
+            map: RwLock::new(BTreeMap::new()),
+            approximate_bytes: AtomicU64::new(0),
+            entries: AtomicUsize::new(0),
+            max_key_len: AtomicU32::new(0),
+            max_value_len: AtomicU32::new(0),
+        }
+    }
+
+    /// Adds version `seq` of `key`. A Delete's value is normally empty.
+    pub fn insert(&self, seq: u64, kind: EntryKind, key: &[u8], value: &[u8]) {
+        let internal = InternalKey {
+            user: key.to_vec(),
+            seq,
+        };
+        let slot = Slot {
+            kind,
+            value: value.to_vec(),
+        };
+        let replaced = {
+            let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
+            map.insert(internal, slot).is_some()
+        };
+        if !replaced {
+            self.entries.fetch_add(1, MemOrder::Relaxed);
+        }
+        self.approximate_bytes.fetch_add(
+            key.len() as u64 + value.len() as u64 + ENTRY_OVERHEAD_BYTES,
+            MemOrder::Relaxed,
+        );
+        self.max_key_len
+            .fetch_max(len_u32(key.len()), MemOrder::Relaxed);
+        self.max_value_len
+            .fetch_max(len_u32(value.len()), MemOrder::Relaxed);
+    }
+
+    /// The newest version of `key`: (kind, seq, value).
+    pub fn get(&self, key: &[u8]) -> Option<(EntryKind, u64, Vec<u8>)> {
+        self.get_at(key, u64::MAX)
+    }
+
+    /// The newest version of `key` with seq <= `snapshot_seq`: (kind, seq, value).
+    pub fn get_at(&self, key: &[u8], snapshot_seq: u64) -> Option<(EntryKind, u64, Vec<u8>)> {
+        let probe = Probe {
+            user: key,
+            seq: snapshot_seq,
+        };
+        let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
+        let (found, slot) = range_from(&map, Bound::Included(&probe)).next()?;
+        (found.user == key).then(|| (slot.kind, found.seq, slot.value.clone()))
+    }
+
+    /// Keys + values + [`ENTRY_OVERHEAD_BYTES`] per insert: what a flush compares with the write
+    /// buffer size.
+    pub fn approximate_bytes(&self) -> u64 {
+        self.approximate_bytes.load(MemOrder::Relaxed)
+    }
+
+    /// Entries (versions, not distinct keys).
+    pub fn len(&self) -> usize {
+        self.entries.load(MemOrder::Relaxed)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The longest key inserted (saturated at u32::MAX): a flush sizes its table's slots with it.
+    pub fn max_key_len(&self) -> u32 {
+        self.max_key_len.load(MemOrder::Relaxed)
+    }
+
+    /// The longest value inserted (saturated at u32::MAX).
+    pub fn max_value_len(&self) -> u32 {
+        self.max_value_len.load(MemOrder::Relaxed)
+    }
+
+    /// An iterator over the newest version <= `snapshot_seq` of each key, deletions included
+    /// (kind Delete). It starts unpositioned: call `seek` or `seek_to_first`.
+    pub fn iter(self: &Arc<Self>, snapshot_seq: u64) -> MemTableIter {
+        MemTableIter {
+            table: Arc::clone(self),
+            snapshot_seq,
+            resume: Resume::Done,
+            arena: Vec::new(),
+            chunk: Vec::new(),
+            pos: 0,
+        }
+    }
+}
+
+/// Where the next chunk of an iterator starts.
+#[derive(Debug, Clone)]
+enum Resume {
+    /// At the smallest key.
+    Start,
+    /// At the first user key >= this one.
+    At(Vec<u8>),
+    /// At the first user key > this one.
+    After(Vec<u8>),
+    /// Nothing is left.
+    Done,
+}
+
+/// One entry of a chunk: its key and value are `arena[key_start..value_start]` and
+/// `arena[value_start..value_end]`.
+#[derive(Debug, Clone, Copy)]
+struct ChunkEntry {
+    key_start: usize,
+    value_start: usize,
+    value_end: usize,
+    kind: EntryKind,
+    seq: u64,
+}
+
+/// A snapshot iterator over a [`MemTable`] (see [`MemTable::iter`]). It copies up to
+/// `CHUNK_ENTRIES` entries per read-lock acquisition and resumes after the last user key copied.
+pub struct MemTableIter {
+    table: Arc<MemTable>,
+    snapshot_seq: u64,
+    resume: Resume,
+    arena: Vec<u8>,
+    chunk: Vec<ChunkEntry>,
+    pos: usize,
+}
+
+impl fmt::Debug for MemTableIter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemTableIter")
+            .field("snapshot_seq", &self.snapshot_seq)
+            .field("resume", &self.resume)
+            .field("chunk_entries", &self.chunk.len())
+            .field("pos", &self.pos)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemTableIter {
+    /// Replaces the chunk with the next visible entries after `self.resume`, until one is found or
+    /// the table ends.
+    fn fill(&mut self) {
+        self.arena.clear();
+        self.chunk.clear();
+        self.pos = 0;
+        while self.chunk.is_empty() && !matches!(self.resume, Resume::Done) {
+            self.resume = self.fill_once();
+        }
+    }
+
+    /// Copies one chunk starting at `self.resume`; returns where the following chunk starts.
+    fn fill_once(&mut self) -> Resume {
+        let probe = match &self.resume {
+            Resume::Start => None,
+            Resume::At(key) => Some((
+                Probe {
+                    user: key,
+                    seq: u64::MAX,
+                },
+                true,
+            )),
+            // (key, 0) is the last possible version of `key`: everything after it is a later key.
+            Resume::After(key) => Some((Probe { user: key, seq: 0 }, false)),
+            Resume::Done => return Resume::Done,
+        };
+        let from: Bound<&dyn Lookup> = match &probe {
+            None => Bound::Unbounded,
+            Some((p, true)) => Bound::Included(p),
+            Some((p, false)) => Bound::Excluded(p),
+        };
+        let map = self
+            .table
+            .map
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut previous: Option<&[u8]> = None;
+        let mut emitted_current = false;
+        for (scanned, (key, slot)) in range_from(&map, from).enumerate() {
+            if previous != Some(key.user.as_slice()) {
+                if let Some(prev) = previous
+                    && (self.chunk.len() >= CHUNK_ENTRIES || scanned >= CHUNK_SCAN_LIMIT)
+                {
+                    return Resume::After(prev.to_vec());
+                }
+                previous = Some(&key.user);
+                emitted_current = false;
+            }
+            if !emitted_current && key.seq <= self.snapshot_seq {
+                emitted_current = true;
+                let key_start = self.arena.len();
+                self.arena.extend_from_slice(&key.user);
+                let value_start = self.arena.len();
+                self.arena.extend_from_slice(&slot.value);
+                self.chunk.push(ChunkEntry {
+                    key_start,
+                    value_start,
+                    value_end: self.arena.len(),
+                    kind: slot.kind,
+                    seq: key.seq,
+                });
+            }
+        }
+        Resume::Done
+    }
+
+    fn entry(&self) -> Option<&ChunkEntry> {
+        self.chunk.get(self.pos)
+    }
+}
+
+impl SortedIter for MemTableIter {
+    fn valid(&self) -> bool {
+        self.pos < self.chunk.len()
+    }
+
+    fn seek_to_first(&mut self) -> Result<()> {
+        self.resume = Resume::Start;
+        self.fill();
+        Ok(())
+    }
+
+    fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.resume = Resume::At(target.to_vec());
+        self.fill();
+        Ok(())
+    }
+
+    fn next(&mut self) -> Result<()> {
+        if self.pos < self.chunk.len() {
+            self.pos += 1;
+            if self.pos == self.chunk.len() {
+                self.fill();
+            }
+        }
+        Ok(())
+    }
+
+    fn key(&self) -> &[u8] {
+        self.entry()
+            .and_then(|e| self.arena.get(e.key_start..e.value_start))
+            .unwrap_or_default()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.entry()
+            .and_then(|e| self.arena.get(e.value_start..e.value_end))
+            .unwrap_or_default()
+    }
+
+    fn kind(&self) -> EntryKind {
+        self.entry().map_or(EntryKind::Put, |e| e.kind)
+    }
+
+    fn seq(&self) -> u64 {
+        self.entry().map_or(0, |e| e.seq)
+    }
+}
