@@ -8,8 +8,10 @@
 //! `db` (the engine).
 
 pub mod error;
+pub mod keys;
 pub mod options;
 pub mod storage;
+pub mod table;
 pub mod types;
 
 pub use error::{Error, Result};
