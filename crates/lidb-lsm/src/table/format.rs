@@ -432,6 +432,46 @@ mod tests {
     }
 
     #[test]
+    fn meta_round_trip_truncations_and_flips_never_panic() {
+        let m = MetaBlock {
+            number: 3,
+            entries: 10,
+            slot_width: 21 + 8 + 100,
+            max_key_len: 8,
+            max_value_len: 100,
+            padding_bytes: 5,
+            keymap: KeyMap::Decimal { prefix_len: 2 },
+            index_family_tag: 5,
+            index_boundary: 16,
+            bloom_bits_per_key: 10,
+            max_image_run: 1,
+            smallest_seq: 1,
+            largest_seq: 9,
+            deletions: 2,
+            smallest: b"0012".to_vec(),
+            largest: b"0099".to_vec(),
+        };
+        let bytes = m.encode();
+        assert_eq!(MetaBlock::decode(&bytes), Ok(m.clone()));
+        for len in 0..bytes.len() {
+            assert!(MetaBlock::decode(bytes.get(..len).unwrap_or_default()).is_err());
+        }
+        for bit in 0..bytes.len() * 8 {
+            let mut b = bytes.clone();
+            if let Some(x) = b.get_mut(bit / 8) {
+                *x ^= 1 << (bit % 8);
+            }
+            // Either rejected or a different, self-consistent meta block; never a panic.
+            if let Ok(d) = MetaBlock::decode(&b) {
+                assert_ne!(d, m);
+            }
+        }
+        let mut longer = bytes;
+        longer.push(0);
+        assert!(MetaBlock::decode(&longer).is_err());
+    }
+
+    #[test]
     fn slot_round_trip_and_flips() {
         let mut out = Vec::new();
         encode_slot(&mut out, 7, 40, b"key", 9, EntryKind::Put, b"value");
