@@ -11,11 +11,13 @@ pub mod batch;
 pub mod compaction;
 pub mod error;
 pub mod iter;
+pub mod keys;
 pub mod log;
 pub mod manifest;
 pub mod memtable;
 pub mod options;
 pub mod storage;
+pub mod table;
 pub mod types;
 pub mod version;
 

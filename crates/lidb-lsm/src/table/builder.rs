@@ -1,0 +1,352 @@
+//! Writes one SSTable sequentially (docs/format/sstable.md): fixed-width slots as entries arrive,
+//! then, at `finish`, the Bloom filter, the learned index (trained over the key images collected
+//! while streaming; the data is never read back), the meta block and the footer, and one sync.
+//!
+//! Who calls it: the flush and the compaction job, each on its own thread with its own builder
+//! (`TableBuilder` is `Send`, not shared). `reindex` (benchmarks) rewrites a closed table's tail.
+//!
+//! Invariants kept for the file: keys strictly increase; every entry fits the slot width W fixed
+//! at `new`; the file is durable once `finish` returns Ok. After an I/O error the builder must be
+//! dropped (the partial file is garbage and never referenced); an `InvalidOption` from `add`
+//! (bad key order or length) leaves it unchanged and usable.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use lidb_index::{Family, Params};
+
+use crate::error::{Error, Result};
+use crate::keys::{KeyMapBuilder, KeyTails};
+use crate::storage::{Storage, WritableFile};
+use crate::table::filter::{BloomFilter, key_hash};
+use crate::table::format::{
+    FOOTER_LEN, Footer, MAX_ENTRIES, MAX_SLOT_WIDTH, MetaBlock, SLOT_HEADER_LEN, encode_slot,
+    frame_block,
+};
+use crate::types::{EntryKind, TableMeta};
+
+/// Bytes gathered before one append to storage.
+pub const WRITE_BUFFER_BYTES: usize = 256 * 1024;
+
+/// How a table is indexed and filtered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableOptions {
+    /// The learned index of the table; `None` writes no index block (level granularity, where
+    /// one model covers the level).
+    pub index: Option<(Family, Params)>,
+    /// Bloom filter bits per key; 0 writes no filter.
+    pub bloom_bits_per_key: u32,
+}
+
+impl TableOptions {
+    fn validate(&self) -> Result<()> {
+        if let Some((_, params)) = &self.index {
+            params
+                .validate()
+                .map_err(|e| Error::InvalidOption(format!("table index: {e}")))?;
+        }
+        if self.bloom_bits_per_key > 64 {
+            return Err(Error::InvalidOption(format!(
+                "bloom bits per key {} is above 64",
+                self.bloom_bits_per_key
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Where the time of a build went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BuildTimings {
+    /// Appends (data, filter, meta, footer) and the sync.
+    pub write: Duration,
+    /// `lidb_index::build` over the key images.
+    pub train: Duration,
+    /// Encoding and appending the index block.
+    pub index_write: Duration,
+}
+
+/// What `finish` produced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltTable {
+    pub meta: TableMeta,
+    pub timings: BuildTimings,
+    /// `size_bytes()` of the index (its encoding, without the 4-byte block trailer); 0 if none.
+    pub index_bytes: u64,
+    /// `size_bytes()` of the filter encoding; 0 if none.
+    pub filter_bytes: u64,
+}
+
+/// Builds one table; see the module doc.
+#[derive(Debug)]
+pub struct TableBuilder {
+    path: PathBuf,
+    number: u64,
+    file: Box<dyn WritableFile>,
+    opts: TableOptions,
+    max_key_len: u32,
+    max_value_len: u32,
+    slot_width: u64,
+    buf: Vec<u8>,
+    entries: u64,
+    smallest: Vec<u8>,
+    last_key: Vec<u8>,
+    keymap: KeyMapBuilder,
+    tails: KeyTails,
+    hashes: Vec<u64>,
+    padding_bytes: u64,
+    smallest_seq: u64,
+    largest_seq: u64,
+    deletions: u64,
+    write_time: Duration,
+}
+
+impl TableBuilder {
+    /// Creates `path` for table `number` with slot width `21 + max_key_len + max_value_len`.
+    pub fn new(
+        storage: &dyn Storage,
+        path: &Path,
+        number: u64,
+        max_key_len: u32,
+        max_value_len: u32,
+        opts: TableOptions,
+    ) -> Result<TableBuilder> {
+        opts.validate()?;
+        let slot_width = SLOT_HEADER_LEN + u64::from(max_key_len) + u64::from(max_value_len);
+        if slot_width > MAX_SLOT_WIDTH {
+            return Err(Error::InvalidOption(format!(
+                "slot width {slot_width} bytes (key {max_key_len} + value {max_value_len} + \
+                 header) is above {MAX_SLOT_WIDTH}"
+            )));
+        }
+        let file = storage.create(path)?;
+        Ok(TableBuilder {
+            path: path.to_path_buf(),
+            number,
+            file,
+            opts,
+            max_key_len,
+            max_value_len,
+            slot_width,
+            buf: Vec::with_capacity(WRITE_BUFFER_BYTES + slot_width as usize),
+            entries: 0,
+            smallest: Vec::new(),
+            last_key: Vec::new(),
+            keymap: KeyMapBuilder::new(),
+            tails: KeyTails::new(),
+            hashes: Vec::new(),
+            padding_bytes: 0,
+            smallest_seq: u64::MAX,
+            largest_seq: 0,
+            deletions: 0,
+            write_time: Duration::ZERO,
+        })
+    }
+
+    /// Appends the next entry. Keys must strictly increase and fit the declared maxima.
+    pub fn add(&mut self, key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> Result<()> {
+        if key.len() as u64 > u64::from(self.max_key_len) {
+            return Err(Error::InvalidOption(format!(
+                "{}: key of {} bytes is longer than the table's maximum {}",
+                self.path.display(),
+                key.len(),
+                self.max_key_len
+            )));
+        }
+        if value.len() as u64 > u64::from(self.max_value_len) {
+            return Err(Error::InvalidOption(format!(
+                "{}: value of {} bytes is longer than the table's maximum {}",
+                self.path.display(),
+                value.len(),
+                self.max_value_len
+            )));
+        }
+        if self.entries > 0 && key <= self.last_key.as_slice() {
+            return Err(Error::InvalidOption(format!(
+                "{}: keys must strictly increase (entry {} is not above its predecessor)",
+                self.path.display(),
+                self.entries
+            )));
+        }
+        if self.entries >= MAX_ENTRIES {
+            return Err(Error::InvalidOption(format!(
+                "{}: a table holds at most {MAX_ENTRIES} entries",
+                self.path.display()
+            )));
+        }
+        encode_slot(
+            &mut self.buf,
+            self.entries,
+            self.slot_width,
+            key,
+            seq,
+            kind,
+            value,
+        );
+        if self.entries == 0 {
+            self.smallest = key.to_vec();
+        }
+        self.last_key.clear();
+        self.last_key.extend_from_slice(key);
+        self.keymap.observe(key);
+        self.tails.push(key);
+        if self.opts.bloom_bits_per_key > 0 {
+            self.hashes.push(key_hash(key));
+        }
+        self.padding_bytes +=
+            self.slot_width - SLOT_HEADER_LEN - key.len() as u64 - value.len() as u64;
+        self.smallest_seq = self.smallest_seq.min(seq);
+        self.largest_seq = self.largest_seq.max(seq);
+        if kind == EntryKind::Delete {
+            self.deletions += 1;
+        }
+        self.entries += 1;
+        if self.buf.len() >= WRITE_BUFFER_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let t = Instant::now();
+        let r = self.file.append(&self.buf);
+        self.write_time += t.elapsed();
+        self.buf.clear();
+        r
+    }
+
+    fn append(&mut self, bytes: &[u8]) -> Result<()> {
+        let t = Instant::now();
+        let r = self.file.append(bytes);
+        self.write_time += t.elapsed();
+        r
+    }
+
+    pub fn entries(&self) -> u64 {
+        self.entries
+    }
+
+    /// The data region so far plus a guess of the tail (filter and meta; the index is small).
+    pub fn estimated_file_size(&self) -> u64 {
+        let filter = self.entries * u64::from(self.opts.bloom_bits_per_key) / 8;
+        self.entries * self.slot_width + filter + 2 * self.last_key.len() as u64 + 200 + FOOTER_LEN
+    }
+
+    pub fn slot_width(&self) -> u64 {
+        self.slot_width
+    }
+
+    /// Writes the tail (filter, index, meta, footer) and syncs. A table needs at least one entry.
+    pub fn finish(mut self) -> Result<BuiltTable> {
+        if self.entries == 0 {
+            return Err(Error::InvalidOption(format!(
+                "{}: a table needs at least one entry",
+                self.path.display()
+            )));
+        }
+        self.flush()?;
+        let data_len = self.file.len();
+        debug_assert_eq!(data_len, self.entries * self.slot_width);
+        let keymap = self.keymap.finish(&self.last_key);
+
+        // Filter block.
+        let mut filter_bytes = 0;
+        let filter_block = if self.opts.bloom_bits_per_key > 0 {
+            let f = BloomFilter::from_hashes(&self.hashes, self.opts.bloom_bits_per_key);
+            filter_bytes = f.size_bytes();
+            frame_block(&f.encode())
+        } else {
+            Vec::new()
+        };
+        self.hashes = Vec::new();
+
+        // Images, their longest tie, and the index trained over them.
+        let images = self.tails.images(&keymap);
+        self.tails = KeyTails::new();
+        let max_image_run = longest_run(&images);
+        let mut timings = BuildTimings::default();
+        let mut index_bytes = 0;
+        let mut index_tag = 0u8;
+        let mut index_boundary = 0u64;
+        let mut index_block = Vec::new();
+        if let Some((family, params)) = &self.opts.index {
+            let t = Instant::now();
+            let index = lidb_index::build(*family, &images, params)?;
+            timings.train = t.elapsed();
+            let t = Instant::now();
+            index_block = frame_block(&index.encode());
+            timings.index_write = t.elapsed();
+            index_bytes = index.size_bytes();
+            index_tag = family.tag();
+            index_boundary = index.boundary();
+        }
+        drop(images);
+
+        self.append(&filter_block)?;
+        let t = Instant::now();
+        self.file.append(&index_block)?;
+        timings.index_write += t.elapsed();
+
+        let meta = MetaBlock {
+            number: self.number,
+            entries: self.entries,
+            slot_width: self.slot_width as u32,
+            max_key_len: self.max_key_len,
+            max_value_len: self.max_value_len,
+            padding_bytes: self.padding_bytes,
+            keymap,
+            index_family_tag: index_tag,
+            index_boundary,
+            bloom_bits_per_key: self.opts.bloom_bits_per_key,
+            max_image_run,
+            smallest_seq: self.smallest_seq,
+            largest_seq: self.largest_seq,
+            deletions: self.deletions,
+            smallest: std::mem::take(&mut self.smallest),
+            largest: std::mem::take(&mut self.last_key),
+        };
+        let meta_block = frame_block(&meta.encode());
+        let footer = Footer {
+            filter_offset: data_len,
+            filter_len: filter_block.len() as u64,
+            index_offset: data_len + filter_block.len() as u64,
+            index_len: index_block.len() as u64,
+            meta_offset: data_len + (filter_block.len() + index_block.len()) as u64,
+            meta_len: meta_block.len() as u64,
+        };
+        self.append(&meta_block)?;
+        self.append(&footer.encode())?;
+        let t = Instant::now();
+        self.file.sync()?;
+        self.write_time += t.elapsed();
+        timings.write = self.write_time;
+        Ok(BuiltTable {
+            meta: TableMeta {
+                number: self.number,
+                file_size: self.file.len(),
+                entries: self.entries,
+                smallest: meta.smallest,
+                largest: meta.largest,
+            },
+            timings,
+            index_bytes,
+            filter_bytes,
+        })
+    }
+}
+
+/// The longest run of equal values in a sorted slice (1 for distinct values, 0 when empty).
+pub fn longest_run(sorted: &[u64]) -> u64 {
+    let mut best = 0u64;
+    let mut run = 0u64;
+    let mut prev = None;
+    for &v in sorted {
+        run = if prev == Some(v) { run + 1 } else { 1 };
+        best = best.max(run);
+        prev = Some(v);
+    }
+    best
+}
