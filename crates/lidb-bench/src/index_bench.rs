@@ -25,6 +25,8 @@ pub struct Config {
     /// Lookups of existing keys per configuration.
     pub queries: usize,
     pub seed: u64,
+    /// Interleaved timing rounds; each row reports the median of its rounds.
+    pub rounds: usize,
     /// Draw a progress bar on stderr (only shown on a terminal).
     pub progress: bool,
 }
@@ -90,40 +92,78 @@ const MAX_BUILD_REPEATS: u32 = 20;
 const MAX_TAIL_SAMPLES: usize = 200_000;
 
 /// Runs every configuration over `keys` (sorted) with lookups of `queries` (keys that exist).
+///
+/// Every index is built first; then the lookup passes run round-robin over all configurations
+/// for `cfg.rounds` rounds, and each configuration reports the median of its rounds. Background
+/// noise on a shared machine therefore hits every configuration alike, and the ratios between
+/// rows come from interleaved measurements of one run.
 pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Error> {
     let overhead = timer_overhead_ns();
-    let total = (cfg.families.len() * cfg.boundaries.len()) as u64;
-    let bar = cfg.progress.then(|| progress::bar(total, "index bench"));
-    let mut rows = Vec::new();
-    for &family in &cfg.families {
-        for &b in &cfg.boundaries {
-            if let Some(bar) = &bar {
-                bar.set_message(format!("{family} B={b}"));
-            }
-            let params = Params {
-                boundary: b,
-                ..cfg.params.clone()
-            };
-            rows.push(measure(family, keys, queries, &params, overhead)?);
-            if let Some(bar) = &bar {
-                bar.inc(1);
-            }
+    let configs: Vec<(Family, u64)> = cfg
+        .families
+        .iter()
+        .flat_map(|&f| cfg.boundaries.iter().map(move |&b| (f, b)))
+        .collect();
+    let rounds = cfg.rounds.max(1);
+    let steps = (configs.len() * (1 + rounds)) as u64;
+    let bar = cfg.progress.then(|| progress::bar(steps, "index bench"));
+    let tick = |msg: String| {
+        if let Some(bar) = &bar {
+            bar.set_message(msg);
+            bar.inc(1);
+        }
+    };
+    let mut built = Vec::with_capacity(configs.len());
+    for &(family, b) in &configs {
+        let params = Params { boundary: b, ..cfg.params.clone() };
+        let (index, build_ns) = timed_build(family, keys, &params)?;
+        check_answers(index.as_ref(), keys, queries, b)?;
+        built.push((index, build_ns));
+        tick(format!("built {family} B={b}"));
+    }
+    let mut means: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); built.len()];
+    for round in 0..rounds {
+        for ((index, _), samples) in built.iter().zip(means.iter_mut()) {
+            let index = index.as_ref();
+            lookup_all(index, keys, queries.get(..queries.len().min(10_000)).unwrap_or_default());
+            let t = Instant::now();
+            lookup_all(index, keys, queries);
+            samples.push(t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64);
+            tick(format!("round {} of {rounds}", round + 1));
         }
     }
     if let Some(bar) = bar {
         bar.finish_and_clear();
     }
+    let n = keys.len() as u64;
+    let per_key = |v: f64| if n == 0 { 0.0 } else { v / n as f64 };
+    let mut rows = Vec::with_capacity(built.len());
+    for (((index, build_ns), samples), &(family, b)) in built.iter().zip(&mut means).zip(&configs) {
+        let index = index.as_ref();
+        let widths: u64 = queries.iter().map(|&q| index.search(q).width()).sum();
+        let size = index.size_bytes();
+        rows.push(Row {
+            index: family.name().to_string(),
+            boundary: b,
+            keys: n,
+            segments: index.stats().models,
+            size_bytes: size,
+            bits_per_key: per_key(size as f64 * 8.0),
+            build_ns_per_key: per_key(*build_ns),
+            lookup_ns_mean: percentile(samples, 50.0),
+            lookup_ns_p99: tail_p99(index, keys, queries, overhead),
+            bound_width_mean: widths as f64 / queries.len().max(1) as f64,
+        });
+    }
     Ok(rows)
 }
 
-fn measure(
+/// Builds repeatedly until MIN_BUILD_TIME_NS has passed; returns the index and ns per build.
+fn timed_build(
     family: Family,
     keys: &[u64],
-    queries: &[u64],
     params: &Params,
-    overhead_ns: f64,
-) -> Result<Row, Error> {
-    let n = keys.len() as u64;
+) -> Result<(Box<dyn LearnedIndex>, f64), Error> {
     let started = Instant::now();
     let mut index = build(family, keys, params)?;
     let mut repeats = 1u32;
@@ -131,22 +171,11 @@ fn measure(
         index = build(family, keys, params)?;
         repeats += 1;
     }
-    let build_ns = started.elapsed().as_nanos() as f64 / f64::from(repeats);
-    let index = index.as_ref();
+    Ok((index, started.elapsed().as_nanos() as f64 / f64::from(repeats)))
+}
 
-    check_answers(index, keys, queries, params.boundary)?;
-    let widths: u64 = queries.iter().map(|&q| index.search(q).width()).sum();
-
-    // Warm up, then the mean from one un-instrumented pass.
-    lookup_all(
-        index,
-        keys,
-        queries.get(..queries.len().min(10_000)).unwrap_or_default(),
-    );
-    let t = Instant::now();
-    lookup_all(index, keys, queries);
-    let mean_ns = t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64;
-
+/// The 99th percentile of per-lookup times, the timer's own cost removed.
+fn tail_p99(index: &dyn LearnedIndex, keys: &[u64], queries: &[u64], overhead_ns: f64) -> f64 {
     let mut tail: Vec<f64> = queries
         .iter()
         .take(MAX_TAIL_SAMPLES)
@@ -156,22 +185,7 @@ fn measure(
             (t.elapsed().as_nanos() as f64 - overhead_ns).max(0.0)
         })
         .collect();
-    let p99_ns = percentile(&mut tail, 99.0);
-
-    let size = index.size_bytes();
-    let per_key = |v: f64| if n == 0 { 0.0 } else { v / n as f64 };
-    Ok(Row {
-        index: family.name().to_string(),
-        boundary: params.boundary,
-        keys: n,
-        segments: index.stats().models,
-        size_bytes: size,
-        bits_per_key: per_key(size as f64 * 8.0),
-        build_ns_per_key: per_key(build_ns),
-        lookup_ns_mean: mean_ns,
-        lookup_ns_p99: p99_ns,
-        bound_width_mean: widths as f64 / queries.len().max(1) as f64,
-    })
+    percentile(&mut tail, 99.0)
 }
 
 fn lookup_all(index: &dyn LearnedIndex, keys: &[u64], queries: &[u64]) {
@@ -216,6 +230,7 @@ mod tests {
             params: Params::new(2),
             queries: queries.len(),
             seed: 1,
+            rounds: 3,
             progress: false,
         };
         let rows = run(&keys, &queries, &cfg).unwrap_or_default();

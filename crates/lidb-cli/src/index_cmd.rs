@@ -110,6 +110,10 @@ pub struct BenchArgs {
     /// Seed of synthetic data and of the query sample.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Timing rounds: lookup passes run round-robin over all configurations this many times and
+    /// each row reports its median, so noise on a shared machine hits every row alike.
+    #[arg(long, default_value_t = 5)]
+    rounds: usize,
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
@@ -208,11 +212,12 @@ fn bench(a: BenchArgs) -> Result<(), CliError> {
     }
     let queries = lidb_data::queries::existing(&keys, a.queries, a.seed);
     let config_line = format!(
-        "# lidb index bench: data={} keys={} queries={} seed={} {}",
+        "# lidb index bench: data={} keys={} queries={} seed={} rounds={} {}",
         a.data,
         keys.len(),
         queries.len(),
         a.seed,
+        a.rounds,
         a.family.describe()
     );
     if a.json {
@@ -226,6 +231,7 @@ fn bench(a: BenchArgs) -> Result<(), CliError> {
         params: a.family.params(2),
         queries: queries.len(),
         seed: a.seed,
+        rounds: a.rounds,
         progress: true,
     };
     let rows = index_bench::run(&keys, &queries, &cfg)?;

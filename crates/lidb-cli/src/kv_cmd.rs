@@ -1,0 +1,188 @@
+//! `lidb kv`: a line protocol over stdin/stdout for a database, one command per line. Every
+//! answer ends with a line of its own and stdout is flushed before the next command is read, so a
+//! driver can talk to it interactively. Errors are `ERR <message>` lines; the process keeps
+//! serving. Keys and values are tokens without spaces; `\xNN` escapes any byte, and output escapes
+//! spaces, backslashes and non-printable bytes the same way.
+
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+
+use clap::Args;
+use lidb_index::Family;
+use lidb_lsm::{Db, IndexOptions, Options};
+use serde_json::json;
+
+use crate::error::{CliError, io};
+
+#[derive(Debug, Args)]
+pub struct KvArgs {
+    /// Database directory (created if missing).
+    #[arg(long)]
+    db: PathBuf,
+    /// Index family of new tables.
+    #[arg(long, default_value = "pgm")]
+    index: String,
+    /// Position boundary B of new tables' indexes.
+    #[arg(long, default_value_t = 16)]
+    boundary: u64,
+    /// Make every write durable before answering OK.
+    #[arg(long)]
+    sync: bool,
+    /// O_DIRECT for table reads.
+    #[arg(long)]
+    direct_io: bool,
+}
+
+pub fn run(a: KvArgs) -> Result<(), CliError> {
+    let family = Family::from_name(&a.index)?;
+    let opts = Options {
+        index: IndexOptions {
+            family,
+            params: lidb_index::Params::new(a.boundary),
+            level_boundaries: Vec::new(),
+        },
+        sync: a.sync,
+        direct_io: a.direct_io,
+        ..Options::default()
+    };
+    let db = Db::open(&a.db, opts).map_err(CliError::Lsm)?;
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let line = line.map_err(io("stdin"))?;
+        let answer = match execute(&db, &line) {
+            Ok(text) => text,
+            Err(msg) => format!("ERR {}\n", msg.replace('\n', " ")),
+        };
+        out.write_all(answer.as_bytes()).map_err(io("stdout"))?;
+        out.flush().map_err(io("stdout"))?;
+    }
+    db.close().map_err(CliError::Lsm)
+}
+
+/// Runs one command line; the answer includes its final newline.
+fn execute(db: &Db, line: &str) -> Result<String, String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let e = |err: lidb_lsm::Error| err.to_string();
+    match words.as_slice() {
+        [] => Err("empty command".into()),
+        ["put", k, v] => {
+            db.put(&unescape(k)?, &unescape(v)?).map_err(e)?;
+            Ok("OK\n".into())
+        }
+        ["get", k] => match db.get(&unescape(k)?).map_err(e)? {
+            Some(v) => Ok(format!("{}\n", escape(&v))),
+            None => Ok("(nil)\n".into()),
+        },
+        ["del", k] => {
+            db.delete(&unescape(k)?).map_err(e)?;
+            Ok("OK\n".into())
+        }
+        ["scan", start, end, rest @ ..] => {
+            let limit = match rest {
+                [] => usize::MAX,
+                [l] => l.parse::<usize>().map_err(|_| format!("bad LIMIT \"{l}\""))?,
+                _ => return Err("usage: scan START END [LIMIT]".into()),
+            };
+            let (start, end) = (unescape(start)?, unescape(end)?);
+            let mut it = db.scan(&start, Some(&end)).map_err(e)?;
+            let mut text = String::new();
+            let mut n = 0;
+            while it.valid() && n < limit {
+                text.push_str(&format!("{} {}\n", escape(it.key()), escape(it.value())));
+                n += 1;
+                it.next().map_err(e)?;
+            }
+            text.push_str("(end)\n");
+            Ok(text)
+        }
+        ["flush"] => {
+            db.flush().map_err(e)?;
+            Ok("OK\n".into())
+        }
+        ["compact"] => {
+            db.compact().map_err(e)?;
+            Ok("OK\n".into())
+        }
+        ["stats"] => Ok(format!("{}\n", stats_json(db))),
+        [cmd, ..] => Err(format!(
+            "unknown command or wrong arguments: \"{cmd}\" (commands: put K V, get K, del K, scan START END [LIMIT], flush, compact, stats)"
+        )),
+    }
+}
+
+fn stats_json(db: &Db) -> serde_json::Value {
+    let s = db.stats();
+    let levels: Vec<_> = s
+        .levels
+        .iter()
+        .filter(|l| l.files > 0)
+        .map(|l| {
+            json!({"level": l.level, "files": l.files, "bytes": l.bytes, "entries": l.entries,
+                   "index_bytes": l.index_bytes})
+        })
+        .collect();
+    json!({
+        "levels": levels,
+        "memory": {"index_bytes": s.memory.index_bytes, "filter_bytes": s.memory.filter_bytes,
+                   "cache_bytes": s.memory.cache_bytes, "memtable_bytes": s.memory.memtable_bytes},
+        "lookups": s.lookups,
+        "tables_probed": s.read.tables_probed,
+        "filter_negatives": s.read.filter_negatives,
+        "data_reads": s.read.data_reads,
+        "bytes_read": s.read.bytes_read,
+        "flushes": s.compaction.flushes,
+        "compactions": s.compaction.compactions,
+        "last_sequence": s.last_sequence,
+    })
+}
+
+/// Decodes `\xNN` escapes.
+pub fn unescape(token: &str) -> Result<Vec<u8>, String> {
+    let bytes = token.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if b == b'\\' {
+            let hex = bytes
+                .get(i + 1..i + 4)
+                .filter(|h| h.first() == Some(&b'x'))
+                .and_then(|h| std::str::from_utf8(h.get(1..)?).ok())
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .ok_or_else(|| format!("bad escape in \"{token}\" (use \\xNN)"))?;
+            out.push(hex);
+            i += 4;
+        } else {
+            out.push(b);
+            i += 1;
+        }
+    }
+    Ok(out)
+}
+
+/// Printable ASCII except space and backslash as is; everything else as `\xNN`.
+pub fn escape(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len());
+    for &b in bytes {
+        if b.is_ascii_graphic() && b != b'\\' {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_round_trip_every_byte() {
+        let all: Vec<u8> = (0..=255).collect();
+        assert_eq!(unescape(&escape(&all)), Ok(all));
+        assert_eq!(escape(b"a b\\"), "a\\x20b\\x5c");
+        assert!(unescape("\\x4").is_err());
+        assert!(unescape("\\q41").is_err());
+    }
+}

@@ -1,0 +1,205 @@
+//! Model-based tests of the engine against a BTreeMap: random puts, overwrites, deletes, batches,
+//! gets, scans, flushes, compactions and reopens, for every index family, on in-memory storage.
+//! Each failure message names the seed; `LIDB_SEED=<n>` replays one seed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use lidb_index::{Family, Params};
+use lidb_lsm::batch::WriteBatch;
+use lidb_lsm::storage::mem::MemStorage;
+use lidb_lsm::{Db, Granularity, IndexOptions, Options};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+mod support {
+    include!("support/options.rs");
+}
+use support::small_options;
+
+fn seeds(default: std::ops::Range<u64>) -> Vec<u64> {
+    match std::env::var("LIDB_SEED").ok().and_then(|s| s.parse().ok()) {
+        Some(s) => vec![s],
+        None => default.collect(),
+    }
+}
+
+fn key(rng: &mut ChaCha8Rng) -> Vec<u8> {
+    // A small key space so overwrites and deletes hit existing keys; varied lengths.
+    let n: u32 = rng.gen_range(0..600);
+    match rng.gen_range(0..3) {
+        0 => format!("{n:08}").into_bytes(),
+        1 => format!("k{n}").into_bytes(),
+        _ => n.to_be_bytes().to_vec(),
+    }
+}
+
+fn value(rng: &mut ChaCha8Rng) -> Vec<u8> {
+    let len = rng.gen_range(0..120);
+    (0..len).map(|_| rng.r#gen()).collect()
+}
+
+pub fn check_scan(db: &Db, model: &Model, start: &[u8], end: Option<&[u8]>, ctx: &str) {
+    let mut it = db.scan(start, end).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
+    let expected: Vec<(&Vec<u8>, &Vec<u8>)> = model
+        .range(start.to_vec()..)
+        .take_while(|(k, _)| end.is_none_or(|e| k.as_slice() < e))
+        .collect();
+    let mut got = Vec::new();
+    while it.valid() {
+        got.push((it.key().to_vec(), it.value().to_vec()));
+        it.next().unwrap_or_else(|e| panic!("{ctx}: next: {e}"));
+    }
+    let got_keys: Vec<&[u8]> = got.iter().map(|(k, _)| k.as_slice()).collect();
+    let exp_keys: Vec<&[u8]> = expected.iter().map(|(k, _)| k.as_slice()).collect();
+    assert_eq!(got_keys, exp_keys, "{ctx}: scan keys from {start:?}");
+    for ((_, gv), (_, ev)) in got.iter().zip(&expected) {
+        assert_eq!(gv, *ev, "{ctx}: scan value");
+    }
+}
+
+pub fn check_all(db: &Db, model: &Model, ctx: &str) {
+    for (k, v) in model {
+        let got = db.get(k).unwrap_or_else(|e| panic!("{ctx}: get {k:?}: {e}"));
+        assert_eq!(got.as_ref(), Some(v), "{ctx}: get {k:?}");
+    }
+    check_scan(db, model, b"", None, ctx);
+}
+
+fn run_model(seed: u64, opts: Options, steps: usize) {
+    let storage = MemStorage::new();
+    let dir = Path::new("/db");
+    let open = |o: &Options| Db::open_with_storage(Arc::new(storage.clone()), dir, o.clone());
+    let mut db = open(&opts).unwrap();
+    let mut model = Model::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let ctx = format!("seed {seed} family {} B {}", opts.index.family, opts.index.params.boundary);
+    for step in 0..steps {
+        let ctx = format!("{ctx} step {step}");
+        match rng.gen_range(0..100) {
+            0..=49 => {
+                let (k, v) = (key(&mut rng), value(&mut rng));
+                db.put(&k, &v).unwrap_or_else(|e| panic!("{ctx}: put: {e}"));
+                model.insert(k, v);
+            }
+            50..=59 => {
+                let k = key(&mut rng);
+                db.delete(&k).unwrap_or_else(|e| panic!("{ctx}: delete: {e}"));
+                model.remove(&k);
+            }
+            60..=64 => {
+                let mut b = WriteBatch::new();
+                for _ in 0..rng.gen_range(1..20) {
+                    let k = key(&mut rng);
+                    if rng.gen_bool(0.8) {
+                        let v = value(&mut rng);
+                        b.put(&k, &v);
+                        model.insert(k, v);
+                    } else {
+                        b.delete(&k);
+                        model.remove(&k);
+                    }
+                }
+                db.write(b).unwrap_or_else(|e| panic!("{ctx}: batch: {e}"));
+            }
+            65..=84 => {
+                let k = key(&mut rng);
+                let got = db.get(&k).unwrap_or_else(|e| panic!("{ctx}: get: {e}"));
+                assert_eq!(got.as_ref(), model.get(&k), "{ctx}: get {k:?}");
+            }
+            85..=89 => {
+                let (a, b) = (key(&mut rng), key(&mut rng));
+                let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+                check_scan(&db, &model, &lo, Some(&hi), &ctx);
+            }
+            90..=93 => db.flush().unwrap_or_else(|e| panic!("{ctx}: flush: {e}")),
+            94..=95 => db.compact().unwrap_or_else(|e| panic!("{ctx}: compact: {e}")),
+            _ => {
+                drop(db);
+                db = open(&opts).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+            }
+        }
+    }
+    check_all(&db, &model, &ctx);
+    db.compact().unwrap();
+    check_all(&db, &model, &format!("{ctx} after full compaction"));
+    drop(db);
+    let db = open(&opts).unwrap();
+    check_all(&db, &model, &format!("{ctx} after reopen"));
+}
+
+#[test]
+fn every_family_matches_a_btreemap() {
+    for family in Family::ALL {
+        for seed in seeds(0..2) {
+            run_model(seed, small_options(family, 16), 3_000);
+        }
+    }
+}
+
+#[test]
+fn small_and_large_boundaries_match_a_btreemap() {
+    for (family, b) in [(Family::Pgm, 2), (Family::Fp, 2), (Family::Rmi, 256), (Family::Rs, 4096)] {
+        for seed in seeds(10..12) {
+            run_model(seed, small_options(family, b), 2_000);
+        }
+    }
+}
+
+#[test]
+fn level_granularity_matches_a_btreemap() {
+    for family in [Family::Pgm, Family::Fp, Family::Plr] {
+        for seed in seeds(20..22) {
+            let opts = Options { granularity: Granularity::Level, ..small_options(family, 16) };
+            run_model(seed, opts, 3_000);
+        }
+    }
+}
+
+#[test]
+fn background_compaction_matches_a_btreemap() {
+    for seed in seeds(30..32) {
+        let opts = Options { background_compaction: true, ..small_options(Family::Pgm, 16) };
+        run_model(seed, opts, 4_000);
+    }
+}
+
+#[test]
+fn a_scan_sees_the_snapshot_it_started_with() {
+    let storage = MemStorage::new();
+    let db = Db::open_with_storage(Arc::new(storage), Path::new("/db"), small_options(Family::Pgm, 16))
+        .unwrap();
+    let mut model = Model::new();
+    for i in 0..2_000u32 {
+        let k = format!("{i:06}").into_bytes();
+        db.put(&k, &i.to_le_bytes()).unwrap();
+        model.insert(k, i.to_le_bytes().to_vec());
+    }
+    let mut it = db.scan(b"", None).unwrap();
+    // Change everything after the iterator was created, and move it all between levels.
+    for i in 0..2_000u32 {
+        let k = format!("{i:06}").into_bytes();
+        if i % 2 == 0 {
+            db.delete(&k).unwrap();
+        } else {
+            db.put(&k, b"new").unwrap();
+        }
+    }
+    db.flush().unwrap();
+    db.compact().unwrap();
+    let mut seen = 0;
+    while it.valid() {
+        let k = it.key().to_vec();
+        assert_eq!(Some(&it.value().to_vec()), model.get(&k), "key {k:?}");
+        seen += 1;
+        it.next().unwrap();
+    }
+    assert_eq!(seen, 2_000);
+    assert_eq!(db.get(b"000001").unwrap(), Some(b"new".to_vec()));
+    assert_eq!(db.get(b"000002").unwrap(), None);
+}
