@@ -9,6 +9,7 @@
 
 pub mod batch;
 pub mod compaction;
+pub mod db;
 pub mod error;
 pub mod iter;
 pub mod keys;
@@ -21,6 +22,7 @@ pub mod table;
 pub mod types;
 pub mod version;
 
+pub use db::{Db, DbIterator, DbStats, LevelStats, MemoryUsage, RecoveryReport};
 pub use error::{Error, Result};
 pub use options::{Granularity, IndexOptions, Options};
 pub use types::{EntryKind, ReadStats, SortedIter, TableMeta};

@@ -16,8 +16,8 @@ mod engine_model_support {
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use engine_model_support::small_options;
 use lidb_index::Family;
@@ -52,7 +52,10 @@ impl Power {
 }
 
 fn dead() -> Error {
-    Error::Io { file: "/power".into(), source: std::io::Error::other("power cut") }
+    Error::Io {
+        file: "/power".into(),
+        source: std::io::Error::other("power cut"),
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -82,7 +85,10 @@ impl Storage for PowerCut {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.0.tick()?;
         let inner = self.0.inner.create(path)?;
-        Ok(Box::new(CutFile { power: Arc::clone(&self.0), inner }))
+        Ok(Box::new(CutFile {
+            power: Arc::clone(&self.0),
+            inner,
+        }))
     }
     fn open(&self, path: &Path, mode: ReadMode) -> Result<Arc<dyn RandomAccessFile>> {
         self.0.tick()?;
@@ -162,21 +168,42 @@ fn workload(db: &Db, rng: &mut ChaCha8Rng, expect: &mut Expect, steps: usize) ->
 
 fn verify(db: &Db, expect: &Expect, ctx: &str) {
     for (k, v) in &expect.acked {
-        let got = db.get(k).unwrap_or_else(|e| panic!("{ctx}: get {k:?}: {e}"));
-        let in_flight = expect.in_flight.iter().find(|(fk, _)| fk == k).map(|(_, fv)| fv);
+        let got = db
+            .get(k)
+            .unwrap_or_else(|e| panic!("{ctx}: get {k:?}: {e}"));
+        let in_flight = expect
+            .in_flight
+            .iter()
+            .find(|(fk, _)| fk == k)
+            .map(|(_, fv)| fv);
         let ok = &got == v || in_flight.is_some_and(|fv| &got == fv);
-        assert!(ok, "{ctx}: key {k:?}: got {:?} expected {:?}", got.map(|g| g.len()), v.as_ref().map(Vec::len));
+        assert!(
+            ok,
+            "{ctx}: key {k:?}: got {:?} expected {:?}",
+            got.map(|g| g.len()),
+            v.as_ref().map(Vec::len)
+        );
     }
 }
 
 #[test]
 fn every_synced_write_survives_a_power_cut_at_any_operation() {
-    let opts = Options { sync: true, ..small_options(Family::Pgm, 16) };
+    let opts = Options {
+        sync: true,
+        ..small_options(Family::Pgm, 16)
+    };
     let steps = 400;
     // Count the operations of a full run, then cut at spread points across it.
     let total = {
-        let p = PowerCut(Arc::new(Power { inner: MemStorage::new(), ops: AtomicU64::new(0), cut_at: u64::MAX, seed: 0, dead: AtomicBool::new(false) }));
-        let db = Db::open_with_storage(Arc::new(p.clone()), Path::new("/db"), opts.clone()).unwrap();
+        let p = PowerCut(Arc::new(Power {
+            inner: MemStorage::new(),
+            ops: AtomicU64::new(0),
+            cut_at: u64::MAX,
+            seed: 0,
+            dead: AtomicBool::new(false),
+        }));
+        let db =
+            Db::open_with_storage(Arc::new(p.clone()), Path::new("/db"), opts.clone()).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(99);
         workload(&db, &mut rng, &mut Expect::default(), steps).unwrap();
         drop(db);
@@ -186,16 +213,19 @@ fn every_synced_write_survives_a_power_cut_at_any_operation() {
     for (i, &cut_at) in cuts.iter().enumerate() {
         let seed = i as u64;
         let mem = MemStorage::new();
-        let p = PowerCut(Arc::new(Power { inner: mem.clone(), ops: AtomicU64::new(0), cut_at, seed, dead: AtomicBool::new(false) }));
+        let p = PowerCut(Arc::new(Power {
+            inner: mem.clone(),
+            ops: AtomicU64::new(0),
+            cut_at,
+            seed,
+            dead: AtomicBool::new(false),
+        }));
         let mut expect = Expect::default();
         let ctx = format!("power cut at operation {cut_at} of {total} (tear seed {seed})");
-        match Db::open_with_storage(Arc::new(p.clone()), Path::new("/db"), opts.clone()) {
-            Ok(db) => {
-                let mut rng = ChaCha8Rng::seed_from_u64(99);
-                let _ = workload(&db, &mut rng, &mut expect, steps);
-                drop(db);
-            }
-            Err(_) => {}
+        if let Ok(db) = Db::open_with_storage(Arc::new(p.clone()), Path::new("/db"), opts.clone()) {
+            let mut rng = ChaCha8Rng::seed_from_u64(99);
+            let _ = workload(&db, &mut rng, &mut expect, steps);
+            drop(db);
         }
         if !p.0.dead.load(Ordering::SeqCst) {
             mem.crash(seed);
@@ -214,12 +244,19 @@ fn every_synced_write_survives_a_power_cut_at_any_operation() {
 
 #[test]
 fn injected_faults_give_errors_and_lose_no_acknowledged_write() {
-    for (i, kind) in [Fault::WriteError, Fault::ShortWrite, Fault::SyncError].into_iter().enumerate() {
+    for (i, kind) in [Fault::WriteError, Fault::ShortWrite, Fault::SyncError]
+        .into_iter()
+        .enumerate()
+    {
         for after in [0u64, 1, 5, 20, 60, 200] {
             let ctx = format!("{kind:?} after {after}");
             let mem = MemStorage::new();
-            let opts = Options { sync: true, ..small_options(Family::Rs, 16) };
-            let db = Db::open_with_storage(Arc::new(mem.clone()), Path::new("/db"), opts.clone()).unwrap();
+            let opts = Options {
+                sync: true,
+                ..small_options(Family::Rs, 16)
+            };
+            let db = Db::open_with_storage(Arc::new(mem.clone()), Path::new("/db"), opts.clone())
+                .unwrap();
             mem.fail_after(after, kind);
             let mut expect = Expect::default();
             let mut rng = ChaCha8Rng::seed_from_u64(i as u64 * 100 + after);
@@ -243,11 +280,16 @@ fn a_corrupt_table_gives_corruption_naming_the_file_never_a_wrong_value() {
     let opts = small_options(Family::Pgm, 16);
     let db = Db::open_with_storage(Arc::new(mem.clone()), Path::new("/db"), opts.clone()).unwrap();
     for i in 0..3_000u32 {
-        db.put(format!("key{i:06}").as_bytes(), &i.to_le_bytes().repeat(8)).unwrap();
+        db.put(format!("key{i:06}").as_bytes(), &i.to_le_bytes().repeat(8))
+            .unwrap();
     }
     db.compact().unwrap();
     drop(db);
-    let tables: Vec<_> = mem.files().into_iter().filter(|p| p.extension().is_some_and(|e| e == "sst")).collect();
+    let tables: Vec<_> = mem
+        .files()
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "sst"))
+        .collect();
     assert!(!tables.is_empty());
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     let mut corruptions_seen = 0;
@@ -259,13 +301,20 @@ fn a_corrupt_table_gives_corruption_naming_the_file_never_a_wrong_value() {
         mem.corrupt(table, offset, mask).unwrap();
         match Db::open_with_storage(Arc::new(mem.clone()), Path::new("/db"), opts.clone()) {
             Err(e) => {
-                assert!(e.to_string().contains(".sst"), "round {round}: error does not name the table: {e}");
+                assert!(
+                    e.to_string().contains(".sst"),
+                    "round {round}: error does not name the table: {e}"
+                );
                 corruptions_seen += 1;
             }
             Ok(db) => {
                 for i in (0..3_000u32).step_by(7) {
                     match db.get(format!("key{i:06}").as_bytes()) {
-                        Ok(Some(v)) => assert_eq!(v, i.to_le_bytes().repeat(8), "round {round}: wrong value for {i}"),
+                        Ok(Some(v)) => assert_eq!(
+                            v,
+                            i.to_le_bytes().repeat(8),
+                            "round {round}: wrong value for {i}"
+                        ),
                         Ok(None) => panic!("round {round}: key {i} lost without an error"),
                         Err(e) => {
                             assert!(e.to_string().contains(".sst"), "round {round}: {e}");

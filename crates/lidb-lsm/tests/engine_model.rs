@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use lidb_index::{Family, Params};
+use lidb_index::Family;
 use lidb_lsm::batch::WriteBatch;
 use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::{Db, Granularity, IndexOptions, Options};
+use lidb_lsm::{Db, Granularity, Options};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -45,7 +45,9 @@ fn value(rng: &mut ChaCha8Rng) -> Vec<u8> {
 }
 
 pub fn check_scan(db: &Db, model: &Model, start: &[u8], end: Option<&[u8]>, ctx: &str) {
-    let mut it = db.scan(start, end).unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
+    let mut it = db
+        .scan(start, end)
+        .unwrap_or_else(|e| panic!("{ctx}: scan: {e}"));
     let expected: Vec<(&Vec<u8>, &Vec<u8>)> = model
         .range(start.to_vec()..)
         .take_while(|(k, _)| end.is_none_or(|e| k.as_slice() < e))
@@ -65,7 +67,9 @@ pub fn check_scan(db: &Db, model: &Model, start: &[u8], end: Option<&[u8]>, ctx:
 
 pub fn check_all(db: &Db, model: &Model, ctx: &str) {
     for (k, v) in model {
-        let got = db.get(k).unwrap_or_else(|e| panic!("{ctx}: get {k:?}: {e}"));
+        let got = db
+            .get(k)
+            .unwrap_or_else(|e| panic!("{ctx}: get {k:?}: {e}"));
         assert_eq!(got.as_ref(), Some(v), "{ctx}: get {k:?}");
     }
     check_scan(db, model, b"", None, ctx);
@@ -78,7 +82,10 @@ fn run_model(seed: u64, opts: Options, steps: usize) {
     let mut db = open(&opts).unwrap();
     let mut model = Model::new();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let ctx = format!("seed {seed} family {} B {}", opts.index.family, opts.index.params.boundary);
+    let ctx = format!(
+        "seed {seed} family {} B {}",
+        opts.index.family, opts.index.params.boundary
+    );
     for step in 0..steps {
         let ctx = format!("{ctx} step {step}");
         match rng.gen_range(0..100) {
@@ -89,7 +96,8 @@ fn run_model(seed: u64, opts: Options, steps: usize) {
             }
             50..=59 => {
                 let k = key(&mut rng);
-                db.delete(&k).unwrap_or_else(|e| panic!("{ctx}: delete: {e}"));
+                db.delete(&k)
+                    .unwrap_or_else(|e| panic!("{ctx}: delete: {e}"));
                 model.remove(&k);
             }
             60..=64 => {
@@ -118,7 +126,9 @@ fn run_model(seed: u64, opts: Options, steps: usize) {
                 check_scan(&db, &model, &lo, Some(&hi), &ctx);
             }
             90..=93 => db.flush().unwrap_or_else(|e| panic!("{ctx}: flush: {e}")),
-            94..=95 => db.compact().unwrap_or_else(|e| panic!("{ctx}: compact: {e}")),
+            94..=95 => db
+                .compact()
+                .unwrap_or_else(|e| panic!("{ctx}: compact: {e}")),
             _ => {
                 drop(db);
                 db = open(&opts).unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
@@ -144,7 +154,12 @@ fn every_family_matches_a_btreemap() {
 
 #[test]
 fn small_and_large_boundaries_match_a_btreemap() {
-    for (family, b) in [(Family::Pgm, 2), (Family::Fp, 2), (Family::Rmi, 256), (Family::Rs, 4096)] {
+    for (family, b) in [
+        (Family::Pgm, 2),
+        (Family::Fp, 2),
+        (Family::Rmi, 256),
+        (Family::Rs, 4096),
+    ] {
         for seed in seeds(10..12) {
             run_model(seed, small_options(family, b), 2_000);
         }
@@ -155,16 +170,54 @@ fn small_and_large_boundaries_match_a_btreemap() {
 fn level_granularity_matches_a_btreemap() {
     for family in [Family::Pgm, Family::Fp, Family::Plr] {
         for seed in seeds(20..22) {
-            let opts = Options { granularity: Granularity::Level, ..small_options(family, 16) };
+            let opts = Options {
+                granularity: Granularity::Level,
+                ..small_options(family, 16)
+            };
             run_model(seed, opts, 3_000);
         }
     }
 }
 
 #[test]
+fn level_granularity_serves_deeper_levels_from_one_model_per_level() {
+    let opts = Options {
+        granularity: Granularity::Level,
+        ..small_options(Family::Pgm, 16)
+    };
+    let db = Db::open_with_storage(Arc::new(MemStorage::new()), Path::new("/db"), opts).unwrap();
+    for i in 0..5_000u32 {
+        db.put(format!("{i:08}").as_bytes(), &[7; 40]).unwrap();
+    }
+    db.compact().unwrap();
+    let stats = db.stats();
+    let deeper: Vec<_> = stats
+        .levels
+        .iter()
+        .filter(|l| l.level >= 1 && l.entries > 0)
+        .collect();
+    assert!(!deeper.is_empty(), "nothing below L0: {stats:?}");
+    for l in &deeper {
+        assert!(
+            l.files > 1,
+            "a level model should span several tables here: {l:?}"
+        );
+        assert!(l.index_bytes > 0, "no level model at L{}: {l:?}", l.level);
+    }
+    for i in (0..5_000u32).step_by(13) {
+        let (v, st) = db.get_with_stats(format!("{i:08}").as_bytes()).unwrap();
+        assert_eq!(v, Some(vec![7; 40]));
+        assert!(st.data_reads <= 2, "key {i}: {st:?}");
+    }
+}
+
+#[test]
 fn background_compaction_matches_a_btreemap() {
     for seed in seeds(30..32) {
-        let opts = Options { background_compaction: true, ..small_options(Family::Pgm, 16) };
+        let opts = Options {
+            background_compaction: true,
+            ..small_options(Family::Pgm, 16)
+        };
         run_model(seed, opts, 4_000);
     }
 }
@@ -172,8 +225,12 @@ fn background_compaction_matches_a_btreemap() {
 #[test]
 fn a_scan_sees_the_snapshot_it_started_with() {
     let storage = MemStorage::new();
-    let db = Db::open_with_storage(Arc::new(storage), Path::new("/db"), small_options(Family::Pgm, 16))
-        .unwrap();
+    let db = Db::open_with_storage(
+        Arc::new(storage),
+        Path::new("/db"),
+        small_options(Family::Pgm, 16),
+    )
+    .unwrap();
     let mut model = Model::new();
     for i in 0..2_000u32 {
         let k = format!("{i:06}").into_bytes();

@@ -23,18 +23,14 @@ use crate::types::{EntryKind, SortedIter};
 pub(crate) const MAX_LEVELS: usize = 7;
 
 pub(crate) fn picker_options(s: &Shared) -> PickerOptions {
-    PickerOptions {
-        l0_compaction_trigger: s.opts.l0_compaction_trigger,
-        size_ratio: s.opts.size_ratio,
-        level1_target_bytes: s.opts.write_buffer_bytes.saturating_mul(s.opts.size_ratio),
-        max_levels: MAX_LEVELS,
-        whole_level: s.opts.granularity == Granularity::Level,
-    }
+    PickerOptions::from_options(&s.opts, MAX_LEVELS)
 }
 
 /// Runs picked compactions until the picker finds nothing to do.
 pub(crate) fn compact_until_settled(s: &Shared) -> Result<()> {
     loop {
+        // Pick and run under the lock, so no other compaction consumes the inputs in between.
+        let _one_at_a_time = lock(&s.compaction_lock);
         let task = {
             let sv = s.current();
             let cursors = lock(&s.cursors).clone();
@@ -53,12 +49,25 @@ pub(crate) fn compact_all(s: &Shared) -> Result<()> {
     for level in 0..MAX_LEVELS - 1 {
         loop {
             let sv = s.current();
-            let deeper = sv.tables.version.levels.iter().skip(level + 1).any(|l| !l.is_empty());
-            let here = sv.tables.version.levels.get(level).is_some_and(|l| !l.is_empty());
-            if !here || (!deeper && level > 0 && s.opts.granularity == Granularity::Table) {
+            let deeper = sv
+                .tables
+                .version
+                .levels
+                .iter()
+                .skip(level + 1)
+                .any(|l| !l.is_empty());
+            let here = sv
+                .tables
+                .version
+                .levels
+                .get(level)
+                .is_some_and(|l| !l.is_empty());
+            if !here || (!deeper && level > 0) {
                 break;
             }
-            match picker::manual_task(&sv.tables.version, level as u32) {
+            let _one_at_a_time = lock(&s.compaction_lock);
+            let sv = s.current();
+            match picker::manual_task(&sv.tables.version, level) {
                 Some(task) => run(s, &task)?,
                 None => break,
             }
@@ -77,7 +86,8 @@ impl TimedIter {
     fn time<T>(&mut self, f: impl FnOnce(&mut dyn SortedIter) -> T) -> T {
         let t = Instant::now();
         let r = f(self.inner.as_mut());
-        self.nanos.fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        self.nanos
+            .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
         r
     }
 }
@@ -113,9 +123,17 @@ impl SortedIter for TimedIter {
 fn input_handles(sv: &SuperVersion, task: &CompactionTask) -> Result<Vec<Arc<TableHandle>>> {
     let mut out = Vec::new();
     let level = task.level as usize;
-    let groups = [(level, &task.inputs), (task.output_level as usize, &task.next_inputs)];
+    let groups = [
+        (level, &task.inputs),
+        (task.output_level as usize, &task.next_inputs),
+    ];
     for (lvl, metas) in groups {
-        let tables = sv.tables.levels.get(lvl).map(Vec::as_slice).unwrap_or_default();
+        let tables = sv
+            .tables
+            .levels
+            .get(lvl)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         // L0 keeps its newest-first order; deeper levels are disjoint, any order merges the same.
         for t in tables {
             if metas.iter().any(|m| m.number == t.meta.number) {
@@ -127,7 +145,10 @@ fn input_handles(sv: &SuperVersion, task: &CompactionTask) -> Result<Vec<Arc<Tab
     if out.len() != wanted {
         return Err(corruption(
             "compaction",
-            format!("{} of {wanted} input tables are not in the current version", wanted - out.len()),
+            format!(
+                "{} of {wanted} input tables are not in the current version",
+                wanted - out.len()
+            ),
         ));
     }
     Ok(out)
@@ -143,14 +164,20 @@ struct Outputs {
     bytes_written: u64,
 }
 
-/// Runs one compaction task to completion.
-pub(crate) fn run(s: &Shared, task: &CompactionTask) -> Result<()> {
-    let _one_at_a_time = lock(&s.compaction_lock);
+/// Runs one compaction task to completion. The caller holds `compaction_lock` and picked the
+/// task under it.
+fn run(s: &Shared, task: &CompactionTask) -> Result<()> {
     let started = Instant::now();
     let sv = s.current();
     let inputs = input_handles(&sv, task)?;
     let out_level = task.output_level as usize;
-    let drop_deletes = sv.tables.version.levels.iter().skip(out_level + 1).all(|l| l.is_empty());
+    let drop_deletes = sv
+        .tables
+        .version
+        .levels
+        .iter()
+        .skip(out_level + 1)
+        .all(|l| l.is_empty());
     let read_nanos = Arc::new(AtomicU64::new(0));
     let mut sources: Vec<Box<dyn SortedIter>> = Vec::new();
     let (mut max_key, mut max_value) = (0u32, 0u32);
@@ -167,7 +194,14 @@ pub(crate) fn run(s: &Shared, task: &CompactionTask) -> Result<()> {
     let mut merged = MergingIter::new(sources);
     merged.seek_to_first()?;
     let whole_level = s.opts.granularity == Granularity::Level && out_level >= 1;
-    let outputs = write_outputs(s, &mut merged, out_level, (max_key, max_value), drop_deletes, whole_level)?;
+    let outputs = write_outputs(
+        s,
+        &mut merged,
+        out_level,
+        (max_key, max_value),
+        drop_deletes,
+        whole_level,
+    )?;
 
     let mut level_index = None;
     if let Some(keys) = &outputs.level_keys {
@@ -194,15 +228,16 @@ pub(crate) fn run(s: &Shared, task: &CompactionTask) -> Result<()> {
     st.write_time += outputs.write;
     st.train_time += outputs.train;
     st.index_write_time += outputs.index_write;
-    st.merge_time += total.saturating_sub(read + outputs.write + outputs.train + outputs.index_write);
+    st.merge_time +=
+        total.saturating_sub(read + outputs.write + outputs.train + outputs.index_write);
     drop(st);
-    if let Some(last) = inputs.iter().map(|h| h.meta.largest.clone()).max() {
+    {
         let mut c = lock(&s.cursors);
         if c.len() <= task.level as usize {
             c.resize(task.level as usize + 1, Vec::new());
         }
         if let Some(slot) = c.get_mut(task.level as usize) {
-            *slot = last;
+            *slot = task.next_cursor();
         }
     }
     s.notify();
@@ -247,10 +282,10 @@ fn write_outputs(
             if let Some(keys) = out.level_keys.as_mut() {
                 keys.push(merged.key().to_vec());
             }
-            if b.estimated_file_size() >= s.opts.sst_size_bytes {
-                if let Some(b) = builder.take() {
-                    finish(s, b, &mut out)?;
-                }
+            if b.estimated_file_size() >= s.opts.sst_size_bytes
+                && let Some(b) = builder.take()
+            {
+                finish(s, b, &mut out)?;
             }
         }
         merged.next()?;
@@ -280,8 +315,11 @@ fn install(
     level_index: Option<Arc<LevelIndex>>,
 ) -> Result<()> {
     let out_level = task.output_level;
-    let added: Vec<(u32, Arc<TableHandle>)> =
-        outputs.tables.iter().map(|h| (out_level, Arc::clone(h))).collect();
+    let added: Vec<(u32, Arc<TableHandle>)> = outputs
+        .tables
+        .iter()
+        .map(|h| (out_level, Arc::clone(h)))
+        .collect();
     let mut removed: Vec<(u32, u64)> = task.inputs.iter().map(|m| (task.level, m.number)).collect();
     removed.extend(task.next_inputs.iter().map(|m| (out_level, m.number)));
     let mut level_changes = Vec::new();
@@ -300,26 +338,34 @@ fn install(
         last_sequence: Some(s.last_seq.load(Ordering::SeqCst)),
         added: added.iter().map(|(l, h)| (*l, h.meta.clone())).collect(),
         removed: removed.clone(),
-        level_index: level_changes.iter().map(|(l, li)| (*l, li.as_ref().map(|x| x.number))).collect(),
+        level_index: level_changes
+            .iter()
+            .map(|(l, li)| (*l, li.as_ref().map(|x| x.number)))
+            .collect(),
         ..VersionEdit::default()
     };
     m.manifest.log_edit(&edit)?;
     let mut failed = None;
     let mut replaced = Vec::new();
-    s.update(|sv| match sv.tables.apply(&added, &removed, &level_changes) {
-        Ok(tables) => {
-            for (level, _) in &level_changes {
-                if let Some(Some(old)) = sv.tables.level_indexes.get(*level as usize) {
-                    replaced.push(old.number);
+    s.update(
+        |sv| match sv.tables.apply(&added, &removed, &level_changes) {
+            Ok(tables) => {
+                for (level, _) in &level_changes {
+                    if let Some(Some(old)) = sv.tables.level_indexes.get(*level as usize) {
+                        replaced.push(old.number);
+                    }
+                }
+                SuperVersion {
+                    tables: Arc::new(tables),
+                    ..sv.clone()
                 }
             }
-            SuperVersion { tables: Arc::new(tables), ..sv.clone() }
-        }
-        Err(e) => {
-            failed = Some(e);
-            sv.clone()
-        }
-    });
+            Err(e) => {
+                failed = Some(e);
+                sv.clone()
+            }
+        },
+    );
     drop(m);
     // Level models live in memory once loaded; the replaced ones' files can go now.
     for number in replaced {
@@ -327,7 +373,10 @@ fn install(
     }
     let _ = inputs;
     match failed {
-        Some(e) => Err(corruption(&s.dir, format!("compaction produced an invalid version: {e}"))),
+        Some(e) => Err(corruption(
+            &s.dir,
+            format!("compaction produced an invalid version: {e}"),
+        )),
         None => Ok(()),
     }
 }

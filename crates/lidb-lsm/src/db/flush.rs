@@ -6,22 +6,22 @@ use std::sync::Arc;
 
 use crate::db::output::{open_handle, table_options, table_options_for};
 use crate::db::state::{Shared, SuperVersion, lock, table_path};
-use crate::options::Options;
-use crate::storage::Storage;
-use crate::table::builder::{BuiltTable, TableOptions};
-use crate::types::TableMeta;
 use crate::db::write::switch_memtable;
 use crate::error::{Result, corruption};
 use crate::manifest::VersionEdit;
 use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::storage::Storage;
 use crate::table::builder::TableBuilder;
+use crate::table::builder::{BuiltTable, TableOptions};
 use crate::types::SortedIter;
+use crate::types::TableMeta;
 
 /// Makes the memtable immutable (if it holds anything) and flushes every immutable memtable.
 pub(crate) fn flush_all(s: &Arc<Shared>) -> Result<()> {
     {
         let mut w = lock(&s.write);
-        if s.current().mem.len() > 0 {
+        if !s.current().mem.is_empty() {
             switch_memtable(s, &mut w)?;
         }
     }
@@ -76,7 +76,7 @@ pub(crate) fn write_l0_table(
 fn flush_one(s: &Shared, mem: &Arc<MemTable>, wal: u64) -> Result<()> {
     let mut added = Vec::new();
     let mut timings = None;
-    if mem.len() > 0 {
+    if !mem.is_empty() {
         let number = lock(&s.manifest).new_file_number();
         let built = build_l0(&*s.storage, &s.dir, number, mem, table_options(s, 0))?;
         s.storage.sync_dir(&s.dir)?;
@@ -108,7 +108,12 @@ fn flush_one(s: &Shared, mem: &Arc<MemTable>, wal: u64) -> Result<()> {
             Ok(tables) => SuperVersion {
                 mem: Arc::clone(&sv.mem),
                 mem_wal: sv.mem_wal,
-                imm: sv.imm.iter().filter(|(t, _)| !Arc::ptr_eq(t, mem)).cloned().collect(),
+                imm: sv
+                    .imm
+                    .iter()
+                    .filter(|(t, _)| !Arc::ptr_eq(t, mem))
+                    .cloned()
+                    .collect(),
                 tables: Arc::new(tables),
             },
             Err(e) => {
@@ -117,7 +122,10 @@ fn flush_one(s: &Shared, mem: &Arc<MemTable>, wal: u64) -> Result<()> {
             }
         });
         if let Some(e) = failed {
-            return Err(corruption(&s.dir, format!("flush produced an invalid version: {e}")));
+            return Err(corruption(
+                &s.dir,
+                format!("flush produced an invalid version: {e}"),
+            ));
         }
     }
     let _ = s.storage.remove(&s.wal_path(wal));

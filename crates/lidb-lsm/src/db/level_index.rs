@@ -127,7 +127,10 @@ impl LevelIndex {
         if crc32c::crc32c(body) != stored {
             return Err("checksum mismatch".into());
         }
-        let mut r = Cursor { bytes: body, pos: 0 };
+        let mut r = Cursor {
+            bytes: body,
+            pos: 0,
+        };
         if r.take(4)? != MAGIC {
             return Err("bad magic".into());
         }
@@ -154,7 +157,13 @@ impl LevelIndex {
         if index.key_count() != starts.last().copied().unwrap_or(0) {
             return Err("index key count differs from the tables' entries".into());
         }
-        Ok(LevelIndex { number, keymap, index, tables, starts })
+        Ok(LevelIndex {
+            number,
+            keymap,
+            index,
+            tables,
+            starts,
+        })
     }
 }
 
@@ -171,6 +180,8 @@ impl<'a> Cursor<'a> {
         Ok(s)
     }
     fn array<const N: usize>(&mut self) -> std::result::Result<[u8; N], String> {
-        self.take(N)?.try_into().map_err(|_| "truncated".to_string())
+        self.take(N)?
+            .try_into()
+            .map_err(|_| "truncated".to_string())
     }
 }

@@ -16,10 +16,10 @@
 //!    (newest first), then L1, L2, ...; the first source holding a key decides its value.
 
 mod background;
-mod output;
 mod compact;
 mod flush;
 mod level_index;
+mod output;
 mod read;
 mod recover;
 mod state;
@@ -72,13 +72,13 @@ impl Db {
     }
 
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::default();
+        let mut b = WriteBatch::new();
         b.put(key, value);
         self.write(b)
     }
 
     pub fn delete(&self, key: &[u8]) -> Result<()> {
-        let mut b = WriteBatch::default();
+        let mut b = WriteBatch::new();
         b.delete(key);
         self.write(b)
     }

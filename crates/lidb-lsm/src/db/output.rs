@@ -26,7 +26,11 @@ pub(crate) fn table_options_for(opts: &Options, level: usize) -> TableOptions {
 }
 
 pub(crate) fn read_mode(s: &Shared) -> ReadMode {
-    if s.opts.direct_io { ReadMode::Direct } else { ReadMode::Buffered }
+    if s.opts.direct_io {
+        ReadMode::Direct
+    } else {
+        ReadMode::Buffered
+    }
 }
 
 /// Opens table `meta` as a shared handle.

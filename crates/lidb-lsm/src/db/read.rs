@@ -3,12 +3,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::db::state::{Shared, SuperVersion, TableHandle, lock};
 use crate::error::Result;
 use crate::iter::{DbIter, LevelIter, MergingIter};
-use crate::table::reader::Found;
 use crate::types::{EntryKind, ReadStats, SortedIter};
 
 fn answer(kind: EntryKind, value: Vec<u8>) -> Option<Vec<u8>> {
@@ -34,23 +33,24 @@ fn get_in(sv: &SuperVersion, key: &[u8], st: &mut ReadStats) -> Result<Option<Ve
         }
     }
     let lookup_started = Instant::now();
-    let mut in_tables = std::time::Duration::ZERO;
-    let mut probe = |t: &TableHandle, st: &mut ReadStats| -> Result<Option<Found>> {
+    let mut in_tables = Duration::ZERO;
+    let probe = |t: &TableHandle, st: &mut ReadStats, in_tables: &mut Duration| {
         st.tables_probed += 1;
         let t0 = Instant::now();
         let found = t.table.get(key, st);
-        in_tables += t0.elapsed();
+        *in_tables += t0.elapsed();
         found
     };
     let mut result = None;
     'levels: for (level, tables) in sv.tables.levels.iter().enumerate() {
         if level == 0 {
             for t in tables {
-                if t.meta.smallest.as_slice() <= key && key <= t.meta.largest.as_slice() {
-                    if let Some(f) = probe(t, st)? {
-                        result = Some(f);
-                        break 'levels;
-                    }
+                if t.meta.smallest.as_slice() <= key
+                    && key <= t.meta.largest.as_slice()
+                    && let Some(f) = probe(t, st, &mut in_tables)?
+                {
+                    result = Some(f);
+                    break 'levels;
                 }
             }
             continue;
@@ -70,13 +70,12 @@ fn get_in(sv: &SuperVersion, key: &[u8], st: &mut ReadStats) -> Result<Option<Ve
             }
             continue;
         }
-        if let Some(i) = sv.tables.version.find(level, key) {
-            if let Some(t) = tables.get(i) {
-                if let Some(f) = probe(t, st)? {
-                    result = Some(f);
-                    break 'levels;
-                }
-            }
+        if let Some(i) = sv.tables.version.find(level, key)
+            && let Some(t) = tables.get(i)
+            && let Some(f) = probe(t, st, &mut in_tables)?
+        {
+            result = Some(f);
+            break 'levels;
         }
     }
     st.table_lookup_time += lookup_started.elapsed().saturating_sub(in_tables);
@@ -91,7 +90,9 @@ pub struct DbIterator {
 
 impl std::fmt::Debug for DbIterator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DbIterator").field("valid", &self.inner.valid()).finish()
+        f.debug_struct("DbIterator")
+            .field("valid", &self.inner.valid())
+            .finish()
     }
 }
 
@@ -105,6 +106,10 @@ impl DbIterator {
     pub fn value(&self) -> &[u8] {
         self.inner.value()
     }
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "advancing can fail with an I/O error, which Iterator::next cannot report"
+    )]
     pub fn next(&mut self) -> Result<()> {
         self.inner.next()
     }

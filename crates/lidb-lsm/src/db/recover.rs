@@ -8,17 +8,16 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use crate::batch::WriteBatch;
 use crate::db::compact::MAX_LEVELS;
+use crate::db::flush;
 use crate::db::level_index::LevelIndex;
 use crate::db::output::open_handle;
 use crate::db::state::{
     CompactionStats, ManifestState, RecoveryReport, Shared, SuperVersion, Tables, WriteState, lock,
 };
-use crate::db::flush;
 use crate::error::{Error, Result, corruption};
 use crate::log::{LogWriter, read_log};
-use crate::manifest::{self, Manifest, VersionEdit};
+use crate::manifest::{Manifest, VersionEdit};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::storage::Storage;
@@ -37,7 +36,10 @@ struct Folded {
 }
 
 fn fold(edits: &[VersionEdit], manifest_file: &PathBuf) -> Result<Folded> {
-    let mut f = Folded { next_file_number: 2, ..Folded::default() };
+    let mut f = Folded {
+        next_file_number: 2,
+        ..Folded::default()
+    };
     f.version.levels.resize_with(MAX_LEVELS, Vec::new);
     for e in edits {
         f.version = f
@@ -81,7 +83,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
     }
     let lock_guard = storage.lock(&dir.join("LOCK"))?;
     let mut report = RecoveryReport::default();
-    let mut folded = match manifest::recover(&*storage, &dir)? {
+    let mut folded = match Manifest::recover(&*storage, &dir)? {
         Some(r) => {
             if let Some(t) = &r.torn_tail {
                 report.torn_manifest_tail = Some((t.offset, t.detail.clone()));
@@ -89,7 +91,10 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
             fold(&r.edits, &dir.join(format!("MANIFEST-{:06}", r.number)))?
         }
         None if opts.create_if_missing => {
-            let mut f = Folded { next_file_number: 2, ..Folded::default() };
+            let mut f = Folded {
+                next_file_number: 2,
+                ..Folded::default()
+            };
             f.version.levels.resize_with(MAX_LEVELS, Vec::new);
             f
         }
@@ -110,11 +115,13 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
         let path = dir.join(format!("{n:06}.log"));
         let contents = read_log(&*storage, &path)?;
         if let Some(t) = &contents.torn_tail {
-            report.torn_wal_tails.push((path.clone(), t.offset, t.detail.clone()));
+            report
+                .torn_wal_tails
+                .push((path.clone(), t.offset, t.detail.clone()));
             storage.truncate(&path, contents.valid_len)?;
         }
         for rec in &contents.records {
-            let (seq, ops) = WriteBatch::decode(rec).map_err(|d| corruption(&path, d))?;
+            let (seq, ops) = crate::batch::decode(rec).map_err(|d| corruption(&path, d))?;
             for (i, op) in ops.iter().enumerate() {
                 replay.insert(seq + i as u64, op.kind, &op.key, &op.value);
             }
@@ -125,7 +132,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
     }
     // 2. Write what was replayed to an L0 table. Until step 3 no manifest names it, so a crash
     //    here replays the same WALs again and the orphan table is swept.
-    if replay.len() > 0 {
+    if !replay.is_empty() {
         let number = next;
         next += 1;
         let meta = flush::write_l0_table(&*storage, &dir, number, &replay, &opts)?;
@@ -152,7 +159,12 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
             .flat_map(|(l, ts)| ts.iter().map(move |m| (l as u32, m.clone())))
             .collect(),
         removed: Vec::new(),
-        level_index: folded.level_index.iter().enumerate().map(|(l, n)| (l as u32, *n)).collect(),
+        level_index: folded
+            .level_index
+            .iter()
+            .enumerate()
+            .map(|(l, n)| (l as u32, *n))
+            .collect(),
     };
     let manifest = Manifest::create(Arc::clone(&storage), &dir, manifest_number, &snapshot)?;
     // 4. The new WAL.
@@ -173,7 +185,10 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
             tables: Arc::new(Tables::default()),
         })),
         write: Mutex::new(WriteState { wal, wal_number }),
-        manifest: Mutex::new(ManifestState { manifest, next_file_number: next }),
+        manifest: Mutex::new(ManifestState {
+            manifest,
+            next_file_number: next,
+        }),
         last_seq: AtomicU64::new(folded.last_sequence),
         work: Mutex::new(()),
         work_cv: Condvar::new(),
@@ -204,15 +219,33 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
             None => None,
         });
     }
-    let tables = Tables { version: folded.version, levels, level_indexes };
-    s.update(|sv| SuperVersion { tables: Arc::new(tables), ..sv.clone() });
+    let tables = Tables {
+        version: folded.version,
+        levels,
+        level_indexes,
+    };
+    s.update(|sv| SuperVersion {
+        tables: Arc::new(tables),
+        ..sv.clone()
+    });
 
     // 6. Remove what nothing references: old WALs and manifests, orphan tables and models.
     let sv = s.current();
-    let live_tables: HashSet<u64> =
-        sv.tables.version.levels.iter().flatten().map(|m| m.number).collect();
-    let live_models: HashSet<u64> =
-        sv.tables.level_indexes.iter().flatten().map(|l| l.number).collect();
+    let live_tables: HashSet<u64> = sv
+        .tables
+        .version
+        .levels
+        .iter()
+        .flatten()
+        .map(|m| m.number)
+        .collect();
+    let live_models: HashSet<u64> = sv
+        .tables
+        .level_indexes
+        .iter()
+        .flatten()
+        .map(|l| l.number)
+        .collect();
     let number = |name: &str, suffix: &str| name.strip_suffix(suffix)?.parse::<u64>().ok();
     for name in storage.list(&dir)? {
         let stale = if let Some(n) = number(&name, ".log") {
@@ -221,7 +254,10 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
             !live_tables.contains(&n)
         } else if let Some(n) = number(&name, ".lvl") {
             !live_models.contains(&n)
-        } else if let Some(n) = name.strip_prefix("MANIFEST-").and_then(|n| n.parse::<u64>().ok()) {
+        } else if let Some(n) = name
+            .strip_prefix("MANIFEST-")
+            .and_then(|n| n.parse::<u64>().ok())
+        {
             n != manifest_number
         } else {
             name.ends_with(".tmp")

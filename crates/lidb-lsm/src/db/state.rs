@@ -105,7 +105,11 @@ impl Tables {
                 slot.clone_from(li);
             }
         }
-        Ok(Tables { version, levels, level_indexes: indexes })
+        Ok(Tables {
+            version,
+            levels,
+            level_indexes: indexes,
+        })
     }
 }
 
@@ -201,19 +205,29 @@ pub(crate) struct Shared {
 
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared").field("dir", &self.dir).finish_non_exhaustive()
+        f.debug_struct("Shared")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
     }
 }
 
 impl Shared {
     pub fn current(&self) -> Arc<SuperVersion> {
-        Arc::clone(&self.current.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+        Arc::clone(
+            &self
+                .current
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     /// Replaces the current super version with `f(current)`, atomically with respect to other
     /// updates (a memtable switch and a flush landing together both take effect).
     pub fn update(&self, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
-        let mut cur = self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cur = self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let next = f(&cur);
         *cur = Arc::new(next);
     }
@@ -288,7 +302,10 @@ pub(crate) fn memory_usage(s: &Shared) -> MemoryUsage {
     let sv = s.current();
     let mut m = MemoryUsage {
         memtable_bytes: sv.mem.approximate_bytes()
-            + sv.imm.iter().map(|(t, _)| t.approximate_bytes()).sum::<u64>(),
+            + sv.imm
+                .iter()
+                .map(|(t, _)| t.approximate_bytes())
+                .sum::<u64>(),
         cache_bytes: s.cache.usage_bytes(),
         ..MemoryUsage::default()
     };

@@ -33,15 +33,19 @@ pub(crate) fn write(s: &Arc<Shared>, batch: WriteBatch) -> Result<()> {
     }
     let sv = s.current();
     for (i, op) in batch.ops().iter().enumerate() {
-        sv.mem.insert(first_seq + i as u64, op.kind, &op.key, &op.value);
+        sv.mem
+            .insert(first_seq + i as u64, op.kind, &op.key, &op.value);
     }
-    s.last_seq.store(first_seq + batch.len() as u64 - 1, Ordering::SeqCst);
+    s.last_seq
+        .store(first_seq + batch.len() as u64 - 1, Ordering::SeqCst);
     Ok(())
 }
 
 fn check_open(s: &Shared) -> Result<()> {
     if let Some(e) = lock(&s.bg_error).as_ref() {
-        return Err(Error::Closed(format!("a background error stopped writes: {e}")));
+        return Err(Error::Closed(format!(
+            "a background error stopped writes: {e}"
+        )));
     }
     if s.closing.load(Ordering::SeqCst) {
         return Err(Error::Closed("the database is closing".into()));
