@@ -22,7 +22,7 @@ pub mod table;
 pub mod types;
 pub mod version;
 
-pub use db::{Db, DbIterator, DbStats, LevelStats, MemoryUsage, RecoveryReport};
+pub use db::{Db, DbIterator, DbStats, LevelStats, MemoryUsage, RecoveryReport, Source, Traced};
 pub use error::{Error, Result};
 pub use options::{Granularity, IndexOptions, Options};
 pub use types::{EntryKind, ReadStats, SortedIter, TableMeta};

@@ -363,6 +363,14 @@ impl Storage for CrashAt {
             path: path.to_path_buf(),
         }))
     }
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.step(path)?;
+        Ok(Box::new(CrashFile {
+            inner: self.mem.open_append(path)?,
+            owner: self.clone(),
+            path: path.to_path_buf(),
+        }))
+    }
     fn open(&self, path: &Path, mode: ReadMode) -> Result<Arc<dyn RandomAccessFile>> {
         self.step(path)?;
         self.mem.open(path, mode)

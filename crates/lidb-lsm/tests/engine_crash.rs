@@ -90,6 +90,14 @@ impl Storage for PowerCut {
             inner,
         }))
     }
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.0.tick()?;
+        let inner = self.0.inner.open_append(path)?;
+        Ok(Box::new(CutFile {
+            power: Arc::clone(&self.0),
+            inner,
+        }))
+    }
     fn open(&self, path: &Path, mode: ReadMode) -> Result<Arc<dyn RandomAccessFile>> {
         self.0.tick()?;
         self.0.inner.open(path, mode)

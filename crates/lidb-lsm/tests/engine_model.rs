@@ -8,10 +8,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use lidb_index::Family;
+use lidb_index::{Family, Params};
 use lidb_lsm::batch::WriteBatch;
 use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::{Db, Granularity, Options};
+use lidb_lsm::{Db, Granularity, IndexOptions, Options};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -259,4 +259,42 @@ fn a_scan_sees_the_snapshot_it_started_with() {
     assert_eq!(seen, 2_000);
     assert_eq!(db.get(b"000001").unwrap(), Some(b"new".to_vec()));
     assert_eq!(db.get(b"000002").unwrap(), None);
+}
+
+#[test]
+fn reindexing_keeps_every_answer_and_changes_the_index() {
+    let storage = MemStorage::new();
+    let db = Db::open_with_storage(
+        Arc::new(storage),
+        Path::new("/db"),
+        small_options(Family::Fp, 16),
+    )
+    .unwrap();
+    let mut model = Model::new();
+    for i in 0..4_000u32 {
+        let k = format!("{:08}", i * 7919 % 100_003).into_bytes();
+        db.put(&k, &i.to_le_bytes()).unwrap();
+        model.insert(k, i.to_le_bytes().to_vec());
+    }
+    db.compact().unwrap();
+    let fp_bytes = db.memory_usage().index_bytes;
+    let pgm = IndexOptions {
+        family: Family::Pgm,
+        params: Params::new(16),
+        level_boundaries: vec![],
+    };
+    let db = db.reindex(pgm).unwrap();
+    let pgm_bytes = db.memory_usage().index_bytes;
+    assert!(
+        pgm_bytes < fp_bytes,
+        "pgm {pgm_bytes} bytes vs fp {fp_bytes}"
+    );
+    check_all(&db, &model, "after reindex to pgm");
+    let db = db
+        .reindex(IndexOptions {
+            family: Family::Rmi,
+            ..small_options(Family::Rmi, 64).index
+        })
+        .unwrap();
+    check_all(&db, &model, "after reindex to rmi");
 }

@@ -30,7 +30,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 
-pub use read::DbIterator;
+pub use read::{DbIterator, Source, Traced};
 pub use state::{DbStats, LevelStats, MemoryUsage, RecoveryReport};
 
 use crate::batch::WriteBatch;
@@ -95,6 +95,12 @@ impl Db {
 
     /// `get`, also returning what the lookup cost (tables probed, reads, bytes, time split).
     pub fn get_with_stats(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadStats)> {
+        let t = read::get(&self.shared, key)?;
+        Ok((t.value, t.stats))
+    }
+
+    /// `get`, also returning its cost and which source (memtable or level) answered it.
+    pub fn get_traced(&self, key: &[u8]) -> Result<Traced> {
         read::get(&self.shared, key)
     }
 
@@ -126,6 +132,40 @@ impl Db {
     /// What opening found and repaired (torn WAL tails, replayed records).
     pub fn recovery_report(&self) -> RecoveryReport {
         lock(&self.shared.recovery).clone()
+    }
+
+    /// Re-indexes every table under `index` (table granularity only): closes the database,
+    /// rewrites each table's tail (filter, index, meta, footer; the data region stays), and opens
+    /// it again with the new options. For benchmarks trying index configurations on the same
+    /// data; not crash-safe, so only for databases that can be reloaded.
+    pub fn reindex(mut self, index: crate::options::IndexOptions) -> Result<Db> {
+        if self.shared.opts.granularity != crate::options::Granularity::Table {
+            return Err(crate::Error::InvalidOption(
+                "re-indexing is for table granularity; level models are rebuilt by compaction"
+                    .into(),
+            ));
+        }
+        self.flush()?;
+        let storage = Arc::clone(&self.shared.storage);
+        let dir = self.shared.dir.clone();
+        let mut opts = self.shared.opts.clone();
+        opts.index = index;
+        let tables: Vec<(usize, std::path::PathBuf)> = self
+            .shared
+            .current()
+            .tables
+            .levels
+            .iter()
+            .enumerate()
+            .flat_map(|(l, ts)| ts.iter().map(move |t| (l, t.path.clone())))
+            .collect();
+        self.shutdown()?;
+        drop(self);
+        for (level, path) in tables {
+            crate::table::reindex(&*storage, &path, output::table_options_for(&opts, level))?;
+        }
+        storage.sync_dir(&dir)?;
+        Db::open_with_storage(storage, &dir, opts)
     }
 
     pub fn options(&self) -> &Options {

@@ -14,22 +14,46 @@ fn answer(kind: EntryKind, value: Vec<u8>) -> Option<Vec<u8>> {
     (kind == EntryKind::Put).then_some(value)
 }
 
-pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadStats)> {
-    let sv = s.current();
-    let mut st = ReadStats::default();
-    let result = get_in(&sv, key, &mut st);
-    s.lookups.fetch_add(1, Ordering::Relaxed);
-    lock(&s.read_stats).add(&st);
-    Ok((result?, st))
+/// Where a lookup found its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// A memtable (mutable or immutable) knew the key.
+    Memtable,
+    /// A table of this level knew the key.
+    Level(u32),
+    /// No source knew the key.
+    Nowhere,
 }
 
-fn get_in(sv: &SuperVersion, key: &[u8], st: &mut ReadStats) -> Result<Option<Vec<u8>>> {
+/// A lookup with what it cost and where it was answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Traced {
+    pub value: Option<Vec<u8>>,
+    pub stats: ReadStats,
+    pub source: Source,
+}
+
+pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<Traced> {
+    let sv = s.current();
+    let mut stats = ReadStats::default();
+    let result = get_in(&sv, key, &mut stats);
+    s.lookups.fetch_add(1, Ordering::Relaxed);
+    lock(&s.read_stats).add(&stats);
+    let (value, source) = result?;
+    Ok(Traced {
+        value,
+        stats,
+        source,
+    })
+}
+
+fn get_in(sv: &SuperVersion, key: &[u8], st: &mut ReadStats) -> Result<(Option<Vec<u8>>, Source)> {
     if let Some((kind, _, v)) = sv.mem.get(key) {
-        return Ok(answer(kind, v));
+        return Ok((answer(kind, v), Source::Memtable));
     }
     for (m, _) in &sv.imm {
         if let Some((kind, _, v)) = m.get(key) {
-            return Ok(answer(kind, v));
+            return Ok((answer(kind, v), Source::Memtable));
         }
     }
     let lookup_started = Instant::now();
@@ -49,7 +73,7 @@ fn get_in(sv: &SuperVersion, key: &[u8], st: &mut ReadStats) -> Result<Option<Ve
                     && key <= t.meta.largest.as_slice()
                     && let Some(f) = probe(t, st, &mut in_tables)?
                 {
-                    result = Some(f);
+                    result = Some((f, level as u32));
                     break 'levels;
                 }
             }
@@ -63,7 +87,7 @@ fn get_in(sv: &SuperVersion, key: &[u8], st: &mut ReadStats) -> Result<Option<Ve
                     let f = t.table.get_in_range(key, lo, hi, st);
                     in_tables += t0.elapsed();
                     if let Some(f) = f? {
-                        result = Some(f);
+                        result = Some((f, level as u32));
                         break 'levels;
                     }
                 }
@@ -74,12 +98,15 @@ fn get_in(sv: &SuperVersion, key: &[u8], st: &mut ReadStats) -> Result<Option<Ve
             && let Some(t) = tables.get(i)
             && let Some(f) = probe(t, st, &mut in_tables)?
         {
-            result = Some(f);
+            result = Some((f, level as u32));
             break 'levels;
         }
     }
     st.table_lookup_time += lookup_started.elapsed().saturating_sub(in_tables);
-    Ok(result.and_then(|f| answer(f.kind, f.value)))
+    Ok(match result {
+        Some((f, level)) => (answer(f.kind, f.value), Source::Level(level)),
+        None => (None, Source::Nowhere),
+    })
 }
 
 /// A forward iterator over a snapshot; it pins the memtables and tables it reads.

@@ -206,6 +206,19 @@ impl Storage for FsStorage {
         }))
     }
 
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        let len = file.metadata().map_err(io_err(path))?.len();
+        Ok(Box::new(FsWritable {
+            path: path.to_path_buf(),
+            file,
+            len,
+        }))
+    }
+
     fn open(&self, path: &Path, mode: ReadMode) -> Result<Arc<dyn RandomAccessFile>> {
         if mode == ReadMode::Direct {
             return Ok(Arc::new(FsDirect::open(path)?));

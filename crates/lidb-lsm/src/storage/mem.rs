@@ -376,6 +376,19 @@ impl Storage for MemStorage {
         }))
     }
 
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let mut m = self.machine();
+        let id = *m.live.get(path).ok_or_else(|| not_found(path))?;
+        let len = m.inode(id, path)?.data.len() as u64;
+        Ok(Box::new(MemWritable {
+            machine: Arc::clone(&self.machine),
+            path: path.to_path_buf(),
+            inode: id,
+            epoch: m.epoch,
+            len,
+        }))
+    }
+
     fn open(&self, path: &Path, _mode: ReadMode) -> Result<Arc<dyn RandomAccessFile>> {
         let m = self.machine();
         let id = *m.live.get(path).ok_or_else(|| not_found(path))?;

@@ -68,6 +68,9 @@ pub enum ReadMode {
 pub trait Storage: Send + Sync + Debug {
     /// Creates `path` (truncating it if it exists) for appending.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file to append to its end; `len()` starts at its current size. Used only
+    /// to rewrite a closed table's tail after `truncate` (offline re-indexing).
+    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     /// Opens an existing file for random reads.
     fn open(&self, path: &Path, mode: ReadMode) -> Result<Arc<dyn RandomAccessFile>>;
     /// Reads a whole (small) file.

@@ -145,6 +145,25 @@ impl TableBuilder {
 
     /// Appends the next entry. Keys must strictly increase and fit the declared maxima.
     pub fn add(&mut self, key: &[u8], seq: u64, kind: EntryKind, value: &[u8]) -> Result<()> {
+        self.check(key, value.len() as u64)?;
+        encode_slot(
+            &mut self.buf,
+            self.entries,
+            self.slot_width,
+            key,
+            seq,
+            kind,
+            value,
+        );
+        self.record(key, seq, kind, value.len() as u64);
+        if self.buf.len() >= WRITE_BUFFER_BYTES {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Refuses an entry that breaks the order or does not fit the slot.
+    fn check(&self, key: &[u8], value_len: u64) -> Result<()> {
         if key.len() as u64 > u64::from(self.max_key_len) {
             return Err(Error::InvalidOption(format!(
                 "{}: key of {} bytes is longer than the table's maximum {}",
@@ -153,11 +172,10 @@ impl TableBuilder {
                 self.max_key_len
             )));
         }
-        if value.len() as u64 > u64::from(self.max_value_len) {
+        if value_len > u64::from(self.max_value_len) {
             return Err(Error::InvalidOption(format!(
-                "{}: value of {} bytes is longer than the table's maximum {}",
+                "{}: value of {value_len} bytes is longer than the table's maximum {}",
                 self.path.display(),
-                value.len(),
                 self.max_value_len
             )));
         }
@@ -174,15 +192,11 @@ impl TableBuilder {
                 self.path.display()
             )));
         }
-        encode_slot(
-            &mut self.buf,
-            self.entries,
-            self.slot_width,
-            key,
-            seq,
-            kind,
-            value,
-        );
+        Ok(())
+    }
+
+    /// Notes an entry (already checked) for the filter, the key images and the meta block.
+    fn record(&mut self, key: &[u8], seq: u64, kind: EntryKind, value_len: u64) {
         if self.entries == 0 {
             self.smallest = key.to_vec();
         }
@@ -193,17 +207,60 @@ impl TableBuilder {
         if self.opts.bloom_bits_per_key > 0 {
             self.hashes.push(key_hash(key));
         }
-        self.padding_bytes +=
-            self.slot_width - SLOT_HEADER_LEN - key.len() as u64 - value.len() as u64;
+        self.padding_bytes += self.slot_width - SLOT_HEADER_LEN - key.len() as u64 - value_len;
         self.smallest_seq = self.smallest_seq.min(seq);
         self.largest_seq = self.largest_seq.max(seq);
         if kind == EntryKind::Delete {
             self.deletions += 1;
         }
         self.entries += 1;
-        if self.buf.len() >= WRITE_BUFFER_BYTES {
-            self.flush()?;
-        }
+    }
+
+    /// A builder that writes only a new tail after the data region `file` already holds: the
+    /// entries are replayed with `replay` (same order, same sizes) and nothing of them is
+    /// written again. Used by `reindex`.
+    pub(crate) fn for_tail(
+        file: Box<dyn WritableFile>,
+        path: &Path,
+        number: u64,
+        max_key_len: u32,
+        max_value_len: u32,
+        opts: TableOptions,
+    ) -> Result<TableBuilder> {
+        opts.validate()?;
+        Ok(TableBuilder {
+            path: path.to_path_buf(),
+            number,
+            file,
+            opts,
+            max_key_len,
+            max_value_len,
+            slot_width: SLOT_HEADER_LEN + u64::from(max_key_len) + u64::from(max_value_len),
+            buf: Vec::new(),
+            entries: 0,
+            smallest: Vec::new(),
+            last_key: Vec::new(),
+            keymap: KeyMapBuilder::new(),
+            tails: KeyTails::new(),
+            hashes: Vec::new(),
+            padding_bytes: 0,
+            smallest_seq: u64::MAX,
+            largest_seq: 0,
+            deletions: 0,
+            write_time: Duration::ZERO,
+        })
+    }
+
+    /// Replays an entry whose slot the file already holds (see `for_tail`).
+    pub(crate) fn replay(
+        &mut self,
+        key: &[u8],
+        seq: u64,
+        kind: EntryKind,
+        value_len: u64,
+    ) -> Result<()> {
+        self.check(key, value_len)?;
+        self.record(key, seq, kind, value_len);
         Ok(())
     }
 

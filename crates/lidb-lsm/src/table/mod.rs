@@ -15,7 +15,7 @@ pub mod format;
 pub mod iter;
 pub mod reader;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 pub use builder::{BuildTimings, BuiltTable, TableBuilder, TableOptions};
@@ -32,13 +32,13 @@ use crate::types::SortedIter;
 /// built under `opts`, keeping its entries, number and slot width. Used by benchmarks to try other
 /// index configurations on the same data.
 ///
-/// `Storage` has no way to append to an existing file yet, so this streams the entries (checking
-/// every slot) into a new file `path.reindex`, which gets the new tail, is synced, and replaces
-/// `path` by an atomic rename (then the directory is synced). The data region is thus rewritten;
-/// `timings.write` includes that copy. With `Storage::open_append` it would truncate after the
-/// data region and append only the tail. Readers holding the old table keep reading the old file;
-/// callers with a page cache must `remove_table` the number afterwards.
+/// It reads every entry once (checking every slot), truncates the file after its data region and
+/// appends the new tail: the data region is not rewritten. Not crash-safe (a crash in between
+/// leaves a table without a footer, which then fails to open with Corruption), so it is for
+/// closed databases only (`lidb bench lsm` re-indexing a loaded database). Callers with a page
+/// cache must `remove_table` the number afterwards.
 pub fn reindex(storage: &dyn Storage, path: &Path, opts: TableOptions) -> Result<BuiltTable> {
+    // Read what the tail is computed from: every entry's key, sequence, kind and value size.
     let table = Arc::new(Table::open_inner(
         storage,
         path,
@@ -46,34 +46,29 @@ pub fn reindex(storage: &dyn Storage, path: &Path, opts: TableOptions) -> Result
         ReadMode::Buffered,
         None,
     )?);
-    let mut tmp_name = path.as_os_str().to_owned();
-    tmp_name.push(".reindex");
-    let tmp = PathBuf::from(tmp_name);
-    let mut builder = TableBuilder::new(
-        storage,
-        &tmp,
-        table.number(),
-        table.max_key_len(),
-        table.max_value_len(),
-        opts,
-    )?;
+    let (number, max_key_len, max_value_len) =
+        (table.number(), table.max_key_len(), table.max_value_len());
+    let data_len = table.entries() * table.slot_width();
+    let mut entries = Vec::new();
     let mut it = table.iter();
     it.seek_to_first()?;
     while it.valid() {
-        builder.add(it.key(), it.seq(), it.kind(), it.value())?;
+        entries.push((
+            it.key().to_vec(),
+            it.seq(),
+            it.kind(),
+            it.value().len() as u64,
+        ));
         it.next()?;
     }
-    let built = builder.finish()?;
     drop(it);
     drop(table);
-    storage.rename(&tmp, path)?;
-    if let Some(dir) = path.parent() {
-        let dir = if dir.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            dir
-        };
-        storage.sync_dir(dir)?;
+    // Cut the old tail off and write the new one after the untouched data region.
+    storage.truncate(path, data_len)?;
+    let file = storage.open_append(path)?;
+    let mut builder = TableBuilder::for_tail(file, path, number, max_key_len, max_value_len, opts)?;
+    for (key, seq, kind, value_len) in &entries {
+        builder.replay(key, *seq, *kind, *value_len)?;
     }
-    Ok(built)
+    builder.finish()
 }
