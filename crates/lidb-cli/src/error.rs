@@ -7,6 +7,7 @@ pub enum CliError {
     Index(lidb_index::Error),
     Data(lidb_data::Error),
     Bench(lidb_bench::index_bench::Error),
+    Lsm(lidb_lsm::Error),
     /// Writing output (stdout or a file) failed.
     Io {
         what: String,
@@ -22,6 +23,7 @@ impl fmt::Display for CliError {
             CliError::Index(e) => write!(f, "{e}"),
             CliError::Data(e) => write!(f, "{e}"),
             CliError::Bench(e) => write!(f, "{e}"),
+            CliError::Lsm(e) => write!(f, "{e}"),
             CliError::Io { what, source } => write!(f, "{what}: {source}"),
             CliError::Usage(msg) => write!(f, "{msg}"),
         }
@@ -37,6 +39,12 @@ impl From<lidb_index::Error> for CliError {
 impl From<lidb_data::Error> for CliError {
     fn from(e: lidb_data::Error) -> Self {
         CliError::Data(e)
+    }
+}
+
+impl From<lidb_lsm::Error> for CliError {
+    fn from(e: lidb_lsm::Error) -> Self {
+        CliError::Lsm(e)
     }
 }
 

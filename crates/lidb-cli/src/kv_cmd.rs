@@ -81,7 +81,9 @@ fn execute(db: &Db, line: &str) -> Result<String, String> {
         ["scan", start, end, rest @ ..] => {
             let limit = match rest {
                 [] => usize::MAX,
-                [l] => l.parse::<usize>().map_err(|_| format!("bad LIMIT \"{l}\""))?,
+                [l] => l
+                    .parse::<usize>()
+                    .map_err(|_| format!("bad LIMIT \"{l}\""))?,
                 _ => return Err("usage: scan START END [LIMIT]".into()),
             };
             let (start, end) = (unescape(start)?, unescape(end)?);

@@ -5,6 +5,7 @@
 mod data_cmd;
 mod error;
 mod index_cmd;
+mod kv_cmd;
 
 use std::process::ExitCode;
 
@@ -27,6 +28,9 @@ enum Command {
     /// Key sets: generate synthetic SOSD files, describe a file.
     #[command(subcommand)]
     Data(data_cmd::DataCommand),
+    /// Serve a database over stdin/stdout, one command per line: put K V, get K, del K,
+    /// scan START END [LIMIT], flush, compact, stats.
+    Kv(kv_cmd::KvArgs),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +41,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Index(cmd) => index_cmd::run(cmd),
         Command::Data(cmd) => data_cmd::run(cmd),
+        Command::Kv(args) => kv_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
