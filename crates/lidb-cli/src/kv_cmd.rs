@@ -31,6 +31,12 @@ pub struct KvArgs {
     /// O_DIRECT for table reads.
     #[arg(long)]
     direct_io: bool,
+    /// Memtable size that triggers a flush (e.g. 64MiB, 256KiB).
+    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
+    write_buffer: u64,
+    /// Target SSTable size (4MiB to 128MiB).
+    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
+    sst_size: u64,
 }
 
 pub fn run(a: KvArgs) -> Result<(), CliError> {
@@ -43,6 +49,8 @@ pub fn run(a: KvArgs) -> Result<(), CliError> {
         },
         sync: a.sync,
         direct_io: a.direct_io,
+        write_buffer_bytes: a.write_buffer,
+        sst_size_bytes: a.sst_size,
         ..Options::default()
     };
     let db = Db::open(&a.db, opts).map_err(CliError::Lsm)?;
