@@ -88,11 +88,20 @@ pub fn route_near(keys: &[u64], q: u64, p: u64, eps: u64) -> usize {
         hi = hi.saturating_add(step).min(len);
         step = step.saturating_mul(2);
     }
-    let count = keys
-        .get(lo..hi)
-        .map_or(0, |w| w.partition_point(|&k| k <= q));
+    // The window is a few keys wide (2 * eps + 3 at first): a branch-free count beats a
+    // binary search whose every step is a mispredicted branch.
+    let count = keys.get(lo..hi).map_or(0, |w| {
+        if w.len() <= 64 {
+            w.iter().map(|&k| usize::from(k <= q)).sum::<usize>()
+        } else {
+            w.partition_point(|&k| k <= q)
+        }
+    });
     (lo + count).saturating_sub(1)
 }
+
+/// Segments whose keys fit a 32 KiB L1 data cache: a level this small is binary-searched.
+pub const L1_LEVEL_SEGMENTS: usize = 4096;
 
 impl Pgm {
     /// Builds over validated keys.
@@ -185,16 +194,40 @@ impl Pgm {
     }
 
     /// The leaf segment of `q`: the top-down descent through the internal levels.
+    ///
+    /// The descent starts at the widest level of at most `L1_LEVEL_SEGMENTS` segments with a
+    /// binary search of its keys (exactly what descending the tiny levels above it would find,
+    /// without their chains of dependent predictions), then predicts its way down.
     #[inline]
     pub fn leaf_route(&self, q: u64) -> usize {
-        let mut j = 0;
-        for pair in self.levels.windows(2).rev() {
+        let start = self
+            .levels
+            .iter()
+            .position(|l| l.len() <= L1_LEVEL_SEGMENTS)
+            .unwrap_or(self.levels.len().saturating_sub(1));
+        let Some(top) = self.levels.get(start) else {
+            return 0;
+        };
+        let mut j = top.route(q);
+        for pair in self
+            .levels
+            .get(..=start)
+            .unwrap_or_default()
+            .windows(2)
+            .rev()
+        {
             if let [below, level] = pair {
                 let p = level.predict(j, q, below.len() as u64);
                 j = route_near(&below.keys, q, p, self.eps_rec_fit);
             }
         }
         j
+    }
+
+    /// The leaf segment of `q` by a binary search of the leaf keys alone (the baseline the
+    /// `pgm_route` example compares the descent with).
+    pub fn leaf_binary(&self, q: u64) -> usize {
+        self.levels.first().map_or(0, |l| l.route(q))
     }
 
     #[cfg(test)]
