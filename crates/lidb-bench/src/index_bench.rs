@@ -115,7 +115,10 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
     };
     let mut built = Vec::with_capacity(configs.len());
     for &(family, b) in &configs {
-        let params = Params { boundary: b, ..cfg.params.clone() };
+        let params = Params {
+            boundary: b,
+            ..cfg.params.clone()
+        };
         let (index, build_ns) = timed_build(family, keys, &params)?;
         check_answers(index.as_ref(), keys, queries, b)?;
         built.push((index, build_ns));
@@ -125,7 +128,11 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
     for round in 0..rounds {
         for ((index, _), samples) in built.iter().zip(means.iter_mut()) {
             let index = index.as_ref();
-            lookup_all(index, keys, queries.get(..queries.len().min(10_000)).unwrap_or_default());
+            lookup_all(
+                index,
+                keys,
+                queries.get(..queries.len().min(10_000)).unwrap_or_default(),
+            );
             let t = Instant::now();
             lookup_all(index, keys, queries);
             samples.push(t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64);
@@ -171,7 +178,10 @@ fn timed_build(
         index = build(family, keys, params)?;
         repeats += 1;
     }
-    Ok((index, started.elapsed().as_nanos() as f64 / f64::from(repeats)))
+    Ok((
+        index,
+        started.elapsed().as_nanos() as f64 / f64::from(repeats),
+    ))
 }
 
 /// The 99th percentile of per-lookup times, the timer's own cost removed.

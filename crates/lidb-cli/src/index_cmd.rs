@@ -121,8 +121,9 @@ pub struct BenchArgs {
     family: FamilyArgs,
 }
 
+/// The one index `query` and `stats` build.
 #[derive(Debug, Args)]
-pub struct QueryArgs {
+pub struct OneIndexArgs {
     /// Sorted keys: a SOSD u64 file (plain or .zst) or synthetic:NAME:N.
     #[arg(long)]
     data: String,
@@ -132,12 +133,6 @@ pub struct QueryArgs {
     /// Position boundary B (at least 2).
     #[arg(long)]
     boundary: u64,
-    /// Queries: a SOSD u64 file in any order.
-    #[arg(long)]
-    queries: PathBuf,
-    /// Output file: 16 bytes per query (lo, hi as little-endian u64).
-    #[arg(long)]
-    out: PathBuf,
     /// Seed for synthetic data.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -146,24 +141,24 @@ pub struct QueryArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct QueryArgs {
+    #[command(flatten)]
+    one: OneIndexArgs,
+    /// Queries: a SOSD u64 file in any order.
+    #[arg(long)]
+    queries: PathBuf,
+    /// Output file: 16 bytes per query (lo, hi as little-endian u64).
+    #[arg(long)]
+    out: PathBuf,
+}
+
+#[derive(Debug, Args)]
 pub struct StatsArgs {
-    /// Sorted keys: a SOSD u64 file (plain or .zst) or synthetic:NAME:N.
-    #[arg(long)]
-    data: String,
-    /// The index family.
-    #[arg(long)]
-    index: String,
-    /// Position boundary B (at least 2).
-    #[arg(long)]
-    boundary: u64,
+    #[command(flatten)]
+    one: OneIndexArgs,
     /// Print one JSON object (the default output is the same object, pretty-printed).
     #[arg(long)]
     json: bool,
-    /// Seed for synthetic data.
-    #[arg(long, default_value_t = 42)]
-    seed: u64,
-    #[command(flatten)]
-    family: FamilyArgs,
 }
 
 pub fn run(cmd: IndexCommand) -> Result<(), CliError> {
@@ -280,23 +275,17 @@ fn render_rows(rows: &[Row]) -> String {
     table::render(&header, &cells)
 }
 
-fn build_one(
-    data: &str,
-    seed: u64,
-    index: &str,
-    boundary: u64,
-    family: &FamilyArgs,
-) -> Result<(Vec<u64>, Box<dyn LearnedIndex>), CliError> {
-    let family_kind = Family::from_name(index.trim())?;
-    let params = family.params(boundary);
+fn build_one(a: &OneIndexArgs) -> Result<(Vec<u64>, Box<dyn LearnedIndex>), CliError> {
+    let family_kind = Family::from_name(a.index.trim())?;
+    let params = a.family.params(a.boundary);
     params.validate()?;
-    let keys = lidb_data::synthetic::load(data, seed)?;
+    let keys = lidb_data::synthetic::load(&a.data, a.seed)?;
     let idx = build(family_kind, &keys, &params)?;
     Ok((keys, idx))
 }
 
 fn query(a: QueryArgs) -> Result<(), CliError> {
-    let (_keys, idx) = build_one(&a.data, a.seed, &a.index, a.boundary, &a.family)?;
+    let (_keys, idx) = build_one(&a.one)?;
     let queries = lidb_data::sosd::read_u64_any_order(&a.queries)?;
     let mut bytes = Vec::with_capacity(queries.len() * 16);
     for &q in &queries {
@@ -318,11 +307,11 @@ fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError
 }
 
 fn stats(a: StatsArgs) -> Result<(), CliError> {
-    let (keys, idx) = build_one(&a.data, a.seed, &a.index, a.boundary, &a.family)?;
+    let (keys, idx) = build_one(&a.one)?;
     let s = idx.stats();
     let mut obj = Map::new();
     obj.insert("index".into(), json!(idx.family().name()));
-    obj.insert("boundary".into(), json!(a.boundary));
+    obj.insert("boundary".into(), json!(a.one.boundary));
     obj.insert("keys".into(), json!(keys.len()));
     obj.insert("size_bytes".into(), json!(idx.size_bytes()));
     obj.insert("models".into(), json!(s.models));

@@ -120,7 +120,27 @@ impl TableBuilder {
             )));
         }
         let file = storage.create(path)?;
-        Ok(TableBuilder {
+        Ok(TableBuilder::with_file(
+            file,
+            path,
+            number,
+            max_key_len,
+            max_value_len,
+            opts,
+        ))
+    }
+
+    /// A builder writing to `file`, whose length so far is the data already in it.
+    fn with_file(
+        file: Box<dyn WritableFile>,
+        path: &Path,
+        number: u64,
+        max_key_len: u32,
+        max_value_len: u32,
+        opts: TableOptions,
+    ) -> TableBuilder {
+        let slot_width = SLOT_HEADER_LEN + u64::from(max_key_len) + u64::from(max_value_len);
+        TableBuilder {
             path: path.to_path_buf(),
             number,
             file,
@@ -140,7 +160,7 @@ impl TableBuilder {
             largest_seq: 0,
             deletions: 0,
             write_time: Duration::ZERO,
-        })
+        }
     }
 
     /// Appends the next entry. Keys must strictly increase and fit the declared maxima.
@@ -228,27 +248,14 @@ impl TableBuilder {
         opts: TableOptions,
     ) -> Result<TableBuilder> {
         opts.validate()?;
-        Ok(TableBuilder {
-            path: path.to_path_buf(),
-            number,
+        Ok(TableBuilder::with_file(
             file,
-            opts,
+            path,
+            number,
             max_key_len,
             max_value_len,
-            slot_width: SLOT_HEADER_LEN + u64::from(max_key_len) + u64::from(max_value_len),
-            buf: Vec::new(),
-            entries: 0,
-            smallest: Vec::new(),
-            last_key: Vec::new(),
-            keymap: KeyMapBuilder::new(),
-            tails: KeyTails::new(),
-            hashes: Vec::new(),
-            padding_bytes: 0,
-            smallest_seq: u64::MAX,
-            largest_seq: 0,
-            deletions: 0,
-            write_time: Duration::ZERO,
-        })
+            opts,
+        ))
     }
 
     /// Replays an entry whose slot the file already holds (see `for_tail`).
