@@ -298,3 +298,76 @@ fn reindexing_keeps_every_answer_and_changes_the_index() {
         .unwrap();
     check_all(&db, &model, "after reindex to rmi");
 }
+
+#[test]
+fn concurrent_writers_readers_and_scans_during_background_compaction() {
+    let opts = Options {
+        background_compaction: true,
+        ..small_options(Family::Pgm, 16)
+    };
+    let db = Arc::new(
+        Db::open_with_storage(Arc::new(MemStorage::new()), Path::new("/db"), opts).unwrap(),
+    );
+    let writers: Vec<_> = (0..3u32)
+        .map(|w| {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || {
+                for i in 0..3_000u32 {
+                    let k = format!("w{w}-{i:06}");
+                    db.put(k.as_bytes(), format!("v{i}").as_bytes()).unwrap();
+                    if i % 3 == 0 && i > 0 {
+                        // Overwrite an earlier key: readers must never see it go backwards.
+                        let old = format!("w{w}-{:06}", i / 2);
+                        db.put(old.as_bytes(), format!("v{}-again", i / 2).as_bytes())
+                            .unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..2u32)
+        .map(|r| {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || {
+                let mut rng = ChaCha8Rng::seed_from_u64(u64::from(r));
+                for _ in 0..4_000 {
+                    let (w, i) = (rng.gen_range(0..3u32), rng.gen_range(0..3_000u32));
+                    if let Some(v) = db.get(format!("w{w}-{i:06}").as_bytes()).unwrap() {
+                        let v = String::from_utf8(v).unwrap();
+                        assert!(
+                            v == format!("v{i}") || v == format!("v{i}-again"),
+                            "w{w}-{i}: {v}"
+                        );
+                    }
+                }
+                // A scan is sorted and shows each key once.
+                let mut it = db.scan(b"w", Some(b"x")).unwrap();
+                let mut last: Option<Vec<u8>> = None;
+                while it.valid() {
+                    assert!(last.as_deref() < Some(it.key()), "scan out of order");
+                    last = Some(it.key().to_vec());
+                    it.next().unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in writers.into_iter().chain(readers) {
+        t.join().unwrap();
+    }
+    for w in 0..3u32 {
+        for i in 0..3_000u32 {
+            let v = db.get(format!("w{w}-{i:06}").as_bytes()).unwrap();
+            let again = i <= 1_499 && (2 * i..2 * i + 2).any(|j| j % 3 == 0 && j > 0 && j < 3_000);
+            let want = if again {
+                format!("v{i}-again")
+            } else {
+                format!("v{i}")
+            };
+            assert_eq!(v, Some(want.into_bytes()), "w{w}-{i}");
+        }
+    }
+    assert!(
+        db.stats().compaction.compactions > 0,
+        "no compaction ran during the test"
+    );
+}
