@@ -1,0 +1,261 @@
+//! Garbage collection with conversion (the paper's section 4.2), in four phases:
+//!
+//! 1. **Switch** (under the write mutex, a moment): a new LSM and value log take writes; the old
+//!    LSM is frozen. `KVSTATE` names both LSMs, so a crash from here on finishes the GC at open.
+//! 2. **Collect**: the frozen LSM and the old tier are merged in key order (the LSM wins, its
+//!    tombstones drop keys). This is already sorted: no in-memory sort of pairs is needed.
+//! 3. **Write**: each live value is read (from the old value log or the old tier) and streamed
+//!    into the new tier: for LearnedKV a static value log in key order, its key list and a model
+//!    over the key list; for `lsm+` a key-ordered value log and a fresh LSM over it.
+//! 4. **Install**: `KVSTATE` names the new tier and drops the frozen LSM and old logs; the new
+//!    view is installed; the old files go when the last reader of the old view is done.
+//!
+//! Reads and writes go on throughout: writes into the new LSM, reads through the new LSM, the
+//! frozen LSM, then the old tier, until the install.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use lidb_lsm::storage::Storage;
+use std::time::Duration;
+
+use lidb_lsm::batch::WriteBatch;
+use lidb_lsm::{Db, Result};
+
+use crate::manifest::{KvState, write_state};
+use crate::membloom::MemBloom;
+use crate::static_tier::{StaticTier, StaticTierBuilder, TierOptions};
+use crate::store::options::{StoreOptions, TierKind};
+use crate::store::read::KvIterator;
+use crate::store::state::{LsmPart, Tier, TierHandle, Tiers, VlogFile, lock, lsm_dir};
+use crate::store::{Shared, read};
+use crate::vlog::{VlogReader, VlogWriter, vlog_path};
+
+/// The background thread: sleeps until woken (or a period passes), runs a GC when one is due.
+pub(crate) fn background(s: &Arc<Shared>) {
+    loop {
+        {
+            let mut wake = lock(&s.gc_wake);
+            if !*wake {
+                wake = s
+                    .gc_cv
+                    .wait_timeout(wake, Duration::from_millis(200))
+                    .map(|(g, _)| g)
+                    .unwrap_or_else(|e| e.into_inner().0);
+            }
+            *wake = false;
+        }
+        if s.closing.load(Ordering::SeqCst) {
+            return;
+        }
+        if s.gc_due() {
+            if let Err(e) = run(s) {
+                *lock(&s.bg_error) = Some(e.to_string());
+                return;
+            }
+        }
+    }
+}
+
+/// Opens LSM part `number` of the store in `root` (with an empty key filter when enabled).
+pub(crate) fn open_part_in(
+    storage: &Arc<dyn Storage>,
+    root: &Path,
+    opts: &StoreOptions,
+    number: u64,
+    bloom_capacity: u64,
+) -> Result<Arc<LsmPart>> {
+    let dir = lsm_dir(root, number);
+    let db = Db::open_with_storage(Arc::clone(storage), &dir, opts.lsm.clone())?;
+    let bits = opts.lsm_bloom_bits_per_key;
+    Ok(Arc::new(LsmPart {
+        number,
+        db: Some(db),
+        bloom: (bits > 0 && bloom_capacity > 0).then(|| MemBloom::new(bloom_capacity, bits)),
+        dir,
+        storage: Arc::clone(storage),
+        retired: AtomicBool::new(false),
+    }))
+}
+
+pub(crate) fn open_part(s: &Shared, number: u64, bloom_capacity: u64) -> Result<Arc<LsmPart>> {
+    open_part_in(&s.storage, &s.dir, &s.opts, number, bloom_capacity)
+}
+
+pub(crate) fn vlog_file_in(
+    storage: &Arc<dyn Storage>,
+    root: &Path,
+    reader: &Arc<VlogReader>,
+    number: u64,
+) -> Arc<VlogFile> {
+    Arc::new(VlogFile {
+        number,
+        path: vlog_path(root, number),
+        storage: Arc::clone(storage),
+        reader: Arc::clone(reader),
+        retired: AtomicBool::new(false),
+    })
+}
+
+pub(crate) fn vlog_file(s: &Shared, number: u64) -> Arc<VlogFile> {
+    vlog_file_in(&s.storage, &s.dir, &s.reader, number)
+}
+
+/// The `KVSTATE` describing `view`.
+pub(crate) fn state_of(s: &Shared, view: &Tiers, live_bytes: u64) -> KvState {
+    state_with(view, s.next_number.load(Ordering::SeqCst), live_bytes)
+}
+
+pub(crate) fn state_with(view: &Tiers, next_number: u64, live_bytes: u64) -> KvState {
+    KvState {
+        lsm_dirs: [Some(&view.active), view.frozen.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|p| p.number)
+            .collect(),
+        vlogs: view.vlogs.iter().map(|v| v.number).collect(),
+        tier: view.tier.as_ref().map(|t| t.generation),
+        next_number,
+        live_bytes,
+    }
+}
+
+/// Runs one GC to completion (finishing an interrupted one if the view has a frozen LSM).
+pub(crate) fn run(s: &Shared) -> Result<()> {
+    let _one_at_a_time = lock(&s.gc_lock);
+    let view = if s.current().frozen.is_none() { switch(s)? } else { s.current() };
+    let generation = s.new_number();
+    let (tier, tier_vlogs, live) = match &s.opts.tier {
+        TierKind::Learned { family, page_boundary, params } => {
+            let opts = TierOptions { family: *family, page_boundary: *page_boundary, params: params.clone() };
+            build_learned(s, &view, generation, opts)?
+        }
+        TierKind::Lsm => build_lsm_tier(s, &view, generation)?,
+    };
+    install(s, tier, tier_vlogs, live)
+}
+
+/// Phase 1: new LSM and value log for writes; the active LSM becomes frozen.
+fn switch(s: &Shared) -> Result<Arc<Tiers>> {
+    let mut w = lock(&s.write);
+    let old = s.current();
+    let lsm_n = s.new_number();
+    let vlog_n = s.new_number();
+    let part = open_part(s, lsm_n, bloom_capacity(s))?;
+    let writer = VlogWriter::create(&*s.storage, &s.dir, vlog_n)?;
+    w.vlog.sync()?;
+    let mut vlogs = vec![vlog_file(s, vlog_n)];
+    vlogs.extend(old.vlogs.iter().cloned());
+    let next = Tiers { active: part, frozen: Some(Arc::clone(&old.active)), tier: old.tier.clone(), vlogs };
+    write_state(&*s.storage, &s.dir, &state_of(s, &next, s.live_bytes.load(Ordering::Relaxed)))?;
+    w.vlog = writer;
+    w.appended_since_gc = 0;
+    s.install(next);
+    Ok(s.current())
+}
+
+fn bloom_capacity(s: &Shared) -> u64 {
+    // Keys a new LSM will hold before the next GC: about the over-provisioned share of the data.
+    let live_keys = s.live_bytes.load(Ordering::Relaxed) / 256;
+    (live_keys as f64 * s.opts.over_provisioning) as u64 + 100_000
+}
+
+/// Phase 2: the frozen LSM merged over the old tier, in key order (an iterator over the view
+/// without the active LSM).
+fn collect(s: &Shared, view: &Arc<Tiers>) -> Result<KvIterator> {
+    let without_active = Tiers {
+        active: view.frozen.clone().unwrap_or_else(|| Arc::clone(&view.active)),
+        frozen: None,
+        tier: view.tier.clone(),
+        vlogs: view.vlogs.clone(),
+    };
+    read::scan_view(s, Arc::new(without_active), b"", None)
+}
+
+/// Phase 3 for LearnedKV: a static value log in key order, its key list and model.
+fn build_learned(
+    s: &Shared,
+    view: &Arc<Tiers>,
+    generation: u64,
+    opts: TierOptions,
+) -> Result<(Arc<TierHandle>, Vec<Arc<VlogFile>>, u64)> {
+    let mut it = collect(s, view)?;
+    let mut b = StaticTierBuilder::new(Arc::clone(&s.storage), &s.dir, generation, opts)?;
+    let mut live = 0u64;
+    while it.valid() {
+        b.add(it.key(), it.value())?;
+        live += 12 + it.key().len() as u64 + it.value().len() as u64;
+        it.next()?;
+    }
+    drop(it);
+    b.finish()?;
+    let mode = if s.opts.direct_io { lidb_lsm::storage::ReadMode::Direct } else { lidb_lsm::storage::ReadMode::Buffered };
+    let tier = StaticTier::open(Arc::clone(&s.storage), &s.dir, generation, mode)?;
+    let handle = Arc::new(TierHandle {
+        tier: Tier::Learned(Arc::new(tier)),
+        generation,
+        storage: Arc::clone(&s.storage),
+        retired: AtomicBool::new(false),
+    });
+    Ok((handle, Vec::new(), live))
+}
+
+/// Phase 3 for lsm+: a key-ordered value log and a fresh LSM of pointers into it.
+fn build_lsm_tier(
+    s: &Shared,
+    view: &Arc<Tiers>,
+    generation: u64,
+) -> Result<(Arc<TierHandle>, Vec<Arc<VlogFile>>, u64)> {
+    let mut it = collect(s, view)?;
+    let part = open_part(s, generation, 0)?;
+    let vlog_n = s.new_number();
+    let mut vlog = VlogWriter::create(&*s.storage, &s.dir, vlog_n)?;
+    let mut batch = WriteBatch::new();
+    let mut live = 0u64;
+    while it.valid() {
+        let p = vlog.append(it.key(), it.value())?;
+        live += u64::from(p.len);
+        batch.put(it.key(), &p.encode());
+        if batch.len() >= 256 {
+            part.db().write(std::mem::replace(&mut batch, WriteBatch::new()))?;
+        }
+        it.next()?;
+    }
+    drop(it);
+    if !batch.is_empty() {
+        part.db().write(batch)?;
+    }
+    vlog.sync()?;
+    part.db().flush()?;
+    let handle = Arc::new(TierHandle {
+        tier: Tier::Lsm(part),
+        generation,
+        storage: Arc::clone(&s.storage),
+        retired: AtomicBool::new(false),
+    });
+    Ok((handle, vec![vlog_file(s, vlog_n)], live))
+}
+
+/// Phase 4: the new tier replaces the frozen LSM and the old tier.
+fn install(s: &Shared, tier: Arc<TierHandle>, tier_vlogs: Vec<Arc<VlogFile>>, tier_live: u64) -> Result<()> {
+    let w = lock(&s.write);
+    let cur = s.current();
+    let active_vlog = cur.vlogs.first().cloned();
+    let mut vlogs: Vec<Arc<VlogFile>> = active_vlog.into_iter().collect();
+    vlogs.extend(tier_vlogs);
+    let next = Tiers { active: Arc::clone(&cur.active), frozen: None, tier: Some(tier), vlogs };
+    // Writes since the switch are counted live (an over-estimate until the next GC).
+    let live = tier_live + w.appended_since_gc;
+    write_state(&*s.storage, &s.dir, &state_of(s, &next, live))?;
+    let tier_bytes = match next.tier.as_ref().map(|t| &t.tier) {
+        Some(Tier::Learned(t)) => t.svlog_bytes(),
+        _ => tier_live,
+    };
+    s.live_bytes.store(live, Ordering::Relaxed);
+    s.vlog_bytes.store(tier_bytes + w.appended_since_gc, Ordering::Relaxed);
+    s.install(next);
+    drop(w);
+    s.counters.gcs.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}

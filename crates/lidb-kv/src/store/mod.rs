@@ -1,0 +1,242 @@
+//! The tiered store (LearnedKV, and `lsm+` with the learned tier replaced by an LSM).
+//!
+//! Threads: every method may be called from any thread. Writers are serialised by the write mutex
+//! (value-log order = LSM order); readers clone the current `Tiers` and never block writers; one
+//! GC at a time (the GC mutex), from the background thread or `gc()`.
+//!
+//! Invariants:
+//! 1. A key's value is found through the newest source that knows the key: active LSM, frozen LSM
+//!    (only during GC), then the tier. An LSM entry is either an encoded pointer or the empty
+//!    tombstone (a deletion shadowing older sources).
+//! 2. With `sync`, a write's value-log record is durable before its pointer is in the LSM, and
+//!    both are durable before the write is acknowledged.
+//! 3. `KVSTATE` names exactly the live LSMs, value logs and tier; files it does not name are
+//!    removed at open; files a retired view names are removed when its last reader is done.
+
+mod gc;
+mod open;
+mod read;
+mod write;
+
+pub mod options;
+pub(crate) mod state;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+
+use lidb_lsm::Result;
+use lidb_lsm::storage::Storage;
+use lidb_lsm::storage::fs::FsStorage;
+
+pub use options::{StoreOptions, TierKind};
+pub use read::{KvIterator, ReadSource};
+use state::{Tiers, lock};
+
+use crate::membloom::MemBloom;
+use crate::vlog::{VlogReader, VlogWriter};
+
+/// Counters a benchmark reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// Point reads answered by an LSM (active or frozen).
+    pub reads_from_lsm: u64,
+    /// Point reads answered by the tier.
+    pub reads_from_tier: u64,
+    /// Point reads that found nothing.
+    pub reads_missed: u64,
+    /// LSM probes skipped because the in-memory Bloom filter said no.
+    pub lsm_skipped: u64,
+    pub gcs: u64,
+    /// Live bytes of the value logs as of the last GC, plus new keys since.
+    pub live_bytes_estimate: u64,
+    pub vlog_bytes: u64,
+}
+
+/// Bytes on disk, as the paper's Table 1 splits them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpaceUsage {
+    /// Tables of the LSMs (pointers and tombstones).
+    pub lsm_bytes: u64,
+    /// The tier's key list (learned) or, for lsm+, nothing (its LSM is in `lsm_bytes`).
+    pub key_list_bytes: u64,
+    /// The tier's model.
+    pub model_bytes: u64,
+    /// Every value log, the tier's sorted one included.
+    pub vlog_bytes: u64,
+}
+
+pub(crate) struct WriteState {
+    pub vlog: VlogWriter,
+    /// Bytes appended to value logs since the last GC started.
+    pub appended_since_gc: u64,
+}
+
+pub(crate) struct Shared {
+    pub dir: PathBuf,
+    pub storage: Arc<dyn Storage>,
+    pub opts: StoreOptions,
+    pub current: RwLock<Arc<Tiers>>,
+    pub write: Mutex<WriteState>,
+    pub reader: Arc<VlogReader>,
+    /// Every key of the store (inserts vs updates, for the live-data estimate).
+    pub all_keys: RwLock<Arc<MemBloom>>,
+    pub live_bytes: AtomicU64,
+    /// Value-log bytes of the current view (live and dead).
+    pub vlog_bytes: AtomicU64,
+    /// Allocates LSM, value-log and tier numbers.
+    pub next_number: AtomicU64,
+    pub gc_lock: Mutex<()>,
+    pub gc_wake: Mutex<bool>,
+    pub gc_cv: Condvar,
+    pub closing: AtomicBool,
+    pub bg_error: Mutex<Option<String>>,
+    pub counters: Counters,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Counters {
+    pub from_lsm: AtomicU64,
+    pub from_tier: AtomicU64,
+    pub missed: AtomicU64,
+    pub lsm_skipped: AtomicU64,
+    pub gcs: AtomicU64,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").field("dir", &self.dir).finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    pub fn current(&self) -> Arc<Tiers> {
+        Arc::clone(&self.current.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    pub fn install(&self, next: Tiers) {
+        let mut cur = self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        cur.retire_unused(&next);
+        *cur = Arc::new(next);
+    }
+
+    pub fn new_number(&self) -> u64 {
+        self.next_number.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// Whether the value logs have outgrown the live data by more than the over-provisioning.
+    pub fn gc_due(&self) -> bool {
+        let live = self.live_bytes.load(Ordering::Relaxed) as f64;
+        let total = self.vlog_bytes.load(Ordering::Relaxed) as f64;
+        live > 0.0 && total > live * (1.0 + self.opts.over_provisioning)
+    }
+}
+
+/// A tiered store. Dropping it stops the GC thread (waiting for a running GC).
+#[derive(Debug)]
+pub struct Store {
+    shared: Arc<Shared>,
+    gc_thread: Option<JoinHandle<()>>,
+}
+
+impl Store {
+    /// Opens (creating if missing) the store in `dir` on the real file system.
+    pub fn open(dir: impl AsRef<Path>, opts: StoreOptions) -> Result<Store> {
+        Store::open_with_storage(Arc::new(FsStorage), dir.as_ref(), opts)
+    }
+
+    pub fn open_with_storage(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) -> Result<Store> {
+        opts.validate()?;
+        let shared = Arc::new(open::open(storage, dir, opts)?);
+        // A GC a crash interrupted is finished before anything else.
+        if shared.current().frozen.is_some() {
+            gc::run(&shared)?;
+        }
+        let gc_thread = if shared.opts.auto_gc {
+            let s = Arc::clone(&shared);
+            Some(
+                std::thread::Builder::new()
+                    .name("lidb-kv-gc".into())
+                    .spawn(move || gc::background(&s))
+                    .map_err(lidb_lsm::error::io_err(dir))?,
+            )
+        } else {
+            None
+        };
+        Ok(Store { shared, gc_thread })
+    }
+
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        write::put(&self.shared, key, Some(value))
+    }
+
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        write::put(&self.shared, key, None)
+    }
+
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        Ok(read::get(&self.shared, key)?.0)
+    }
+
+    /// `get`, also saying which source answered.
+    pub fn get_traced(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadSource)> {
+        read::get(&self.shared, key)
+    }
+
+    /// Keys in `[start, end)` with their values, merged across the LSMs and the tier (newest
+    /// wins, deletions hidden), over the view at the time of the call.
+    pub fn scan(&self, start: &[u8], end: Option<&[u8]>) -> Result<KvIterator> {
+        read::scan(&self.shared, start, end)
+    }
+
+    /// Runs a GC (with conversion) now and returns when its result is installed.
+    pub fn gc(&self) -> Result<()> {
+        gc::run(&self.shared)
+    }
+
+    /// Flushes the LSM memtables and syncs the value log.
+    pub fn flush(&self) -> Result<()> {
+        write::flush(&self.shared)
+    }
+
+    pub fn stats(&self) -> StoreStats {
+        let c = &self.shared.counters;
+        StoreStats {
+            reads_from_lsm: c.from_lsm.load(Ordering::Relaxed),
+            reads_from_tier: c.from_tier.load(Ordering::Relaxed),
+            reads_missed: c.missed.load(Ordering::Relaxed),
+            lsm_skipped: c.lsm_skipped.load(Ordering::Relaxed),
+            gcs: c.gcs.load(Ordering::Relaxed),
+            live_bytes_estimate: self.shared.live_bytes.load(Ordering::Relaxed),
+            vlog_bytes: self.shared.vlog_bytes.load(Ordering::Relaxed),
+        }
+    }
+
+    pub fn space(&self) -> SpaceUsage {
+        read::space(&self.shared)
+    }
+
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        self.shared.closing.store(true, Ordering::SeqCst);
+        {
+            let mut wake = lock(&self.shared.gc_wake);
+            *wake = true;
+            self.shared.gc_cv.notify_all();
+        }
+        if let Some(h) = self.gc_thread.take() {
+            let _ = h.join();
+        }
+        write::flush_vlog(&self.shared)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}

@@ -1,0 +1,196 @@
+//! Opening a store: read `KVSTATE` (or create a new store), open the LSMs (a second one means a GC
+//! was interrupted: `Store::open` finishes it), reopen the active value log (cutting a torn tail),
+//! open the tier, rebuild the in-memory Bloom filters from the LSMs' keys, and remove every file
+//! `KVSTATE` does not name.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+
+use lidb_lsm::storage::{ReadMode, Storage};
+use lidb_lsm::{Error, Result, error::corruption};
+
+use crate::manifest::{KvState, read_state, write_state};
+use crate::membloom::MemBloom;
+use crate::static_tier::StaticTier;
+use crate::store::gc::{open_part_in, state_with, vlog_file_in};
+use crate::store::options::{StoreOptions, TierKind};
+use crate::store::state::{LsmPart, Tier, TierHandle, Tiers, lsm_dir, remove_tree};
+use crate::store::{Counters, Shared, WriteState};
+use crate::vlog::{VlogReader, VlogWriter, vlog_path};
+
+/// Bits per key of the every-key filter, and the keys it is sized for at least.
+const ALL_KEYS_BITS: u32 = 10;
+const ALL_KEYS_MIN: u64 = 1 << 20;
+
+pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) -> Result<Shared> {
+    if !storage.exists(dir) {
+        storage.create_dir_all(dir)?;
+    }
+    let mut lsm = opts.lsm.clone();
+    lsm.sync = opts.sync;
+    lsm.direct_io = opts.direct_io;
+    let opts = StoreOptions { lsm, ..opts };
+    let mode = if opts.direct_io { ReadMode::Direct } else { ReadMode::Buffered };
+    let found = read_state(&*storage, dir)?;
+    let fresh = found.is_none();
+    let state = found.unwrap_or(KvState {
+        lsm_dirs: vec![1],
+        vlogs: vec![2],
+        tier: None,
+        next_number: 3,
+        live_bytes: 0,
+    });
+    if fresh {
+        // Nothing can be named yet; clear leftovers of a store whose creation never finished.
+        sweep(&*storage, dir, &state)?;
+    }
+    let capacity = (state.live_bytes / 256).max(ALL_KEYS_MIN);
+    let all_keys = Arc::new(MemBloom::new(capacity * 2, ALL_KEYS_BITS));
+    let reader = Arc::new(VlogReader::new(Arc::clone(&storage), dir.to_path_buf(), mode));
+    let active_n = *state.vlogs.first().ok_or_else(|| corruption(dir.join("KVSTATE"), "no value log is named"))?;
+    let active_vlog = if fresh {
+        VlogWriter::create(&*storage, dir, active_n)?
+    } else {
+        VlogWriter::reopen(&*storage, dir, active_n)?.0
+    };
+
+    let mut parts = Vec::new();
+    for &n in &state.lsm_dirs {
+        let part = open_part_in(&storage, dir, &opts, n, capacity)?;
+        refill_blooms(&part, &all_keys)?;
+        parts.push(part);
+    }
+    let mut parts = parts.into_iter();
+    let active = parts.next().ok_or_else(|| corruption(dir.join("KVSTATE"), "no LSM is named"))?;
+    let frozen = parts.next();
+    let tier = match state.tier {
+        None => None,
+        Some(g) => Some(open_tier(&storage, dir, &opts, g, mode, &all_keys)?),
+    };
+    let vlogs = state.vlogs.iter().map(|&n| vlog_file_in(&storage, dir, &reader, n)).collect();
+    let view = Tiers { active, frozen, tier, vlogs };
+    if fresh {
+        write_state(&*storage, dir, &state_with(&view, state.next_number, 0))?;
+    }
+    let vlog_bytes: u64 = state
+        .vlogs
+        .iter()
+        .filter_map(|&n| storage.file_size(&vlog_path(dir, n)).ok())
+        .sum::<u64>()
+        + match view.tier.as_ref().map(|t| &t.tier) {
+            Some(Tier::Learned(t)) => t.svlog_bytes(),
+            _ => 0,
+        };
+    let live = if state.live_bytes == 0 { vlog_bytes } else { state.live_bytes };
+    let appended = active_vlog.len();
+    if !fresh {
+        sweep(&*storage, dir, &state)?;
+    }
+    Ok(Shared {
+        dir: dir.to_path_buf(),
+        storage,
+        current: RwLock::new(Arc::new(view)),
+        write: Mutex::new(WriteState { vlog: active_vlog, appended_since_gc: appended }),
+        reader,
+        all_keys: RwLock::new(all_keys),
+        live_bytes: AtomicU64::new(live),
+        vlog_bytes: AtomicU64::new(vlog_bytes),
+        next_number: AtomicU64::new(state.next_number),
+        gc_lock: Mutex::new(()),
+        gc_wake: Mutex::new(false),
+        gc_cv: Condvar::new(),
+        closing: AtomicBool::new(false),
+        bg_error: Mutex::new(None),
+        counters: Counters::default(),
+        opts,
+    })
+}
+
+/// The tier of generation `g`: a learned tier's files, or lsm+'s LSM directory. Its keys go into
+/// the every-key filter.
+fn open_tier(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    opts: &StoreOptions,
+    g: u64,
+    mode: ReadMode,
+    all_keys: &MemBloom,
+) -> Result<Arc<TierHandle>> {
+    let is_lsm = storage.exists(&lsm_dir(dir, g));
+    let tier = match (&opts.tier, is_lsm) {
+        (TierKind::Learned { .. }, false) => {
+            let t = Arc::new(StaticTier::open(Arc::clone(storage), dir, g, mode)?);
+            let mut it = t.iter(b"")?;
+            while it.valid() {
+                all_keys.insert(it.key());
+                it.next()?;
+            }
+            Tier::Learned(t)
+        }
+        (TierKind::Lsm, true) => {
+            let part = open_part_in(storage, dir, opts, g, 0)?;
+            refill_blooms(&part, all_keys)?;
+            Tier::Lsm(part)
+        }
+        (TierKind::Learned { .. }, true) => {
+            return Err(Error::InvalidOption(format!(
+                "{}: this store was written by lsm+ (its tier is an LSM); open it as lsm+",
+                dir.display()
+            )));
+        }
+        (TierKind::Lsm, false) => {
+            return Err(Error::InvalidOption(format!(
+                "{}: this store was written by learnedkv (its tier is learned); open it as learnedkv",
+                dir.display()
+            )));
+        }
+    };
+    Ok(Arc::new(TierHandle {
+        tier,
+        generation: g,
+        storage: Arc::clone(storage),
+        retired: AtomicBool::new(false),
+    }))
+}
+
+/// Puts every key of an LSM into its read filter and into the every-key filter.
+fn refill_blooms(part: &LsmPart, all_keys: &MemBloom) -> Result<()> {
+    let mut it = part.db().scan(b"", None)?;
+    while it.valid() {
+        if let Some(b) = &part.bloom {
+            b.insert(it.key());
+        }
+        all_keys.insert(it.key());
+        it.next()?;
+    }
+    Ok(())
+}
+
+/// Removes value logs, tier files and LSM directories that `state` does not name (left by a crash
+/// mid-GC, or by a GC whose retired files were still in use at the crash).
+fn sweep(storage: &dyn Storage, dir: &Path, state: &KvState) -> Result<()> {
+    let vlogs: HashSet<u64> = state.vlogs.iter().copied().collect();
+    let lsms: HashSet<u64> = state.lsm_dirs.iter().copied().chain(state.tier).collect();
+    let number = |name: &str, suffix: &str| name.strip_suffix(suffix)?.parse::<u64>().ok();
+    for name in storage.list(dir)? {
+        let path = dir.join(&name);
+        let stale = if let Some(n) = number(&name, ".vlog") {
+            !vlogs.contains(&n)
+        } else if let Some(n) = [".svlog", ".keys", ".model"].iter().find_map(|suf| number(&name, suf)) {
+            state.tier != Some(n)
+        } else if let Some(n) = name.strip_prefix("lsm-").and_then(|n| n.parse::<u64>().ok()) {
+            if !lsms.contains(&n) {
+                remove_tree(storage, &path);
+            }
+            false
+        } else {
+            name.ends_with(".tmp")
+        };
+        if stale {
+            let _ = storage.remove(&path);
+        }
+    }
+    storage.sync_dir(dir)
+}

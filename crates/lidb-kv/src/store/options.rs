@@ -1,0 +1,67 @@
+//! Options of the tiered store.
+
+use lidb_index::{Family, Params};
+
+/// What settled data is served by after GC.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TierKind {
+    /// LearnedKV: a learned index over a key list and a sorted static value log.
+    Learned { family: Family, page_boundary: u64, params: Params },
+    /// `lsm+` (the paper's RocksDB+): GC rewrites the valid values to a sorted value log and
+    /// re-inserts their pointers into a fresh LSM. The ablation that isolates the learned tier.
+    Lsm,
+}
+
+/// Options of [`crate::store::Store::open`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoreOptions {
+    /// Options of the LSMs that map keys to value pointers.
+    pub lsm: lidb_lsm::Options,
+    pub tier: TierKind,
+    /// GC runs when the value logs exceed live data x (1 + this).
+    pub over_provisioning: f64,
+    /// Start GC from a background thread when the value logs outgrow the live data.
+    pub auto_gc: bool,
+    /// Bits per key of the in-memory Bloom filter over the LSM's keys, which lets reads of
+    /// settled keys skip the LSM (0 turns it off).
+    pub lsm_bloom_bits_per_key: u32,
+    /// Make each write durable (value log and LSM synced) before it is acknowledged.
+    pub sync: bool,
+    /// O_DIRECT reads of value logs, key lists and tables.
+    pub direct_io: bool,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            lsm: lidb_lsm::Options::default(),
+            tier: TierKind::Learned { family: Family::Plr, page_boundary: 2, params: Params::new(2) },
+            over_provisioning: 0.3,
+            auto_gc: true,
+            lsm_bloom_bits_per_key: 10,
+            sync: false,
+            direct_io: false,
+        }
+    }
+}
+
+impl StoreOptions {
+    pub fn validate(&self) -> lidb_lsm::Result<()> {
+        self.lsm.validate()?;
+        if !(self.over_provisioning > 0.0 && self.over_provisioning <= 10.0) {
+            return Err(lidb_lsm::Error::InvalidOption(format!(
+                "over-provisioning {} is not in (0, 10]",
+                self.over_provisioning
+            )));
+        }
+        if let TierKind::Learned { page_boundary, params, .. } = &self.tier {
+            if *page_boundary < 2 {
+                return Err(lidb_lsm::Error::InvalidOption(format!(
+                    "page boundary {page_boundary} is below 2"
+                )));
+            }
+            params.validate()?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,58 @@
+//! The write path: the value goes to the value log, its pointer to the active LSM (a deletion is
+//! the empty tombstone in the LSM, with no value-log record). Writers hold the write mutex, which
+//! a GC also takes to switch to a new LSM and value log, so no write lands in a frozen LSM.
+
+use std::sync::atomic::Ordering;
+
+use lidb_lsm::{Error, Result};
+
+use crate::store::Shared;
+use crate::store::state::lock;
+
+pub(crate) fn put(s: &Shared, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+    if let Some(e) = lock(&s.bg_error).as_ref() {
+        return Err(Error::Closed(format!("a background GC failed: {e}")));
+    }
+    let mut w = lock(&s.write);
+    let view = s.current();
+    let encoded = match value {
+        Some(v) => {
+            let p = w.vlog.append(key, v)?;
+            if s.opts.sync {
+                w.vlog.sync()?;
+            }
+            w.appended_since_gc += u64::from(p.len);
+            s.vlog_bytes.fetch_add(u64::from(p.len), Ordering::Relaxed);
+            let all = std::sync::Arc::clone(
+                &s.all_keys.read().unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+            if !all.may_contain(key) {
+                all.insert(key);
+                s.live_bytes.fetch_add(u64::from(p.len), Ordering::Relaxed);
+            }
+            p.encode().to_vec()
+        }
+        None => Vec::new(),
+    };
+    view.active.db().put(key, &encoded)?;
+    if let Some(b) = &view.active.bloom {
+        b.insert(key);
+    }
+    drop(w);
+    if s.opts.auto_gc && s.gc_due() {
+        let mut wake = lock(&s.gc_wake);
+        *wake = true;
+        s.gc_cv.notify_all();
+    }
+    Ok(())
+}
+
+/// Flushes the active LSM and syncs the value log.
+pub(crate) fn flush(s: &Shared) -> Result<()> {
+    flush_vlog(s)?;
+    s.current().active.db().flush()
+}
+
+pub(crate) fn flush_vlog(s: &Shared) -> Result<()> {
+    lock(&s.write).vlog.sync()
+}
