@@ -1,0 +1,161 @@
+//! lidb's own engines behind the benchmark trait.
+
+use std::sync::Arc;
+
+use lidb_index::Params;
+use lidb_kv::{Store, StoreOptions, TierKind};
+use lidb_lsm::{Db, IndexOptions, Options};
+
+use super::{Engine, EngineConfig, EngineResult, ReadSplit, Space};
+
+fn lsm_options(cfg: &EngineConfig) -> Options {
+    Options {
+        index: IndexOptions {
+            family: cfg.lsm_index,
+            params: Params::new(cfg.lsm_boundary),
+            level_boundaries: Vec::new(),
+        },
+        write_buffer_bytes: cfg.memtable_bytes,
+        block_cache_bytes: cfg.block_cache_bytes,
+        bloom_bits_per_key: cfg.bloom_bits_per_key,
+        direct_io: cfg.direct_io,
+        sync: cfg.sync,
+        background_compaction: cfg.background,
+        ..Options::default()
+    }
+}
+
+/// lidb-lsm with values inline.
+pub struct LsmEngine {
+    db: Db,
+}
+
+impl LsmEngine {
+    pub fn open(cfg: &EngineConfig) -> EngineResult<LsmEngine> {
+        Ok(LsmEngine { db: Db::open(&cfg.dir, lsm_options(cfg))? })
+    }
+}
+
+impl Engine for LsmEngine {
+    fn name(&self) -> &'static str {
+        "lsm"
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        Ok(self.db.put(key, value)?)
+    }
+    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
+        Ok(self.db.get(key)?)
+    }
+    fn delete(&self, key: &[u8]) -> EngineResult<()> {
+        Ok(self.db.delete(key)?)
+    }
+    fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        each: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<usize> {
+        let mut it = self.db.scan(start, end)?;
+        let mut n = 0;
+        while it.valid() && n < limit {
+            each(it.key(), it.value());
+            n += 1;
+            it.next()?;
+        }
+        Ok(n)
+    }
+    fn gc(&self) -> EngineResult<()> {
+        Ok(self.db.compact()?)
+    }
+    fn flush(&self) -> EngineResult<()> {
+        Ok(self.db.flush()?)
+    }
+    fn space(&self) -> Space {
+        let s = self.db.stats();
+        Space { lsm_bytes: s.levels.iter().map(|l| l.bytes).sum(), ..Space::default() }
+    }
+    fn read_split(&self) -> ReadSplit {
+        ReadSplit { from_lsm: self.db.stats().lookups, from_tier: 0 }
+    }
+}
+
+/// lidb-kv: learnedkv (learned tier) or lsm+ (an LSM in place of the learned index).
+pub struct TieredEngine {
+    store: Arc<Store>,
+    learned: bool,
+}
+
+impl TieredEngine {
+    pub fn open(cfg: &EngineConfig, learned: bool) -> EngineResult<TieredEngine> {
+        let tier = if learned {
+            TierKind::Learned {
+                family: cfg.tier_index,
+                page_boundary: cfg.tier_page_boundary,
+                params: Params::new(cfg.tier_page_boundary),
+            }
+        } else {
+            TierKind::Lsm
+        };
+        let opts = StoreOptions {
+            lsm: lsm_options(cfg),
+            tier,
+            over_provisioning: cfg.over_provisioning,
+            auto_gc: cfg.background,
+            lsm_bloom_bits_per_key: if learned { cfg.bloom_bits_per_key } else { 0 },
+            sync: cfg.sync,
+            direct_io: cfg.direct_io,
+        };
+        Ok(TieredEngine { store: Arc::new(Store::open(&cfg.dir, opts)?), learned })
+    }
+}
+
+impl Engine for TieredEngine {
+    fn name(&self) -> &'static str {
+        if self.learned { "learnedkv" } else { "lsm+" }
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        Ok(self.store.put(key, value)?)
+    }
+    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
+        Ok(self.store.get(key)?)
+    }
+    fn delete(&self, key: &[u8]) -> EngineResult<()> {
+        Ok(self.store.delete(key)?)
+    }
+    fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        each: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<usize> {
+        let mut it = self.store.scan(start, end)?;
+        let mut n = 0;
+        while it.valid() && n < limit {
+            each(it.key(), it.value());
+            n += 1;
+            it.next()?;
+        }
+        Ok(n)
+    }
+    fn gc(&self) -> EngineResult<()> {
+        Ok(self.store.gc()?)
+    }
+    fn flush(&self) -> EngineResult<()> {
+        Ok(self.store.flush()?)
+    }
+    fn space(&self) -> Space {
+        let s = self.store.space();
+        Space {
+            lsm_bytes: s.lsm_bytes,
+            key_list_bytes: s.key_list_bytes,
+            model_bytes: s.model_bytes,
+            vlog_bytes: s.vlog_bytes,
+        }
+    }
+    fn read_split(&self) -> ReadSplit {
+        let s = self.store.stats();
+        ReadSplit { from_lsm: s.reads_from_lsm, from_tier: s.reads_from_tier }
+    }
+}

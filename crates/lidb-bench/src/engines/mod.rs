@@ -1,0 +1,138 @@
+//! One trait over every engine the benchmarks compare, so one harness drives them all:
+//! `lsm` (lidb-lsm, values inline), `learnedkv` (lidb-kv with the learned tier), `lsm+` (lidb-kv
+//! with the tier's learned index replaced by an LSM: the paper's RocksDB+) and `rocksdb` (real
+//! RocksDB, behind the `rocksdb` cargo feature).
+//!
+//! Every engine is configured from one [`EngineConfig`] so they get the same memtable size, the
+//! same block cache budget, 10-bit Bloom filters and direct I/O alike.
+
+mod lidb;
+#[cfg(feature = "rocksdb")]
+mod rocks;
+
+use std::path::PathBuf;
+
+use lidb_index::Family;
+
+/// An engine's failure, as one line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineError(pub String);
+
+impl std::fmt::Display for EngineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+impl From<lidb_lsm::Error> for EngineError {
+    fn from(e: lidb_lsm::Error) -> Self {
+        EngineError(e.to_string())
+    }
+}
+
+pub type EngineResult<T> = Result<T, EngineError>;
+
+/// Bytes on disk, split as the LearnedKV paper's Table 1.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Space {
+    pub lsm_bytes: u64,
+    pub key_list_bytes: u64,
+    pub model_bytes: u64,
+    pub vlog_bytes: u64,
+}
+
+/// Which part answered point reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadSplit {
+    pub from_lsm: u64,
+    pub from_tier: u64,
+}
+
+/// A key-value engine under test. Every method may be called from several threads.
+pub trait Engine: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()>;
+    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>>;
+    fn delete(&self, key: &[u8]) -> EngineResult<()>;
+    /// Calls `each` for up to `limit` entries with key in `[start, end)`; returns how many.
+    fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        each: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<usize>;
+    /// Garbage collection with conversion where the engine has one; a full compaction otherwise.
+    fn gc(&self) -> EngineResult<()>;
+    fn flush(&self) -> EngineResult<()>;
+    fn space(&self) -> Space;
+    fn read_split(&self) -> ReadSplit;
+}
+
+/// What every engine is configured with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineConfig {
+    pub dir: PathBuf,
+    pub memtable_bytes: u64,
+    pub block_cache_bytes: u64,
+    pub bloom_bits_per_key: u32,
+    pub direct_io: bool,
+    pub sync: bool,
+    /// Index of lidb's LSM tables.
+    pub lsm_index: Family,
+    pub lsm_boundary: u64,
+    /// Learned tier of learnedkv: family and error bound in key-list pages.
+    pub tier_index: Family,
+    pub tier_page_boundary: u64,
+    pub over_provisioning: f64,
+    /// Background GC and compaction (benchmarks leave it on).
+    pub background: bool,
+}
+
+impl EngineConfig {
+    pub fn new(dir: PathBuf) -> EngineConfig {
+        EngineConfig {
+            dir,
+            memtable_bytes: 64 << 20,
+            block_cache_bytes: 8 << 20,
+            bloom_bits_per_key: 10,
+            direct_io: false,
+            sync: false,
+            lsm_index: Family::Pgm,
+            lsm_boundary: 16,
+            tier_index: Family::Plr,
+            tier_page_boundary: 2,
+            over_provisioning: 0.3,
+            background: true,
+        }
+    }
+}
+
+/// The engine names `open` accepts.
+pub fn names() -> Vec<&'static str> {
+    let mut v = vec!["lsm", "learnedkv", "lsm+"];
+    if cfg!(feature = "rocksdb") {
+        v.push("rocksdb");
+    }
+    v
+}
+
+/// Opens engine `name` in `cfg.dir`.
+pub fn open(name: &str, cfg: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
+    match name {
+        "lsm" => Ok(Box::new(lidb::LsmEngine::open(cfg)?)),
+        "learnedkv" => Ok(Box::new(lidb::TieredEngine::open(cfg, true)?)),
+        "lsm+" => Ok(Box::new(lidb::TieredEngine::open(cfg, false)?)),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Ok(Box::new(rocks::RocksEngine::open(cfg)?)),
+        "rocksdb" => Err(EngineError(
+            "engine rocksdb is not built in: build with --features rocksdb (see README)".into(),
+        )),
+        other => Err(EngineError(format!(
+            "unknown engine \"{other}\" (known: {})",
+            names().join(", ")
+        ))),
+    }
+}
