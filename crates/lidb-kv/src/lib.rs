@@ -8,6 +8,7 @@
 //! `engine` (one trait over every engine the benchmarks compare).
 
 pub mod pointer;
+pub mod vlog;
 
 pub use lidb_lsm::{Error, Result};
 pub use pointer::Pointer;
