@@ -7,6 +7,7 @@
 //! list, model), `manifest` (which files form the store), `store` (the store and its GC),
 //! `engine` (one trait over every engine the benchmarks compare).
 
+pub mod manifest;
 pub mod pointer;
 pub mod vlog;
 
