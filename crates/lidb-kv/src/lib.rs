@@ -9,6 +9,7 @@
 
 pub mod manifest;
 pub mod pointer;
+pub mod static_tier;
 pub mod vlog;
 
 pub use lidb_lsm::{Error, Result};
