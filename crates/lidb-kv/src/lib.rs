@@ -7,8 +7,13 @@
 //! list, model), `manifest` (which files form the store), `store` (the store and its GC),
 //! `engine` (one trait over every engine the benchmarks compare).
 
+pub mod manifest;
 pub mod membloom;
 pub mod pointer;
+pub mod static_tier;
+pub mod store;
+pub mod vlog;
 
 pub use lidb_lsm::{Error, Result};
 pub use pointer::Pointer;
+pub use store::{ReadSource, SpaceUsage, Store, StoreOptions, StoreStats, TierKind};

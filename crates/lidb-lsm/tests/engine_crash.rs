@@ -14,134 +14,16 @@ mod engine_model_support {
 }
 
 use std::collections::BTreeMap;
-use std::fmt::Debug;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use engine_model_support::small_options;
 use lidb_index::Family;
 use lidb_lsm::storage::mem::{Fault, MemStorage};
-use lidb_lsm::storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
-use lidb_lsm::{Db, Error, Options, Result};
+use lidb_lsm::storage::powercut::PowerCut;
+use lidb_lsm::{Db, Options, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-
-#[derive(Debug)]
-struct Power {
-    inner: MemStorage,
-    ops: AtomicU64,
-    cut_at: u64,
-    seed: u64,
-    dead: AtomicBool,
-}
-
-impl Power {
-    /// Counts one operation; cuts the power when the count reaches `cut_at`.
-    fn tick(&self) -> Result<()> {
-        if self.dead.load(Ordering::SeqCst) {
-            return Err(dead());
-        }
-        if self.ops.fetch_add(1, Ordering::SeqCst) + 1 >= self.cut_at {
-            self.dead.store(true, Ordering::SeqCst);
-            self.inner.crash(self.seed);
-            return Err(dead());
-        }
-        Ok(())
-    }
-}
-
-fn dead() -> Error {
-    Error::Io {
-        file: "/power".into(),
-        source: std::io::Error::other("power cut"),
-    }
-}
-
-#[derive(Debug, Clone)]
-struct PowerCut(Arc<Power>);
-
-#[derive(Debug)]
-struct CutFile {
-    power: Arc<Power>,
-    inner: Box<dyn WritableFile>,
-}
-
-impl WritableFile for CutFile {
-    fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.power.tick()?;
-        self.inner.append(data)
-    }
-    fn sync(&mut self) -> Result<()> {
-        self.power.tick()?;
-        self.inner.sync()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-}
-
-impl Storage for PowerCut {
-    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.0.tick()?;
-        let inner = self.0.inner.create(path)?;
-        Ok(Box::new(CutFile {
-            power: Arc::clone(&self.0),
-            inner,
-        }))
-    }
-    fn open_append(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        self.0.tick()?;
-        let inner = self.0.inner.open_append(path)?;
-        Ok(Box::new(CutFile {
-            power: Arc::clone(&self.0),
-            inner,
-        }))
-    }
-    fn open(&self, path: &Path, mode: ReadMode) -> Result<Arc<dyn RandomAccessFile>> {
-        self.0.tick()?;
-        self.0.inner.open(path, mode)
-    }
-    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
-        self.0.tick()?;
-        self.0.inner.read_all(path)
-    }
-    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
-        self.0.tick()?;
-        self.0.inner.rename(from, to)
-    }
-    fn remove(&self, path: &Path) -> Result<()> {
-        self.0.tick()?;
-        self.0.inner.remove(path)
-    }
-    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
-        self.0.tick()?;
-        self.0.inner.truncate(path, len)
-    }
-    fn list(&self, dir: &Path) -> Result<Vec<String>> {
-        self.0.tick()?;
-        self.0.inner.list(dir)
-    }
-    fn create_dir_all(&self, dir: &Path) -> Result<()> {
-        self.0.tick()?;
-        self.0.inner.create_dir_all(dir)
-    }
-    fn sync_dir(&self, dir: &Path) -> Result<()> {
-        self.0.tick()?;
-        self.0.inner.sync_dir(dir)
-    }
-    fn exists(&self, path: &Path) -> bool {
-        self.0.inner.exists(path)
-    }
-    fn file_size(&self, path: &Path) -> Result<u64> {
-        self.0.tick()?;
-        self.0.inner.file_size(path)
-    }
-    fn lock(&self, path: &Path) -> Result<Box<dyn Send + Sync + Debug>> {
-        self.0.tick()?;
-        self.0.inner.lock(path)
-    }
-}
 
 /// What the database may hold for each key: the acknowledged value, or (for the one write that
 /// failed when the power went) that write's value too.
@@ -203,31 +85,19 @@ fn every_synced_write_survives_a_power_cut_at_any_operation() {
     let steps = 400;
     // Count the operations of a full run, then cut at spread points across it.
     let total = {
-        let p = PowerCut(Arc::new(Power {
-            inner: MemStorage::new(),
-            ops: AtomicU64::new(0),
-            cut_at: u64::MAX,
-            seed: 0,
-            dead: AtomicBool::new(false),
-        }));
+        let p = PowerCut::new(MemStorage::new(), u64::MAX, 0);
         let db =
             Db::open_with_storage(Arc::new(p.clone()), Path::new("/db"), opts.clone()).unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(99);
         workload(&db, &mut rng, &mut Expect::default(), steps).unwrap();
         drop(db);
-        p.0.ops.load(Ordering::SeqCst)
+        p.ops()
     };
     let cuts: Vec<u64> = (1..=total).step_by((total as usize / 150).max(1)).collect();
     for (i, &cut_at) in cuts.iter().enumerate() {
         let seed = i as u64;
         let mem = MemStorage::new();
-        let p = PowerCut(Arc::new(Power {
-            inner: mem.clone(),
-            ops: AtomicU64::new(0),
-            cut_at,
-            seed,
-            dead: AtomicBool::new(false),
-        }));
+        let p = PowerCut::new(mem.clone(), cut_at, seed);
         let mut expect = Expect::default();
         let ctx = format!("power cut at operation {cut_at} of {total} (tear seed {seed})");
         if let Ok(db) = Db::open_with_storage(Arc::new(p.clone()), Path::new("/db"), opts.clone()) {
@@ -235,7 +105,7 @@ fn every_synced_write_survives_a_power_cut_at_any_operation() {
             let _ = workload(&db, &mut rng, &mut expect, steps);
             drop(db);
         }
-        if !p.0.dead.load(Ordering::SeqCst) {
+        if !p.is_cut() {
             mem.crash(seed);
         }
         let db = Db::open_with_storage(Arc::new(mem.clone()), Path::new("/db"), opts.clone())

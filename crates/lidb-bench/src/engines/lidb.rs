@@ -32,7 +32,9 @@ pub struct LsmEngine {
 
 impl LsmEngine {
     pub fn open(cfg: &EngineConfig) -> EngineResult<LsmEngine> {
-        Ok(LsmEngine { db: Db::open(&cfg.dir, lsm_options(cfg))? })
+        Ok(LsmEngine {
+            db: Db::open(&cfg.dir, lsm_options(cfg))?,
+        })
     }
 }
 
@@ -73,10 +75,16 @@ impl Engine for LsmEngine {
     }
     fn space(&self) -> Space {
         let s = self.db.stats();
-        Space { lsm_bytes: s.levels.iter().map(|l| l.bytes).sum(), ..Space::default() }
+        Space {
+            lsm_bytes: s.levels.iter().map(|l| l.bytes).sum(),
+            ..Space::default()
+        }
     }
     fn read_split(&self) -> ReadSplit {
-        ReadSplit { from_lsm: self.db.stats().lookups, from_tier: 0 }
+        ReadSplit {
+            from_lsm: self.db.stats().lookups,
+            from_tier: 0,
+        }
     }
 }
 
@@ -106,7 +114,10 @@ impl TieredEngine {
             sync: cfg.sync,
             direct_io: cfg.direct_io,
         };
-        Ok(TieredEngine { store: Arc::new(Store::open(&cfg.dir, opts)?), learned })
+        Ok(TieredEngine {
+            store: Arc::new(Store::open(&cfg.dir, opts)?),
+            learned,
+        })
     }
 }
 
@@ -156,6 +167,9 @@ impl Engine for TieredEngine {
     }
     fn read_split(&self) -> ReadSplit {
         let s = self.store.stats();
-        ReadSplit { from_lsm: s.reads_from_lsm, from_tier: s.reads_from_tier }
+        ReadSplit {
+            from_lsm: s.reads_from_lsm,
+            from_tier: s.reads_from_tier,
+        }
     }
 }

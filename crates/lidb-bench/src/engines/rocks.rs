@@ -32,7 +32,11 @@ impl RocksEngine {
         let db = DB::open(&opts, &cfg.dir).map_err(err)?;
         let mut write = WriteOptions::default();
         write.set_sync(cfg.sync);
-        Ok(RocksEngine { db, write, _cache: cache })
+        Ok(RocksEngine {
+            db,
+            write,
+            _cache: cache,
+        })
     }
 }
 
@@ -76,8 +80,15 @@ impl Engine for RocksEngine {
         self.db.flush().map_err(err)
     }
     fn space(&self) -> Space {
-        let sst = self.db.property_int_value("rocksdb.total-sst-files-size").ok().flatten();
-        Space { lsm_bytes: sst.unwrap_or(0), ..Space::default() }
+        let sst = self
+            .db
+            .property_int_value("rocksdb.total-sst-files-size")
+            .ok()
+            .flatten();
+        Space {
+            lsm_bytes: sst.unwrap_or(0),
+            ..Space::default()
+        }
     }
     fn read_split(&self) -> ReadSplit {
         ReadSplit::default()

@@ -49,11 +49,11 @@ pub(crate) fn background(s: &Arc<Shared>) {
         if s.closing.load(Ordering::SeqCst) {
             return;
         }
-        if s.gc_due() {
-            if let Err(e) = run(s) {
-                *lock(&s.bg_error) = Some(e.to_string());
-                return;
-            }
+        if s.gc_due()
+            && let Err(e) = run(s)
+        {
+            *lock(&s.bg_error) = Some(e.to_string());
+            return;
         }
     }
 }
@@ -124,11 +124,23 @@ pub(crate) fn state_with(view: &Tiers, next_number: u64, live_bytes: u64) -> KvS
 /// Runs one GC to completion (finishing an interrupted one if the view has a frozen LSM).
 pub(crate) fn run(s: &Shared) -> Result<()> {
     let _one_at_a_time = lock(&s.gc_lock);
-    let view = if s.current().frozen.is_none() { switch(s)? } else { s.current() };
+    let view = if s.current().frozen.is_none() {
+        switch(s)?
+    } else {
+        s.current()
+    };
     let generation = s.new_number();
     let (tier, tier_vlogs, live) = match &s.opts.tier {
-        TierKind::Learned { family, page_boundary, params } => {
-            let opts = TierOptions { family: *family, page_boundary: *page_boundary, params: params.clone() };
+        TierKind::Learned {
+            family,
+            page_boundary,
+            params,
+        } => {
+            let opts = TierOptions {
+                family: *family,
+                page_boundary: *page_boundary,
+                params: params.clone(),
+            };
             build_learned(s, &view, generation, opts)?
         }
         TierKind::Lsm => build_lsm_tier(s, &view, generation)?,
@@ -147,8 +159,17 @@ fn switch(s: &Shared) -> Result<Arc<Tiers>> {
     w.vlog.sync()?;
     let mut vlogs = vec![vlog_file(s, vlog_n)];
     vlogs.extend(old.vlogs.iter().cloned());
-    let next = Tiers { active: part, frozen: Some(Arc::clone(&old.active)), tier: old.tier.clone(), vlogs };
-    write_state(&*s.storage, &s.dir, &state_of(s, &next, s.live_bytes.load(Ordering::Relaxed)))?;
+    let next = Tiers {
+        active: part,
+        frozen: Some(Arc::clone(&old.active)),
+        tier: old.tier.clone(),
+        vlogs,
+    };
+    write_state(
+        &*s.storage,
+        &s.dir,
+        &state_of(s, &next, s.live_bytes.load(Ordering::Relaxed)),
+    )?;
     w.vlog = writer;
     w.appended_since_gc = 0;
     s.install(next);
@@ -165,7 +186,10 @@ fn bloom_capacity(s: &Shared) -> u64 {
 /// without the active LSM).
 fn collect(s: &Shared, view: &Arc<Tiers>) -> Result<KvIterator> {
     let without_active = Tiers {
-        active: view.frozen.clone().unwrap_or_else(|| Arc::clone(&view.active)),
+        active: view
+            .frozen
+            .clone()
+            .unwrap_or_else(|| Arc::clone(&view.active)),
         frozen: None,
         tier: view.tier.clone(),
         vlogs: view.vlogs.clone(),
@@ -190,7 +214,11 @@ fn build_learned(
     }
     drop(it);
     b.finish()?;
-    let mode = if s.opts.direct_io { lidb_lsm::storage::ReadMode::Direct } else { lidb_lsm::storage::ReadMode::Buffered };
+    let mode = if s.opts.direct_io {
+        lidb_lsm::storage::ReadMode::Direct
+    } else {
+        lidb_lsm::storage::ReadMode::Buffered
+    };
     let tier = StaticTier::open(Arc::clone(&s.storage), &s.dir, generation, mode)?;
     let handle = Arc::new(TierHandle {
         tier: Tier::Learned(Arc::new(tier)),
@@ -218,7 +246,8 @@ fn build_lsm_tier(
         live += u64::from(p.len);
         batch.put(it.key(), &p.encode());
         if batch.len() >= 256 {
-            part.db().write(std::mem::replace(&mut batch, WriteBatch::new()))?;
+            part.db()
+                .write(std::mem::replace(&mut batch, WriteBatch::new()))?;
         }
         it.next()?;
     }
@@ -238,13 +267,23 @@ fn build_lsm_tier(
 }
 
 /// Phase 4: the new tier replaces the frozen LSM and the old tier.
-fn install(s: &Shared, tier: Arc<TierHandle>, tier_vlogs: Vec<Arc<VlogFile>>, tier_live: u64) -> Result<()> {
+fn install(
+    s: &Shared,
+    tier: Arc<TierHandle>,
+    tier_vlogs: Vec<Arc<VlogFile>>,
+    tier_live: u64,
+) -> Result<()> {
     let w = lock(&s.write);
     let cur = s.current();
     let active_vlog = cur.vlogs.first().cloned();
     let mut vlogs: Vec<Arc<VlogFile>> = active_vlog.into_iter().collect();
     vlogs.extend(tier_vlogs);
-    let next = Tiers { active: Arc::clone(&cur.active), frozen: None, tier: Some(tier), vlogs };
+    let next = Tiers {
+        active: Arc::clone(&cur.active),
+        frozen: None,
+        tier: Some(tier),
+        vlogs,
+    };
     // Writes since the switch are counted live (an over-estimate until the next GC).
     let live = tier_live + w.appended_since_gc;
     write_state(&*s.storage, &s.dir, &state_of(s, &next, live))?;
@@ -253,7 +292,8 @@ fn install(s: &Shared, tier: Arc<TierHandle>, tier_vlogs: Vec<Arc<VlogFile>>, ti
         _ => tier_live,
     };
     s.live_bytes.store(live, Ordering::Relaxed);
-    s.vlog_bytes.store(tier_bytes + w.appended_since_gc, Ordering::Relaxed);
+    s.vlog_bytes
+        .store(tier_bytes + w.appended_since_gc, Ordering::Relaxed);
     s.install(next);
     drop(w);
     s.counters.gcs.fetch_add(1, Ordering::Relaxed);

@@ -106,17 +106,27 @@ pub(crate) struct Counters {
 
 impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared").field("dir", &self.dir).finish_non_exhaustive()
+        f.debug_struct("Shared")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
     }
 }
 
 impl Shared {
     pub fn current(&self) -> Arc<Tiers> {
-        Arc::clone(&self.current.read().unwrap_or_else(std::sync::PoisonError::into_inner))
+        Arc::clone(
+            &self
+                .current
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
     }
 
     pub fn install(&self, next: Tiers) {
-        let mut cur = self.current.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut cur = self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         cur.retire_unused(&next);
         *cur = Arc::new(next);
     }
@@ -146,7 +156,11 @@ impl Store {
         Store::open_with_storage(Arc::new(FsStorage), dir.as_ref(), opts)
     }
 
-    pub fn open_with_storage(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) -> Result<Store> {
+    pub fn open_with_storage(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        opts: StoreOptions,
+    ) -> Result<Store> {
         opts.validate()?;
         let shared = Arc::new(open::open(storage, dir, opts)?);
         // A GC a crash interrupted is finished before anything else.

@@ -32,7 +32,11 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
     lsm.sync = opts.sync;
     lsm.direct_io = opts.direct_io;
     let opts = StoreOptions { lsm, ..opts };
-    let mode = if opts.direct_io { ReadMode::Direct } else { ReadMode::Buffered };
+    let mode = if opts.direct_io {
+        ReadMode::Direct
+    } else {
+        ReadMode::Buffered
+    };
     let found = read_state(&*storage, dir)?;
     let fresh = found.is_none();
     let state = found.unwrap_or(KvState {
@@ -48,8 +52,15 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
     }
     let capacity = (state.live_bytes / 256).max(ALL_KEYS_MIN);
     let all_keys = Arc::new(MemBloom::new(capacity * 2, ALL_KEYS_BITS));
-    let reader = Arc::new(VlogReader::new(Arc::clone(&storage), dir.to_path_buf(), mode));
-    let active_n = *state.vlogs.first().ok_or_else(|| corruption(dir.join("KVSTATE"), "no value log is named"))?;
+    let reader = Arc::new(VlogReader::new(
+        Arc::clone(&storage),
+        dir.to_path_buf(),
+        mode,
+    ));
+    let active_n = *state
+        .vlogs
+        .first()
+        .ok_or_else(|| corruption(dir.join("KVSTATE"), "no value log is named"))?;
     let active_vlog = if fresh {
         VlogWriter::create(&*storage, dir, active_n)?
     } else {
@@ -63,14 +74,25 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         parts.push(part);
     }
     let mut parts = parts.into_iter();
-    let active = parts.next().ok_or_else(|| corruption(dir.join("KVSTATE"), "no LSM is named"))?;
+    let active = parts
+        .next()
+        .ok_or_else(|| corruption(dir.join("KVSTATE"), "no LSM is named"))?;
     let frozen = parts.next();
     let tier = match state.tier {
         None => None,
         Some(g) => Some(open_tier(&storage, dir, &opts, g, mode, &all_keys)?),
     };
-    let vlogs = state.vlogs.iter().map(|&n| vlog_file_in(&storage, dir, &reader, n)).collect();
-    let view = Tiers { active, frozen, tier, vlogs };
+    let vlogs = state
+        .vlogs
+        .iter()
+        .map(|&n| vlog_file_in(&storage, dir, &reader, n))
+        .collect();
+    let view = Tiers {
+        active,
+        frozen,
+        tier,
+        vlogs,
+    };
     if fresh {
         write_state(&*storage, dir, &state_with(&view, state.next_number, 0))?;
     }
@@ -83,7 +105,11 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
             Some(Tier::Learned(t)) => t.svlog_bytes(),
             _ => 0,
         };
-    let live = if state.live_bytes == 0 { vlog_bytes } else { state.live_bytes };
+    let live = if state.live_bytes == 0 {
+        vlog_bytes
+    } else {
+        state.live_bytes
+    };
     let appended = active_vlog.len();
     if !fresh {
         sweep(&*storage, dir, &state)?;
@@ -92,7 +118,10 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         dir: dir.to_path_buf(),
         storage,
         current: RwLock::new(Arc::new(view)),
-        write: Mutex::new(WriteState { vlog: active_vlog, appended_since_gc: appended }),
+        write: Mutex::new(WriteState {
+            vlog: active_vlog,
+            appended_since_gc: appended,
+        }),
         reader,
         all_keys: RwLock::new(all_keys),
         live_bytes: AtomicU64::new(live),
@@ -122,10 +151,8 @@ fn open_tier(
     let tier = match (&opts.tier, is_lsm) {
         (TierKind::Learned { .. }, false) => {
             let t = Arc::new(StaticTier::open(Arc::clone(storage), dir, g, mode)?);
-            let mut it = t.iter(b"")?;
-            while it.valid() {
-                all_keys.insert(it.key());
-                it.next()?;
+            for entry in t.keys()? {
+                all_keys.insert(&entry?.0);
             }
             Tier::Learned(t)
         }
@@ -178,9 +205,15 @@ fn sweep(storage: &dyn Storage, dir: &Path, state: &KvState) -> Result<()> {
         let path = dir.join(&name);
         let stale = if let Some(n) = number(&name, ".vlog") {
             !vlogs.contains(&n)
-        } else if let Some(n) = [".svlog", ".keys", ".model"].iter().find_map(|suf| number(&name, suf)) {
+        } else if let Some(n) = [".svlog", ".keys", ".model"]
+            .iter()
+            .find_map(|suf| number(&name, suf))
+        {
             state.tier != Some(n)
-        } else if let Some(n) = name.strip_prefix("lsm-").and_then(|n| n.parse::<u64>().ok()) {
+        } else if let Some(n) = name
+            .strip_prefix("lsm-")
+            .and_then(|n| n.parse::<u64>().ok())
+        {
             if !lsms.contains(&n) {
                 remove_tree(storage, &path);
             }

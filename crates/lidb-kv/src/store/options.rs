@@ -6,7 +6,11 @@ use lidb_index::{Family, Params};
 #[derive(Debug, Clone, PartialEq)]
 pub enum TierKind {
     /// LearnedKV: a learned index over a key list and a sorted static value log.
-    Learned { family: Family, page_boundary: u64, params: Params },
+    Learned {
+        family: Family,
+        page_boundary: u64,
+        params: Params,
+    },
     /// `lsm+` (the paper's RocksDB+): GC rewrites the valid values to a sorted value log and
     /// re-inserts their pointers into a fresh LSM. The ablation that isolates the learned tier.
     Lsm,
@@ -35,7 +39,11 @@ impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
             lsm: lidb_lsm::Options::default(),
-            tier: TierKind::Learned { family: Family::Plr, page_boundary: 2, params: Params::new(2) },
+            tier: TierKind::Learned {
+                family: Family::Plr,
+                page_boundary: 4,
+                params: Params::new(4),
+            },
             over_provisioning: 0.3,
             auto_gc: true,
             lsm_bloom_bits_per_key: 10,
@@ -54,7 +62,12 @@ impl StoreOptions {
                 self.over_provisioning
             )));
         }
-        if let TierKind::Learned { page_boundary, params, .. } = &self.tier {
+        if let TierKind::Learned {
+            page_boundary,
+            params,
+            ..
+        } = &self.tier
+        {
             if *page_boundary < 2 {
                 return Err(lidb_lsm::Error::InvalidOption(format!(
                     "page boundary {page_boundary} is below 2"

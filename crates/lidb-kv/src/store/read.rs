@@ -24,13 +24,20 @@ pub enum ReadSource {
 
 /// Reads the record `raw` (an LSM value) points to; checks it holds `key`.
 fn resolve(reader: &VlogReader, dir: &std::path::Path, key: &[u8], raw: &[u8]) -> Result<Vec<u8>> {
-    let p = Pointer::decode(raw)
-        .ok_or_else(|| corruption(dir, format!("an LSM entry of {} bytes is not a value pointer", raw.len())))?;
+    let p = Pointer::decode(raw).ok_or_else(|| {
+        corruption(
+            dir,
+            format!("an LSM entry of {} bytes is not a value pointer", raw.len()),
+        )
+    })?;
     let (k, v) = reader.read(p)?;
     if k != key {
         return Err(corruption(
             dir,
-            format!("value log {} offset {} holds another key than the LSM says", p.file, p.offset),
+            format!(
+                "value log {} offset {} holds another key than the LSM says",
+                p.file, p.offset
+            ),
         ));
     }
     Ok(v)
@@ -38,7 +45,10 @@ fn resolve(reader: &VlogReader, dir: &std::path::Path, key: &[u8], raw: &[u8]) -
 
 pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadSource)> {
     let view = s.current();
-    for part in [Some(&view.active), view.frozen.as_ref()].into_iter().flatten() {
+    for part in [Some(&view.active), view.frozen.as_ref()]
+        .into_iter()
+        .flatten()
+    {
         if part.bloom.as_ref().is_some_and(|b| !b.may_contain(key)) {
             s.counters.lsm_skipped.fetch_add(1, Ordering::Relaxed);
             continue;
@@ -48,7 +58,10 @@ pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadSource
             if raw.is_empty() {
                 return Ok((None, ReadSource::Lsm));
             }
-            return Ok((Some(resolve(&s.reader, &part.dir, key, &raw)?), ReadSource::Lsm));
+            return Ok((
+                Some(resolve(&s.reader, &part.dir, key, &raw)?),
+                ReadSource::Lsm,
+            ));
         }
     }
     let found = match view.tier.as_ref().map(|h| &h.tier) {
@@ -71,12 +84,38 @@ pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadSource
     }
 }
 
+/// The learned tier's iterator with its current entry held, so the merge can peek.
+pub(crate) struct TierCursor {
+    it: TierIter,
+    cur: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl TierCursor {
+    pub(crate) fn new(mut it: TierIter) -> Result<TierCursor> {
+        let cur = it.next().transpose()?;
+        Ok(TierCursor { it, cur })
+    }
+    pub(crate) fn valid(&self) -> bool {
+        self.cur.is_some()
+    }
+    pub(crate) fn key(&self) -> &[u8] {
+        self.cur.as_ref().map_or(&[], |(k, _)| k.as_slice())
+    }
+    pub(crate) fn value(&self) -> &[u8] {
+        self.cur.as_ref().map_or(&[], |(_, v)| v.as_slice())
+    }
+    pub(crate) fn advance(&mut self) -> Result<()> {
+        self.cur = self.it.next().transpose()?;
+        Ok(())
+    }
+}
+
 /// One sorted source of a scan.
 enum Source {
     /// An LSM: values are pointers or the empty tombstone.
     Lsm(DbIterator, std::path::PathBuf),
     /// The learned tier: values themselves.
-    Learned(TierIter),
+    Learned(TierCursor),
 }
 
 impl Source {
@@ -90,7 +129,7 @@ impl Source {
     fn advance(&mut self) -> Result<()> {
         match self {
             Source::Lsm(it, _) => it.next(),
-            Source::Learned(it) => it.next(),
+            Source::Learned(it) => it.advance(),
         }
     }
 }
@@ -107,7 +146,9 @@ pub struct KvIterator {
 
 impl std::fmt::Debug for KvIterator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KvIterator").field("current", &self.current.as_ref().map(|c| &c.0)).finish()
+        f.debug_struct("KvIterator")
+            .field("current", &self.current.as_ref().map(|c| &c.0))
+            .finish()
     }
 }
 
@@ -122,7 +163,10 @@ impl KvIterator {
         self.current.as_ref().map_or(&[], |(_, v)| v.as_slice())
     }
 
-    #[expect(clippy::should_implement_trait, reason = "advancing can fail with an I/O error")]
+    #[expect(
+        clippy::should_implement_trait,
+        reason = "advancing can fail with an I/O error"
+    )]
     pub fn next(&mut self) -> Result<()> {
         self.fill()
     }
@@ -131,7 +175,13 @@ impl KvIterator {
     /// source that has it; deletions are skipped.
     fn fill(&mut self) -> Result<()> {
         loop {
-            let Some(key) = self.sources.iter().filter_map(Source::current).min().map(<[u8]>::to_vec) else {
+            let Some(key) = self
+                .sources
+                .iter()
+                .filter_map(Source::current)
+                .min()
+                .map(<[u8]>::to_vec)
+            else {
                 self.current = None;
                 return Ok(());
             };
@@ -173,11 +223,14 @@ pub(crate) fn scan_view(
     end: Option<&[u8]>,
 ) -> Result<KvIterator> {
     let mut sources = Vec::new();
-    for part in [Some(&view.active), view.frozen.as_ref()].into_iter().flatten() {
+    for part in [Some(&view.active), view.frozen.as_ref()]
+        .into_iter()
+        .flatten()
+    {
         sources.push(Source::Lsm(part.db().scan(start, end)?, part.dir.clone()));
     }
     match view.tier.as_ref().map(|h| &h.tier) {
-        Some(Tier::Learned(t)) => sources.push(Source::Learned(t.iter(start)?)),
+        Some(Tier::Learned(t)) => sources.push(Source::Learned(TierCursor::new(t.iter(start)?)?)),
         Some(Tier::Lsm(part)) => {
             sources.push(Source::Lsm(part.db().scan(start, end)?, part.dir.clone()));
         }
@@ -197,10 +250,19 @@ pub(crate) fn scan_view(
 pub(crate) fn space(s: &Shared) -> SpaceUsage {
     let view = s.current();
     let lsm_bytes = |part: &crate::store::state::LsmPart| {
-        part.db().stats().levels.iter().map(|l| l.bytes).sum::<u64>()
+        part.db()
+            .stats()
+            .levels
+            .iter()
+            .map(|l| l.bytes)
+            .sum::<u64>()
     };
     let mut u = SpaceUsage {
-        lsm_bytes: [Some(&view.active), view.frozen.as_ref()].into_iter().flatten().map(|p| lsm_bytes(p)).sum(),
+        lsm_bytes: [Some(&view.active), view.frozen.as_ref()]
+            .into_iter()
+            .flatten()
+            .map(|p| lsm_bytes(p))
+            .sum(),
         vlog_bytes: s.vlog_bytes.load(Ordering::Relaxed),
         ..SpaceUsage::default()
     };

@@ -38,7 +38,9 @@ pub(crate) struct LsmPart {
 impl LsmPart {
     pub fn db(&self) -> &Db {
         // `db` is taken only in `drop`.
-        self.db.as_ref().unwrap_or_else(|| unreachable!("LsmPart used after drop"))
+        self.db
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("LsmPart used after drop"))
     }
 }
 
@@ -127,16 +129,20 @@ impl Tiers {
     /// last reader of `self` is done.
     pub fn retire_unused(&self, next: &Tiers) {
         let same = |a: &Arc<LsmPart>, b: &Arc<LsmPart>| Arc::ptr_eq(a, b);
-        for part in [Some(&self.active), self.frozen.as_ref()].into_iter().flatten() {
-            let kept = same(part, &next.active) || next.frozen.as_ref().is_some_and(|f| same(part, f));
+        for part in [Some(&self.active), self.frozen.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            let kept =
+                same(part, &next.active) || next.frozen.as_ref().is_some_and(|f| same(part, f));
             if !kept {
                 part.retired.store(true, Ordering::SeqCst);
             }
         }
-        if let Some(t) = &self.tier {
-            if !next.tier.as_ref().is_some_and(|n| Arc::ptr_eq(n, t)) {
-                t.retired.store(true, Ordering::SeqCst);
-            }
+        if let Some(t) = &self.tier
+            && !next.tier.as_ref().is_some_and(|n| Arc::ptr_eq(n, t))
+        {
+            t.retired.store(true, Ordering::SeqCst);
         }
         for v in &self.vlogs {
             if !next.vlogs.iter().any(|n| Arc::ptr_eq(n, v)) {

@@ -24,7 +24,9 @@ pub(crate) fn put(s: &Shared, key: &[u8], value: Option<&[u8]>) -> Result<()> {
             w.appended_since_gc += u64::from(p.len);
             s.vlog_bytes.fetch_add(u64::from(p.len), Ordering::Relaxed);
             let all = std::sync::Arc::clone(
-                &s.all_keys.read().unwrap_or_else(std::sync::PoisonError::into_inner),
+                &s.all_keys
+                    .read()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
             );
             if !all.may_contain(key) {
                 all.insert(key);

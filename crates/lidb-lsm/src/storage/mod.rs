@@ -16,6 +16,7 @@
 
 pub mod fs;
 pub mod mem;
+pub mod powercut;
 
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,396 @@
+//! An open generation of the static tier: point lookups and the seek of range scans. Immutable
+//! once open; every method may be called from any thread.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use lidb_index::{Family, LearnedIndex};
+use lidb_lsm::error::corruption;
+use lidb_lsm::storage::{RandomAccessFile, ReadMode, Storage};
+
+use super::format::{KeyListHeader, ModelFile, PAGE_BYTES, check_page, decode_entry};
+use super::{TierMeta, keys_path, model_path, svlog_path};
+use crate::vlog::{VLOG_HEADER_BYTES, VlogKind, check_header, decode_pointed};
+use crate::{Pointer, Result};
+
+/// Reads done by a tier since it was opened (machine-independent benchmark counters).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TierReadStats {
+    pub keylist_reads: u64,
+    pub keylist_bytes: u64,
+    pub svlog_reads: u64,
+    pub svlog_bytes: u64,
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    keylist_reads: AtomicU64,
+    keylist_bytes: AtomicU64,
+    svlog_reads: AtomicU64,
+    svlog_bytes: AtomicU64,
+}
+
+/// Consecutive data pages of the key list held in memory, checked.
+#[derive(Debug, Default)]
+pub(super) struct PageRun {
+    pub first_page: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// One open generation. See the module docs of `static_tier`.
+#[derive(Debug)]
+pub struct StaticTier {
+    generation: u64,
+    header: KeyListHeader,
+    model: ModelFile,
+    /// None when the tier is empty.
+    index: Option<Box<dyn LearnedIndex>>,
+    keylist: Arc<dyn RandomAccessFile>,
+    svlog: Arc<dyn RandomAccessFile>,
+    paths: [PathBuf; 3],
+    model_bytes: u64,
+    counters: Counters,
+}
+
+impl StaticTier {
+    /// Opens generation `generation` of `dir`: loads the model and the key list header and checks
+    /// them, the svlog header, and that the three files agree.
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        generation: u64,
+        mode: ReadMode,
+    ) -> Result<StaticTier> {
+        let (mpath, kpath, spath) = (
+            model_path(dir, generation),
+            keys_path(dir, generation),
+            svlog_path(dir, generation),
+        );
+        let raw = storage.read_all(&mpath)?;
+        let model = ModelFile::decode(&raw).map_err(|d| corruption(&mpath, d))?;
+        let bad_model = |d: String| corruption(&mpath, d);
+        if model.generation != generation {
+            return Err(bad_model(format!(
+                "model is of generation {}, expected {generation}",
+                model.generation
+            )));
+        }
+        let index = if model.entries == 0 {
+            None
+        } else {
+            let index =
+                lidb_index::decode(&model.index).map_err(|e| bad_model(format!("index: {e}")))?;
+            let family =
+                Family::from_tag(model.family_tag).map_err(|e| bad_model(format!("index: {e}")))?;
+            if index.family() != family
+                || index.key_count() != model.pages
+                || index.boundary() != model.page_boundary
+            {
+                return Err(bad_model(format!(
+                    "index ({} over {} positions, B {}) does not match the model header",
+                    index.family(),
+                    index.key_count(),
+                    index.boundary()
+                )));
+            }
+            Some(index)
+        };
+
+        let keylist = storage.open(&kpath, mode)?;
+        let bad_keys = |d: String| corruption(&kpath, d);
+        if keylist.len() < PAGE_BYTES {
+            return Err(bad_keys(format!(
+                "file of {} bytes has no header page",
+                keylist.len()
+            )));
+        }
+        let mut page = vec![0u8; PAGE_BYTES as usize];
+        keylist.read_at(0, &mut page)?;
+        let header = KeyListHeader::decode(&page).map_err(bad_keys)?;
+        if header.generation != generation
+            || header.entries != model.entries
+            || header.pages != model.pages
+            || header.layout.key_width != model.key_width
+        {
+            return Err(bad_keys(format!(
+                "header (generation {}, {} entries, {} pages, key width {}) disagrees with the \
+                 model (generation {generation}, {} entries, {} pages, key width {})",
+                header.generation,
+                header.entries,
+                header.pages,
+                header.layout.key_width,
+                model.entries,
+                model.pages,
+                model.key_width
+            )));
+        }
+        if keylist.len() != header.file_bytes() {
+            return Err(bad_keys(format!(
+                "file is {} bytes, its header says {}",
+                keylist.len(),
+                header.file_bytes()
+            )));
+        }
+
+        let svlog = storage.open(&spath, mode)?;
+        if svlog.len() != header.svlog_bytes || svlog.len() < VLOG_HEADER_BYTES {
+            return Err(corruption(
+                &spath,
+                format!(
+                    "file is {} bytes, the key list says {}",
+                    svlog.len(),
+                    header.svlog_bytes
+                ),
+            ));
+        }
+        let mut h = [0u8; VLOG_HEADER_BYTES as usize];
+        svlog.read_at(0, &mut h)?;
+        check_header(&h, VlogKind::Static, generation).map_err(|d| corruption(&spath, d))?;
+        Ok(StaticTier {
+            generation,
+            header,
+            model,
+            index,
+            keylist,
+            svlog,
+            paths: [spath, kpath, mpath],
+            model_bytes: raw.len() as u64,
+            counters: Counters::default(),
+        })
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    pub fn entries(&self) -> u64 {
+        self.header.entries
+    }
+
+    pub fn meta(&self) -> TierMeta {
+        TierMeta {
+            generation: self.generation,
+            entries: self.header.entries,
+            svlog_bytes: self.header.svlog_bytes,
+            keylist_bytes: self.header.file_bytes(),
+            model_bytes: self.model_bytes,
+            train_time: Duration::from_nanos(self.model.train_nanos),
+        }
+    }
+
+    /// Bytes of the model file (the memory the tier's index needs, plus its small header).
+    pub fn model_bytes(&self) -> u64 {
+        self.model_bytes
+    }
+
+    pub fn keylist_bytes(&self) -> u64 {
+        self.header.file_bytes()
+    }
+
+    pub fn svlog_bytes(&self) -> u64 {
+        self.header.svlog_bytes
+    }
+
+    /// The svlog, key list and model paths (to delete the generation).
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.paths.to_vec()
+    }
+
+    /// The index over the key list's pages, if the tier is not empty.
+    pub fn index(&self) -> Option<&dyn LearnedIndex> {
+        self.index.as_deref()
+    }
+
+    pub fn read_stats(&self) -> TierReadStats {
+        let c = &self.counters;
+        TierReadStats {
+            keylist_reads: c.keylist_reads.load(Ordering::Relaxed),
+            keylist_bytes: c.keylist_bytes.load(Ordering::Relaxed),
+            svlog_reads: c.svlog_reads.load(Ordering::Relaxed),
+            svlog_bytes: c.svlog_bytes.load(Ordering::Relaxed),
+        }
+    }
+
+    fn keys_file(&self) -> &Path {
+        self.paths.get(1).map_or(Path::new(""), PathBuf::as_path)
+    }
+
+    fn svlog_file(&self) -> &Path {
+        self.paths.first().map_or(Path::new(""), PathBuf::as_path)
+    }
+
+    /// Reads data pages `[lo, hi)` in one read and checks their CRCs.
+    pub(super) fn read_pages(&self, lo: u64, hi: u64) -> Result<PageRun> {
+        let hi = hi.min(self.header.pages);
+        let lo = lo.min(hi);
+        let mut bytes = vec![0u8; ((hi - lo) * PAGE_BYTES) as usize];
+        self.keylist.read_at((1 + lo) * PAGE_BYTES, &mut bytes)?;
+        self.counters.keylist_reads.fetch_add(1, Ordering::Relaxed);
+        let c = &self.counters.keylist_bytes;
+        c.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        for (i, page) in bytes.chunks(PAGE_BYTES as usize).enumerate() {
+            check_page(page, lo + i as u64).map_err(|d| corruption(self.keys_file(), d))?;
+        }
+        Ok(PageRun {
+            first_page: lo,
+            bytes,
+        })
+    }
+
+    /// Entry `i` (global index) from `run`, which must hold its page.
+    pub(super) fn entry<'a>(&self, run: &'a PageRun, i: u64) -> Result<(&'a [u8], Pointer)> {
+        let l = &self.header.layout;
+        let per = u64::from(l.entries_per_page);
+        let page = i / per;
+        let missing = || {
+            corruption(
+                self.keys_file(),
+                format!("entry {i} is not in the pages read"),
+            )
+        };
+        let rel = page
+            .checked_sub(run.first_page)
+            .filter(|_| i < self.header.entries)
+            .ok_or_else(missing)?;
+        let at = (rel * PAGE_BYTES + (i % per) * u64::from(l.entry_width)) as usize;
+        let bytes = run
+            .bytes
+            .get(at..at + l.entry_width as usize)
+            .ok_or_else(missing)?;
+        decode_entry(bytes, l, self.generation, self.header.svlog_bytes)
+            .map_err(|d| corruption(self.keys_file(), format!("entry {i}: {d}")))
+    }
+
+    /// Where `key` would be: the first entry `>= key` (`entries()` if none), with the pages read
+    /// to find it (None when no read was needed).
+    pub(super) fn seek(&self, key: &[u8]) -> Result<(u64, Option<PageRun>)> {
+        let n = self.header.entries;
+        let Some(index) = self.index.as_deref() else {
+            return Ok((n, None));
+        };
+        if key <= self.model.smallest.as_slice() {
+            return Ok((0, None));
+        }
+        if key > self.model.largest.as_slice() {
+            return Ok((n, None));
+        }
+        let b = index.search(self.model.keymap.image(key));
+        // T (the first page whose last key is >= key) is in [L, L + r], where L =
+        // lower_bound(image) < b.hi and r <= max_image_run counts pages whose image ties with
+        // the key's (docs/format/static-tier.md, "Lookup").
+        let hi =
+            b.hi.saturating_add(self.model.max_image_run)
+                .min(self.header.pages);
+        let run = self.read_pages(b.lo, hi)?;
+        let per = u64::from(self.header.layout.entries_per_page);
+        let (mut lo_i, mut hi_i) = (run.first_page * per, (hi * per).min(n));
+        let end = hi_i;
+        // Invariant: entries before lo_i are < key, entries from hi_i on (inside the run) >= key.
+        while lo_i < hi_i {
+            let mid = lo_i + (hi_i - lo_i) / 2;
+            let (k, _) = self.entry(&run, mid)?;
+            if k < key {
+                lo_i = mid + 1;
+            } else {
+                hi_i = mid;
+            }
+        }
+        if lo_i == end && end < n {
+            // The contract puts the first key >= `key` inside the pages read.
+            return Err(corruption(
+                self.paths.get(2).map_or(Path::new(""), PathBuf::as_path),
+                format!(
+                    "the model's pages [{}, {hi}) do not hold the key sought",
+                    b.lo
+                ),
+            ));
+        }
+        Ok((lo_i, Some(run)))
+    }
+
+    /// The pointer of `key`'s record: ONE read of the key list's pages (none when `key` is out
+    /// of the tier's range).
+    pub fn get_pointer(&self, key: &[u8]) -> Result<Option<Pointer>> {
+        let (i, run) = self.seek(key)?;
+        if i >= self.header.entries {
+            return Ok(None);
+        }
+        let run = match run {
+            Some(r) => r,
+            // `key <= smallest`: only entry 0 can match.
+            None => {
+                if key != self.model.smallest.as_slice() {
+                    return Ok(None);
+                }
+                self.read_pages(0, 1)?
+            }
+        };
+        let (k, p) = self.entry(&run, i)?;
+        Ok((k == key).then_some(p))
+    }
+
+    /// The value of `key`: one key-list read and one svlog read.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.get_pointer(key)? {
+            Some(p) => {
+                let (k, v) = self.read_record(p)?;
+                if k != key {
+                    return Err(corruption(
+                        self.svlog_file(),
+                        format!(
+                            "record at offset {}: holds another key than its entry",
+                            p.offset
+                        ),
+                    ));
+                }
+                Ok(Some(v))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// The value of the record `p` points to (ONE read).
+    pub fn read_value(&self, p: Pointer) -> Result<Vec<u8>> {
+        Ok(self.read_record(p)?.1)
+    }
+
+    fn read_record(&self, p: Pointer) -> Result<(Vec<u8>, Vec<u8>)> {
+        let end = p.offset.checked_add(u64::from(p.len));
+        if p.file != self.generation || end.is_none_or(|e| e > self.header.svlog_bytes) {
+            return Err(corruption(
+                self.svlog_file(),
+                format!(
+                    "record at offset {}: pointer (file {}, {} bytes) is not in this static value \
+                     log (generation {}, {} bytes)",
+                    p.offset, p.file, p.len, self.generation, self.header.svlog_bytes
+                ),
+            ));
+        }
+        let mut buf = vec![0u8; p.len as usize];
+        self.svlog.read_at(p.offset, &mut buf)?;
+        self.count_svlog(buf.len() as u64);
+        let (k, v) = decode_pointed(&buf, p).map_err(|d| corruption(self.svlog_file(), d))?;
+        Ok((k.to_vec(), v.to_vec()))
+    }
+
+    pub(super) fn count_svlog(&self, bytes: u64) {
+        self.counters.svlog_reads.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .svlog_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub(super) fn svlog_handle(&self) -> &dyn RandomAccessFile {
+        self.svlog.as_ref()
+    }
+
+    pub(super) fn header(&self) -> &KeyListHeader {
+        &self.header
+    }
+
+    pub(super) fn svlog_path(&self) -> &Path {
+        self.svlog_file()
+    }
+}
