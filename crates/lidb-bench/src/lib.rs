@@ -5,6 +5,8 @@
 //! every run prints the seed and configuration it ran with, and comparisons are made inside one run.
 
 pub mod index_bench;
+pub mod lsm;
+pub mod plot;
 pub mod progress;
 pub mod table;
 pub mod timing;
