@@ -229,6 +229,16 @@ impl Engine {
         }
     }
 
+    /// What decides the layout of a load (everything but the read mode), for load markers.
+    pub fn layout(&self) -> String {
+        format!(
+            "sst_size={} write_buffer={} granularity={} bloom_bits=10 size_ratio=10",
+            self.sst_size_bytes,
+            self.write_buffer_bytes,
+            granularity_name(self.granularity)
+        )
+    }
+
     pub fn describe(&self) -> String {
         format!(
             "sst_size={} write_buffer={}{} granularity={} direct_io={} bloom_bits=10 cache=8MiB size_ratio=10",

@@ -343,7 +343,7 @@ pub fn each_config<T>(
         };
         let name = format!("table-{sizes}");
         let dir = work.path(&name);
-        let what = format!("{data_id} {}", engine.describe());
+        let what = format!("{data_id} {}", engine.layout());
         let loaded = load::open_or_load(
             &dir,
             &cfg.data,
