@@ -6,6 +6,8 @@
 
 pub mod engines;
 pub mod index_bench;
+pub mod lsm;
+pub mod plot;
 pub mod progress;
 pub mod table;
 pub mod timing;

@@ -2,6 +2,7 @@
 //! error as one line on stderr and exits non-zero. A panic would be a bug: the hook below still
 //! keeps it to one line without a backtrace.
 
+mod bench_cmd;
 mod data_cmd;
 mod error;
 mod index_cmd;
@@ -32,6 +33,9 @@ enum Command {
     /// Serve a database over stdin/stdout, one command per line: put K V, get K, del K,
     /// scan START END [LIMIT], flush, compact, stats.
     Kv(kv_cmd::KvArgs),
+    /// Experiments on whole engines: `lidb bench lsm` runs the LSM papers' experiments.
+    #[command(subcommand)]
+    Bench(bench_cmd::BenchCommand),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
         Command::Index(cmd) => index_cmd::run(cmd),
         Command::Data(cmd) => data_cmd::run(cmd),
         Command::Kv(args) => kv_cmd::run(args),
+        Command::Bench(cmd) => bench_cmd::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,450 @@
+//! `lidb bench lsm`: the LSM papers' experiments on lidb's own engine (lidb-lsm).
+//!
+//! Each experiment is a function from a [`Config`] to a [`Report`] of rows; every row carries
+//! "index" and "boundary". Experiments (one file each): `pareto` (memory versus point-lookup
+//! latency), `granularity` (table size and level models), `compaction` (time split of a
+//! write-only load), `levels` (where lookups are answered), `range` (seek versus scan), `ycsb`
+//! (workloads A-F). `load` builds the databases, `measure` times and checks lookups.
+//!
+//! Runs on the calling thread (the engine adds its compaction thread). Invariants:
+//! 1. Every lookup's value is checked against the value loaded for its key.
+//! 2. Configurations of table granularity share one load and switch indexes with
+//!    `Db::reindex` (same data, same table layout); level granularity reloads per configuration,
+//!    since level models are built by compaction.
+//! 3. Databases are created under `--db DIR` (kept, reused when their marker matches) or under a
+//!    temporary directory removed when the run ends.
+
+pub mod compaction;
+pub mod granularity;
+pub mod levels;
+pub mod load;
+pub mod measure;
+pub mod pareto;
+pub mod range;
+pub mod ycsb;
+
+use std::path::{Path, PathBuf};
+
+use lidb_index::{Family, Params};
+use lidb_lsm::{Db, Granularity, IndexOptions};
+
+pub use load::{Dataset, Engine};
+
+/// Which experiment to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Experiment {
+    Pareto,
+    Granularity,
+    Compaction,
+    Levels,
+    Range,
+    Ycsb,
+}
+
+impl Experiment {
+    pub fn name(self) -> &'static str {
+        match self {
+            Experiment::Pareto => "pareto",
+            Experiment::Granularity => "granularity",
+            Experiment::Compaction => "compaction",
+            Experiment::Levels => "levels",
+            Experiment::Range => "range",
+            Experiment::Ycsb => "ycsb",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub data: Dataset,
+    pub families: Vec<Family>,
+    pub boundaries: Vec<u64>,
+    pub engine: Engine,
+    /// Timed point lookups per configuration (pareto, granularity, levels); range lookups (range).
+    pub lookups: usize,
+    /// Entries read per range lookup.
+    pub range_len: usize,
+    pub workload: lidb_data::Workload,
+    /// YCSB operations per configuration.
+    pub ops: usize,
+    /// Where databases live; None: a temporary directory removed at the end.
+    pub db_dir: Option<PathBuf>,
+    /// Draw progress bars on stderr (only shown on a terminal).
+    pub progress: bool,
+}
+
+impl Config {
+    /// Every (family, boundary) pair, families outermost.
+    pub fn configurations(&self) -> Vec<(Family, u64)> {
+        self.families
+            .iter()
+            .flat_map(|&f| self.boundaries.iter().map(move |&b| (f, b)))
+            .collect()
+    }
+}
+
+/// Why a run stopped.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    Lsm(lidb_lsm::Error),
+    Data(lidb_data::Error),
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A lookup got a wrong or no value: a bug in the engine or an index, reported, not timed.
+    WrongValue {
+        index: String,
+        boundary: u64,
+        key: u64,
+        detail: String,
+    },
+    Invalid(String),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Lsm(e) => write!(f, "{e}"),
+            Error::Data(e) => write!(f, "{e}"),
+            Error::Io { path, source } => write!(f, "{}: {source}", path.display()),
+            Error::WrongValue {
+                index,
+                boundary,
+                key,
+                detail,
+            } => write!(
+                f,
+                "wrong answer with {index} at boundary {boundary} for key {key}: {detail}"
+            ),
+            Error::Invalid(msg) => write!(f, "{msg}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<lidb_lsm::Error> for Error {
+    fn from(e: lidb_lsm::Error) -> Self {
+        Error::Lsm(e)
+    }
+}
+
+impl From<lidb_data::Error> for Error {
+    fn from(e: lidb_data::Error) -> Self {
+        Error::Data(e)
+    }
+}
+
+/// Rows of one experiment as a table for people.
+pub trait TableRow {
+    fn header() -> &'static [&'static str];
+    fn cells(&self) -> Vec<String>;
+}
+
+/// The rows of a run.
+#[derive(Debug, Clone)]
+pub enum Rows {
+    Lookup(Vec<pareto::LookupRow>),
+    Compaction(Vec<compaction::CompactionRow>),
+    Levels(Vec<levels::LevelRow>),
+    Range(Vec<range::RangeRow>),
+    Ycsb(Vec<ycsb::YcsbRow>),
+}
+
+/// What a run produced: rows, and notes on how it ran (loads, reuse, re-indexing).
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub rows: Rows,
+    pub notes: Vec<String>,
+}
+
+fn table_of<R: TableRow>(rows: &[R]) -> String {
+    let cells: Vec<Vec<String>> = rows.iter().map(TableRow::cells).collect();
+    crate::table::render(R::header(), &cells)
+}
+
+fn json_of<R: serde::Serialize>(rows: &[R]) -> Result<Vec<String>, serde_json::Error> {
+    rows.iter().map(serde_json::to_string).collect()
+}
+
+impl Rows {
+    pub fn table(&self) -> String {
+        match self {
+            Rows::Lookup(r) => table_of(r),
+            Rows::Compaction(r) => table_of(r),
+            Rows::Levels(r) => table_of(r),
+            Rows::Range(r) => table_of(r),
+            Rows::Ycsb(r) => table_of(r),
+        }
+    }
+
+    /// One JSON object per row.
+    pub fn json_lines(&self) -> Result<Vec<String>, serde_json::Error> {
+        match self {
+            Rows::Lookup(r) => json_of(r),
+            Rows::Compaction(r) => json_of(r),
+            Rows::Levels(r) => json_of(r),
+            Rows::Range(r) => json_of(r),
+            Rows::Ycsb(r) => json_of(r),
+        }
+    }
+
+    /// (series, memory bytes, mean lookup µs) for the memory-versus-latency plot; the series is
+    /// the family, with the table size or "level" added when a run varies granularity.
+    pub fn plot_points(&self) -> Option<Vec<(String, f64, f64)>> {
+        let Rows::Lookup(rows) = self else {
+            return None;
+        };
+        let mut setups: Vec<(u64, &str)> = rows
+            .iter()
+            .map(|r| (r.sst_size_bytes, r.granularity.as_str()))
+            .collect();
+        setups.sort_unstable();
+        setups.dedup();
+        Some(
+            rows.iter()
+                .map(|r| {
+                    let series = if setups.len() > 1 {
+                        format!("{} {}", r.index, setup_name(r))
+                    } else {
+                        r.index.clone()
+                    };
+                    (series, r.index_bytes as f64, r.figures.lookup_us_mean)
+                })
+                .collect(),
+        )
+    }
+}
+
+fn setup_name(r: &pareto::LookupRow) -> String {
+    if r.granularity == "level" {
+        "level".into()
+    } else {
+        format!("sst {}", load::format_size(r.sst_size_bytes))
+    }
+}
+
+/// Runs `experiment`.
+pub fn run(experiment: Experiment, cfg: &Config) -> Result<Report, Error> {
+    let work = WorkDir::new(cfg.db_dir.clone())?;
+    let mut notes = Vec::new();
+    let rows = match experiment {
+        Experiment::Pareto => Rows::Lookup(pareto::run(cfg, &work, &mut notes)?),
+        Experiment::Granularity => Rows::Lookup(granularity::run(cfg, &work, &mut notes)?),
+        Experiment::Compaction => Rows::Compaction(compaction::run(cfg, &work, &mut notes)?),
+        Experiment::Levels => Rows::Levels(levels::run(cfg, &work, &mut notes)?),
+        Experiment::Range => Rows::Range(range::run(cfg, &work, &mut notes)?),
+        Experiment::Ycsb => Rows::Ycsb(ycsb::run(cfg, &work, &mut notes)?),
+    };
+    Ok(Report { rows, notes })
+}
+
+/// The directory databases are created in: the user's (kept) or a temporary one (removed on
+/// drop, and each load in it removed as soon as it is no longer needed).
+#[derive(Debug)]
+pub struct WorkDir {
+    root: PathBuf,
+    temporary: bool,
+}
+
+impl WorkDir {
+    pub fn new(user: Option<PathBuf>) -> Result<WorkDir, Error> {
+        let (root, temporary) = match user {
+            Some(dir) => (dir, false),
+            None => (
+                std::env::temp_dir().join(format!("lidb-bench-lsm-{}", std::process::id())),
+                true,
+            ),
+        };
+        std::fs::create_dir_all(&root).map_err(load::io_err(&root))?;
+        Ok(WorkDir { root, temporary })
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.root.join(name)
+    }
+
+    /// Done with the load in `dir`: removed if the work directory is temporary.
+    pub fn release(&self, dir: &Path) -> Result<(), Error> {
+        if self.temporary {
+            load::wipe(dir)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for WorkDir {
+    fn drop(&mut self) {
+        if self.temporary {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+}
+
+/// The index options of one configuration (family defaults besides the boundary).
+pub fn index_options(family: Family, boundary: u64) -> IndexOptions {
+    IndexOptions {
+        family,
+        params: Params::new(boundary),
+        level_boundaries: Vec::new(),
+    }
+}
+
+/// How [`each_config`] hands out databases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Use {
+    /// The configurations may only read: one load is shared (re-indexed in place).
+    ReadOnly,
+    /// The configurations write: each gets a fresh copy of the load.
+    Writes,
+}
+
+/// Calls `f` with a database holding `cfg.data`, loaded with `engine`, indexed by each
+/// (family, boundary) of `cfg` in turn.
+pub fn each_config<T>(
+    cfg: &Config,
+    work: &WorkDir,
+    engine: Engine,
+    mode: Use,
+    notes: &mut Vec<String>,
+    mut f: impl FnMut(&Db, Family, u64) -> Result<T, Error>,
+) -> Result<Vec<T>, Error> {
+    let configs = cfg.configurations();
+    let data_id = format!(
+        "data={} keys={} key_size={} value_size={} seed={}",
+        cfg.data.source,
+        cfg.data.keys.len(),
+        cfg.data.key_size,
+        cfg.data.value_size,
+        cfg.data.seed
+    );
+    let sizes = format!(
+        "sst{}-wb{}",
+        load::format_size(engine.sst_size_bytes),
+        load::format_size(engine.write_buffer_bytes)
+    );
+    let mut out = Vec::with_capacity(configs.len());
+    let load_note = |notes: &mut Vec<String>, name: &str, l: &load::Loaded| {
+        notes.push(if l.reused {
+            format!("{name}: reused the database loaded earlier")
+        } else {
+            format!(
+                "{name}: loaded in {:.1} s (inserts, inline compactions, flush)",
+                l.load_s
+            )
+        });
+    };
+    if engine.granularity == Granularity::Table {
+        let Some(&(f0, b0)) = configs.first() else {
+            return Ok(out);
+        };
+        let name = format!("table-{sizes}");
+        let dir = work.path(&name);
+        let what = format!("{data_id} {}", engine.layout());
+        let loaded = load::open_or_load(
+            &dir,
+            &cfg.data,
+            engine.options(index_options(f0, b0)),
+            &what,
+            cfg.progress,
+        )?;
+        load_note(notes, &name, &loaded);
+        // The index the tables hold: known after a fresh load, unknown after a reuse.
+        let mut indexed = (!loaded.reused).then(|| index_options(f0, b0));
+        notes.push(format!(
+            "{name}: every configuration re-indexes the same tables with Db::reindex \
+             (same data and layout, no reload)"
+        ));
+        let mut db = Some(loaded.db);
+        if mode == Use::Writes
+            && let Some(db) = db.take()
+        {
+            db.close()?;
+        }
+        for (family, b) in configs {
+            let idx = index_options(family, b);
+            let result = match (mode, db.take()) {
+                (Use::ReadOnly, Some(mut d)) => {
+                    if indexed.as_ref() != Some(&idx) {
+                        d = d.reindex(idx.clone())?;
+                        indexed = Some(idx);
+                    }
+                    let r = f(&d, family, b);
+                    db = Some(d);
+                    r
+                }
+                _ => {
+                    let run_dir = work.path(&format!("{name}-run"));
+                    load::copy_db(&dir, &run_dir)?;
+                    let mut d = Db::open(&run_dir, writable(engine, idx.clone()))?;
+                    if indexed.as_ref() != Some(&idx) {
+                        d = d.reindex(idx)?;
+                    }
+                    let r = f(&d, family, b);
+                    d.close()?;
+                    load::wipe(&run_dir)?;
+                    r
+                }
+            };
+            out.push(result?);
+        }
+        drop(db);
+        work.release(&dir)?;
+    } else {
+        for (family, b) in configs {
+            let name = format!("level-{sizes}-{}-{b}", family.name());
+            let dir = work.path(&name);
+            let what = format!(
+                "{data_id} {} index={} boundary={b}",
+                engine.describe(),
+                family
+            );
+            let opts = engine.options(index_options(family, b));
+            let loaded = load::open_or_load(&dir, &cfg.data, opts.clone(), &what, cfg.progress)?;
+            load_note(notes, &name, &loaded);
+            let result = if mode == Use::ReadOnly {
+                f(&loaded.db, family, b)
+            } else {
+                loaded.db.close()?;
+                let run_dir = work.path(&format!("{name}-run"));
+                load::copy_db(&dir, &run_dir)?;
+                let d = Db::open(
+                    &run_dir,
+                    lidb_lsm::Options {
+                        background_compaction: true,
+                        ..opts
+                    },
+                )?;
+                let r = f(&d, family, b);
+                d.close()?;
+                load::wipe(&run_dir)?;
+                r
+            };
+            out.push(result?);
+            work.release(&dir)?;
+        }
+    }
+    Ok(out)
+}
+
+/// Options for a copy the configuration writes to: compactions in the background, as in
+/// normal operation.
+fn writable(engine: Engine, idx: IndexOptions) -> lidb_lsm::Options {
+    lidb_lsm::Options {
+        background_compaction: true,
+        ..engine.options(idx)
+    }
+}
+
+/// `n` existing keys of the data, seeded (uniform over the loaded keys, with replacement).
+pub fn uniform_lookups(cfg: &Config, n: usize, salt: u64) -> Vec<u64> {
+    lidb_data::queries::existing(&cfg.data.keys, n, cfg.data.seed ^ salt)
+}
+
+/// Warm-up lookups before each timed pass: a tenth of the timed ones, 1,000 to 10,000.
+pub fn warmup_count(lookups: usize) -> usize {
+    (lookups / 10).clamp(1_000, 10_000)
+}

@@ -1,0 +1,346 @@
+//! `lidb bench ...`: experiments on whole engines. `lidb bench lsm` runs the LSM papers'
+//! experiments on lidb-lsm (see `lidb_bench::lsm`): parses and checks the options, loads the key
+//! set, prints the configuration line, the rows (table or JSON lines) and optionally the plot.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+use lidb_bench::lsm::{self, Config, Dataset, Engine, Experiment, load};
+use lidb_index::Family;
+use lidb_lsm::Granularity;
+
+use crate::error::{CliError, io};
+
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// The LSM papers' experiments on lidb's LSM engine (leveling, ratio 10, 10-bit Bloom
+    /// filters, 8 MiB cache).
+    ///
+    /// Loads a database per configuration (or reuses --db DIR), then runs point lookups of
+    /// existing keys, every value checked. pareto rows: index_bytes, filter_bytes,
+    /// lookup_us_mean, lookup_us_p99, reads_per_lookup, bytes_read_per_lookup and the time
+    /// breakdown table_lookup_us, predict_us, io_us, search_us. Every row has "index" and
+    /// "boundary". Configurations of one table size share one load and switch indexes with
+    /// Db::reindex.
+    Lsm(LsmArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ExperimentArg {
+    /// Memory versus point-lookup latency per (index, boundary) (papers' Figure 7).
+    Pareto,
+    /// Table sizes 8..128 MiB and level models (Figure 12).
+    Granularity,
+    /// Write-only load per index: compaction time split (read/merge/write/train/index_write).
+    Compaction,
+    /// Lookups answered per level, uniform vs zipfian keys.
+    Levels,
+    /// Range lookups: seek versus scan time (Figure 9); see --range-len.
+    Range,
+    /// A YCSB workload (see --workload, --ops) on the loaded database (Figure 13).
+    Ycsb,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum GranularityArg {
+    /// One learned index per SSTable.
+    Table,
+    /// One model per level (every compaction rewrites the whole level).
+    Level,
+}
+
+#[derive(Debug, Args)]
+pub struct LsmArgs {
+    /// The experiment to run.
+    #[arg(long, value_enum, default_value_t = ExperimentArg::Pareto)]
+    experiment: ExperimentArg,
+    /// Keys: a SOSD u64 file (plain or .zst), or synthetic:NAME:N (uniform_dense,
+    /// uniform_sparse, normal, lognormal, piecewise_linear, clustered; N accepts K and M).
+    #[arg(long, default_value = "synthetic:uniform_sparse:1M")]
+    data: String,
+    /// Keys to load: a seeded uniform sample of this many distinct keys of --data (K and M
+    /// suffixes), or "all". The default of 200K (about 200 MB with the default sizes) keeps a
+    /// default run to a few minutes on a 2-core machine.
+    #[arg(long, default_value = "200K")]
+    keys: String,
+    /// Bytes per key: 8 renders each u64 big-endian; longer keys are zero-padded decimal (as the
+    /// papers' 24-byte keys).
+    #[arg(long, default_value_t = 24)]
+    key_size: u32,
+    /// Bytes per value (KiB/MiB suffixes accepted); values are derived from their key, so every
+    /// lookup checks the value it got.
+    #[arg(long, default_value = "1000")]
+    value_size: String,
+    /// Index families, comma-separated, or "all" (fp, binary, plr, fiting, pgm, rs, rmi, lpa).
+    #[arg(long, default_value = "fp,plr,fiting,pgm,rs,rmi,lpa")]
+    index: String,
+    /// Position boundaries B (at least 2), comma-separated.
+    #[arg(long, default_value = "8,16,32,64,128")]
+    boundary: String,
+    /// SSTable size, 4MiB to 128MiB (KiB/MiB/GiB suffixes) [default: 64MiB; if neither this nor
+    /// --write-buffer is set, both are scaled to the data: data/256 rounded down to a power of
+    /// two, 64KiB..64MiB, so small runs keep several levels; the config line says what was used].
+    #[arg(long)]
+    sst_size: Option<String>,
+    /// Memtable size that triggers a flush [default: 64MiB, scaled with --sst-size as above].
+    #[arg(long)]
+    write_buffer: Option<String>,
+    /// Index granularity: one index per table, or one model per level (reloads per
+    /// configuration, since level models are built by compaction).
+    #[arg(long, value_enum, default_value_t = GranularityArg::Table)]
+    granularity: GranularityArg,
+    /// Timed point lookups (range lookups for --experiment range) per configuration, after a
+    /// warm-up of a tenth as many (1,000 to 10,000).
+    #[arg(long, default_value_t = 100_000)]
+    lookups: usize,
+    /// Entries read per range lookup (--experiment range).
+    #[arg(long, default_value_t = 100)]
+    range_len: usize,
+    /// YCSB workload a..f (--experiment ycsb).
+    #[arg(long, default_value = "a")]
+    workload: String,
+    /// YCSB operations per configuration (--experiment ycsb).
+    #[arg(long, default_value_t = 100_000)]
+    ops: usize,
+    /// Read tables with O_DIRECT, bypassing the OS page cache (every engine-cache miss is a
+    /// real read). Without it, reads may be served by the OS page cache.
+    #[arg(long)]
+    direct_io: bool,
+    /// Keep databases in DIR (one subdirectory per load) and reuse them when a later run loads
+    /// the same data with the same options [default: a temporary directory, removed at the end].
+    #[arg(long)]
+    db: Option<PathBuf>,
+    /// Seed of synthetic data, the key sample, the load order and the lookups.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// One JSON object per line instead of a table (the config line goes to stderr).
+    #[arg(long)]
+    json: bool,
+    /// Also draw index memory versus mean lookup latency per family as an SVG file (pareto and
+    /// granularity).
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+}
+
+pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
+    match cmd {
+        BenchCommand::Lsm(a) => lsm_bench(a),
+    }
+}
+
+fn usage(option: &str) -> impl FnOnce(String) -> CliError + '_ {
+    move |msg| CliError::Usage(format!("{option}: {msg}"))
+}
+
+fn lsm_err(e: lsm::Error) -> CliError {
+    CliError::Usage(e.to_string())
+}
+
+fn parse_families(list: &str) -> Result<Vec<Family>, CliError> {
+    if list.trim() == "all" {
+        return Ok(Family::ALL.to_vec());
+    }
+    Ok(list
+        .split(',')
+        .map(|s| Family::from_name(s.trim()))
+        .collect::<Result<Vec<_>, _>>()?)
+}
+
+fn parse_boundaries(list: &str) -> Result<Vec<u64>, CliError> {
+    let bs = list
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("\"{}\" is not a whole number", s.trim()))
+                .and_then(|b| {
+                    if b >= 2 {
+                        Ok(b)
+                    } else {
+                        Err(format!("boundary {b} is below 2"))
+                    }
+                })
+        })
+        .collect::<Result<Vec<u64>, String>>()
+        .map_err(usage("--boundary"))?;
+    Ok(bs)
+}
+
+fn experiment(e: ExperimentArg) -> Experiment {
+    match e {
+        ExperimentArg::Pareto => Experiment::Pareto,
+        ExperimentArg::Granularity => Experiment::Granularity,
+        ExperimentArg::Compaction => Experiment::Compaction,
+        ExperimentArg::Levels => Experiment::Levels,
+        ExperimentArg::Range => Experiment::Range,
+        ExperimentArg::Ycsb => Experiment::Ycsb,
+    }
+}
+
+fn lsm_bench(a: LsmArgs) -> Result<(), CliError> {
+    let exp = experiment(a.experiment);
+    let families = parse_families(&a.index)?;
+    let boundaries = parse_boundaries(&a.boundary)?;
+    let workload = lidb_data::Workload::from_name(&a.workload)?;
+    let value_size = load::parse_size(&a.value_size).map_err(usage("--value-size"))?;
+    let value_size = u32::try_from(value_size)
+        .ok()
+        .filter(|&v| u64::from(v) <= lidb_lsm::batch::MAX_VALUE_BYTES)
+        .ok_or_else(|| CliError::Usage(format!("--value-size: {} is above 1GiB", a.value_size)))?;
+    let sst = a
+        .sst_size
+        .as_deref()
+        .map(load::parse_size)
+        .transpose()
+        .map_err(usage("--sst-size"))?;
+    if let Some(s) = sst
+        && !(4 << 20..=128 << 20).contains(&s)
+    {
+        return Err(CliError::Usage(format!(
+            "--sst-size: {} is outside 4MiB..=128MiB",
+            load::format_size(s)
+        )));
+    }
+    let write_buffer = a
+        .write_buffer
+        .as_deref()
+        .map(load::parse_size)
+        .transpose()
+        .map_err(usage("--write-buffer"))?;
+    if let Some(w) = write_buffer
+        && w < 64 << 10
+    {
+        return Err(CliError::Usage(format!(
+            "--write-buffer: {} is below 64KiB",
+            load::format_size(w)
+        )));
+    }
+    if a.lookups == 0 || (exp == Experiment::Ycsb && a.ops == 0) || a.range_len == 0 {
+        return Err(CliError::Usage(
+            "--lookups, --ops and --range-len must be at least 1".into(),
+        ));
+    }
+    if a.plot.is_some() && !matches!(exp, Experiment::Pareto | Experiment::Granularity) {
+        return Err(CliError::Usage(
+            "--plot draws memory versus latency: use it with --experiment pareto or granularity"
+                .into(),
+        ));
+    }
+    let sample = match a.keys.trim() {
+        "all" => None,
+        n => Some(
+            lidb_data::synthetic::parse_count(n)
+                .map_err(|e| CliError::Usage(format!("--keys: {e}")))? as usize,
+        ),
+    };
+    if sample == Some(0) {
+        return Err(CliError::Usage("--keys must be at least 1".into()));
+    }
+    let all = lidb_data::synthetic::load(&a.data, a.seed)?;
+    let available = all.len();
+    let keys = load::sample_keys(all, sample, a.seed);
+    let Some(&max_key) = keys.last() else {
+        return Err(CliError::Usage(format!("{}: no keys to load", a.data)));
+    };
+    load::check_key_size(a.key_size, max_key).map_err(usage("--key-size"))?;
+    let data = Dataset {
+        source: a.data.clone(),
+        keys,
+        key_size: a.key_size,
+        value_size,
+        seed: a.seed,
+    };
+    let granularity = match a.granularity {
+        GranularityArg::Table => Granularity::Table,
+        GranularityArg::Level => Granularity::Level,
+    };
+    let engine = Engine::resolve(
+        data.data_bytes(),
+        sst,
+        write_buffer,
+        granularity,
+        a.direct_io,
+    );
+    let cfg = Config {
+        families,
+        boundaries,
+        engine,
+        lookups: a.lookups,
+        range_len: a.range_len,
+        workload,
+        ops: a.ops,
+        db_dir: a.db.clone(),
+        progress: true,
+        data,
+    };
+    let header = config_line(&a, &cfg, exp, available);
+    let say = |line: &str| -> Result<(), CliError> {
+        if a.json {
+            eprintln!("{line}");
+            Ok(())
+        } else {
+            writeln!(std::io::stdout().lock(), "{line}").map_err(io("stdout"))
+        }
+    };
+    say(&header)?;
+    let report = lsm::run(exp, &cfg).map_err(lsm_err)?;
+    for note in &report.notes {
+        say(&format!("# note: {note}"))?;
+    }
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        let lines = report
+            .rows
+            .json_lines()
+            .map_err(|e| CliError::Usage(e.to_string()))?;
+        for line in lines {
+            writeln!(out, "{line}").map_err(io("stdout"))?;
+        }
+    } else {
+        write!(out, "{}", report.rows.table()).map_err(io("stdout"))?;
+    }
+    if let Some(path) = &a.plot {
+        let points = report.rows.plot_points().unwrap_or_default();
+        let series = lidb_bench::plot::group(&points);
+        let title = format!(
+            "{}: {} keys of {}, {}B keys, {}B values{}",
+            exp.name(),
+            cfg.data.keys.len(),
+            a.data,
+            a.key_size,
+            value_size,
+            if a.direct_io { ", direct I/O" } else { "" }
+        );
+        let svg = lidb_bench::plot::memory_latency_svg(&title, &series);
+        std::fs::write(path, svg).map_err(io(path.display().to_string()))?;
+    }
+    Ok(())
+}
+
+fn config_line(a: &LsmArgs, cfg: &Config, exp: Experiment, available: usize) -> String {
+    let reads = if a.direct_io {
+        "reads=direct I/O (OS page cache bypassed)"
+    } else {
+        "reads=buffered (may be served by the OS page cache; --direct-io for real reads)"
+    };
+    let extra = match exp {
+        Experiment::Range => format!(" range_len={}", a.range_len),
+        Experiment::Ycsb => format!(" workload={} ops={}", cfg.workload, a.ops),
+        _ => String::new(),
+    };
+    format!(
+        "# lidb bench lsm: experiment={} data={} keys={} (sampled from {available}) key_size={} \
+         value_size={} seed={} lookups={}{extra} {} load=seeded random order, batches of {}, \
+         compactions inline then flush {reads}",
+        exp.name(),
+        a.data,
+        cfg.data.keys.len(),
+        cfg.data.key_size,
+        cfg.data.value_size,
+        a.seed,
+        a.lookups,
+        cfg.engine.describe(),
+        load::BATCH_ENTRIES,
+    )
+}
