@@ -9,16 +9,20 @@ use std::path::PathBuf;
 
 use clap::Args;
 use lidb_index::Family;
-use lidb_lsm::{Db, IndexOptions, Options};
-use serde_json::json;
+use lidb_lsm::{IndexOptions, Options};
 
 use crate::error::{CliError, io};
+use crate::kv_backend::Backend;
 
 #[derive(Debug, Args)]
 pub struct KvArgs {
     /// Database directory (created if missing).
     #[arg(long)]
     db: PathBuf,
+    /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC) or
+    /// lsm+ (the same store with an LSM in place of the learned index).
+    #[arg(long, default_value = "lsm")]
+    engine: String,
     /// Index family of new tables.
     #[arg(long, default_value = "pgm")]
     index: String,
@@ -53,7 +57,7 @@ pub fn run(a: KvArgs) -> Result<(), CliError> {
         sst_size_bytes: a.sst_size,
         ..Options::default()
     };
-    let db = Db::open(&a.db, opts).map_err(CliError::Lsm)?;
+    let db = Backend::open(&a.engine, &a.db, opts).map_err(CliError::Usage)?;
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     for line in stdin.lock().lines() {
@@ -69,7 +73,7 @@ pub fn run(a: KvArgs) -> Result<(), CliError> {
 }
 
 /// Runs one command line; the answer includes its final newline.
-fn execute(db: &Db, line: &str) -> Result<String, String> {
+fn execute(db: &Backend, line: &str) -> Result<String, String> {
     let words: Vec<&str> = line.split_whitespace().collect();
     let e = |err: lidb_lsm::Error| err.to_string();
     match words.as_slice() {
@@ -95,14 +99,11 @@ fn execute(db: &Db, line: &str) -> Result<String, String> {
                 _ => return Err("usage: scan START END [LIMIT]".into()),
             };
             let (start, end) = (unescape(start)?, unescape(end)?);
-            let mut it = db.scan(&start, Some(&end)).map_err(e)?;
             let mut text = String::new();
-            let mut n = 0;
-            while it.valid() && n < limit {
-                text.push_str(&format!("{} {}\n", escape(it.key()), escape(it.value())));
-                n += 1;
-                it.next().map_err(e)?;
-            }
+            db.scan(&start, &end, limit, &mut |k, v| {
+                text.push_str(&format!("{} {}\n", escape(k), escape(v)));
+            })
+            .map_err(e)?;
             text.push_str("(end)\n");
             Ok(text)
         }
@@ -114,37 +115,15 @@ fn execute(db: &Db, line: &str) -> Result<String, String> {
             db.compact().map_err(e)?;
             Ok("OK\n".into())
         }
-        ["stats"] => Ok(format!("{}\n", stats_json(db))),
+        ["gc"] => {
+            db.gc()?;
+            Ok("OK\n".into())
+        }
+        ["stats"] => Ok(format!("{}\n", db.stats())),
         [cmd, ..] => Err(format!(
-            "unknown command or wrong arguments: \"{cmd}\" (commands: put K V, get K, del K, scan START END [LIMIT], flush, compact, stats)"
+            "unknown command or wrong arguments: \"{cmd}\" (commands: put K V, get K, del K, scan START END [LIMIT], flush, compact, gc, stats)"
         )),
     }
-}
-
-fn stats_json(db: &Db) -> serde_json::Value {
-    let s = db.stats();
-    let levels: Vec<_> = s
-        .levels
-        .iter()
-        .filter(|l| l.files > 0)
-        .map(|l| {
-            json!({"level": l.level, "files": l.files, "bytes": l.bytes, "entries": l.entries,
-                   "index_bytes": l.index_bytes})
-        })
-        .collect();
-    json!({
-        "levels": levels,
-        "memory": {"index_bytes": s.memory.index_bytes, "filter_bytes": s.memory.filter_bytes,
-                   "cache_bytes": s.memory.cache_bytes, "memtable_bytes": s.memory.memtable_bytes},
-        "lookups": s.lookups,
-        "tables_probed": s.read.tables_probed,
-        "filter_negatives": s.read.filter_negatives,
-        "data_reads": s.read.data_reads,
-        "bytes_read": s.read.bytes_read,
-        "flushes": s.compaction.flushes,
-        "compactions": s.compaction.compactions,
-        "last_sequence": s.last_sequence,
-    })
 }
 
 /// Decodes `\xNN` escapes.

@@ -6,6 +6,7 @@ mod bench_cmd;
 mod data_cmd;
 mod error;
 mod index_cmd;
+mod kv_backend;
 mod kv_cmd;
 mod size;
 
@@ -31,7 +32,7 @@ enum Command {
     #[command(subcommand)]
     Data(data_cmd::DataCommand),
     /// Serve a database over stdin/stdout, one command per line: put K V, get K, del K,
-    /// scan START END [LIMIT], flush, compact, stats.
+    /// scan START END [LIMIT], flush, compact, gc (tiered engines), stats.
     Kv(kv_cmd::KvArgs),
     /// Experiments on whole engines: `lidb bench lsm` runs the LSM papers' experiments.
     #[command(subcommand)]

@@ -10,7 +10,41 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use lidb_kv::{Store, StoreOptions};
 use lidb_lsm::{Db, Options};
+
+/// The database a child wrote, opened in this process for checking.
+enum Reopened {
+    Lsm(Db),
+    Tiered(Store),
+}
+
+impl Reopened {
+    fn open(engine: &str, dir: &std::path::Path) -> Result<Reopened, lidb_lsm::Error> {
+        if engine == "lsm" {
+            return Ok(Reopened::Lsm(Db::open(dir, Options::default())?));
+        }
+        let opts = StoreOptions {
+            auto_gc: false,
+            ..StoreOptions::default()
+        };
+        Ok(Reopened::Tiered(Store::open(dir, opts)?))
+    }
+
+    fn get(&self, k: &[u8]) -> Result<Option<Vec<u8>>, lidb_lsm::Error> {
+        match self {
+            Reopened::Lsm(db) => db.get(k),
+            Reopened::Tiered(s) => s.get(k),
+        }
+    }
+
+    fn tables(&self) -> u64 {
+        match self {
+            Reopened::Lsm(db) => db.stats().levels.iter().map(|l| l.files).sum(),
+            Reopened::Tiered(_) => 0,
+        }
+    }
+}
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -18,17 +52,31 @@ const KILLS: u64 = 6;
 
 #[test]
 fn every_acknowledged_write_survives_sigkill() {
-    let dir = std::env::temp_dir().join(format!("lidb-kv-crash-{}", std::process::id()));
+    sigkill_rounds("lsm", None);
+}
+
+/// LearnedKV with a `gc` every 150 writes: kills land inside GCs (switch, collect, tier writing,
+/// install) as well as between them.
+#[test]
+fn every_acknowledged_write_survives_sigkill_during_learnedkv_gc() {
+    sigkill_rounds("learnedkv", Some(150));
+}
+
+fn sigkill_rounds(engine: &str, gc_every: Option<u64>) {
+    let dir = std::env::temp_dir().join(format!("lidb-kv-crash-{engine}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     // The latest acknowledged value of every key, over all rounds.
     let mut acked: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut tables_seen = 0u64;
+    let mut gcs_done = 0u64;
     for round in 0..KILLS {
         let seed = 0xc0ffee + round;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
             .args([
                 "kv",
+                "--engine",
+                engine,
                 "--db",
                 dir.to_str().unwrap(),
                 "--sync",
@@ -52,6 +100,23 @@ fn every_acknowledged_write_survives_sigkill() {
             if started.elapsed() >= kill_after {
                 child.kill().unwrap();
                 break;
+            }
+            if gc_every.is_some_and(|g| n > 0 && n % g == 0) {
+                n += 1;
+                if stdin
+                    .write_all(b"gc\n")
+                    .and_then(|()| stdin.flush())
+                    .is_err()
+                {
+                    break;
+                }
+                line.clear();
+                match stdout.read_line(&mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => assert_eq!(line.trim_end(), "OK", "round {round}: gc said {line:?}"),
+                }
+                gcs_done += 1;
+                continue;
             }
             let key = format!("k{:05}", rng.gen_range(0..3000u32));
             let (cmd, val) = if rng.gen_bool(0.85) {
@@ -84,7 +149,7 @@ fn every_acknowledged_write_survives_sigkill() {
             }
         }
         let _ = child.wait();
-        let db = Db::open(&dir, Options::default())
+        let db = Reopened::open(engine, &dir)
             .unwrap_or_else(|e| panic!("round {round} (seed {seed}): reopen: {e}"));
         for (k, v) in &acked {
             let got = db
@@ -113,13 +178,17 @@ fn every_acknowledged_write_survives_sigkill() {
             );
             acked.insert(k, got);
         }
-        tables_seen = tables_seen.max(db.stats().levels.iter().map(|l| l.files).sum());
+        tables_seen = tables_seen.max(db.tables());
         drop(db);
     }
-    assert!(
-        tables_seen > 0,
-        "no table was ever written: the kills never met a flush"
-    );
+    if engine == "lsm" {
+        assert!(
+            tables_seen > 0,
+            "no table was ever written: the kills never met a flush"
+        );
+    } else {
+        assert!(gcs_done > 0, "no GC ran: the kills never met one");
+    }
     assert!(
         acked.len() > 100,
         "too few writes were acknowledged to test anything: {}",

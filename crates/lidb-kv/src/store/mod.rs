@@ -214,6 +214,11 @@ impl Store {
         write::flush(&self.shared)
     }
 
+    /// Compacts the active LSM (the tier is rebuilt only by GC).
+    pub fn compact(&self) -> Result<()> {
+        self.shared.current().active.db().compact()
+    }
+
     pub fn stats(&self) -> StoreStats {
         let c = &self.shared.counters;
         StoreStats {

@@ -1,0 +1,171 @@
+//! The engines `lidb kv` serves: the LSM engine, or the tiered store (LearnedKV, or lsm+).
+
+use lidb_index::{Family, Params};
+use lidb_kv::{Store, StoreOptions, TierKind};
+use lidb_lsm::{Db, Options};
+use serde_json::{Value, json};
+
+/// An open engine behind the line protocol.
+pub enum Backend {
+    Lsm(Db),
+    Tiered(Store),
+}
+
+type R<T> = Result<T, lidb_lsm::Error>;
+
+impl Backend {
+    /// Opens `engine` ("lsm", "learnedkv" or "lsm+") in `dir` with LSM options `lsm`.
+    pub fn open(engine: &str, dir: &std::path::Path, lsm: Options) -> Result<Backend, String> {
+        let tiered = |tier| {
+            let opts = StoreOptions {
+                sync: lsm.sync,
+                direct_io: lsm.direct_io,
+                lsm: lsm.clone(),
+                tier,
+                ..StoreOptions::default()
+            };
+            Store::open(dir, opts)
+                .map(Backend::Tiered)
+                .map_err(|e| e.to_string())
+        };
+        match engine {
+            "lsm" => Db::open(dir, lsm.clone())
+                .map(Backend::Lsm)
+                .map_err(|e| e.to_string()),
+            "learnedkv" => tiered(TierKind::Learned {
+                family: Family::Plr,
+                page_boundary: 4,
+                params: Params::new(4),
+            }),
+            "lsm+" => tiered(TierKind::Lsm),
+            other => Err(format!(
+                "unknown engine \"{other}\" (known: lsm, learnedkv, lsm+)"
+            )),
+        }
+    }
+
+    pub fn put(&self, k: &[u8], v: &[u8]) -> R<()> {
+        match self {
+            Backend::Lsm(db) => db.put(k, v),
+            Backend::Tiered(s) => s.put(k, v),
+        }
+    }
+
+    pub fn get(&self, k: &[u8]) -> R<Option<Vec<u8>>> {
+        match self {
+            Backend::Lsm(db) => db.get(k),
+            Backend::Tiered(s) => s.get(k),
+        }
+    }
+
+    pub fn delete(&self, k: &[u8]) -> R<()> {
+        match self {
+            Backend::Lsm(db) => db.delete(k),
+            Backend::Tiered(s) => s.delete(k),
+        }
+    }
+
+    /// Calls `each` for up to `limit` entries in `[start, end)`.
+    pub fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        limit: usize,
+        each: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> R<()> {
+        let mut n = 0;
+        match self {
+            Backend::Lsm(db) => {
+                let mut it = db.scan(start, Some(end))?;
+                while it.valid() && n < limit {
+                    each(it.key(), it.value());
+                    n += 1;
+                    it.next()?;
+                }
+            }
+            Backend::Tiered(s) => {
+                let mut it = s.scan(start, Some(end))?;
+                while it.valid() && n < limit {
+                    each(it.key(), it.value());
+                    n += 1;
+                    it.next()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn flush(&self) -> R<()> {
+        match self {
+            Backend::Lsm(db) => db.flush(),
+            Backend::Tiered(s) => s.flush(),
+        }
+    }
+
+    pub fn compact(&self) -> R<()> {
+        match self {
+            Backend::Lsm(db) => db.compact(),
+            Backend::Tiered(s) => s.compact(),
+        }
+    }
+
+    /// Runs a GC and returns when it is installed (tiered engines only).
+    pub fn gc(&self) -> Result<(), String> {
+        match self {
+            Backend::Lsm(_) => {
+                Err("gc is a command of the tiered engines (learnedkv, lsm+)".into())
+            }
+            Backend::Tiered(s) => s.gc().map_err(|e| e.to_string()),
+        }
+    }
+
+    pub fn stats(&self) -> Value {
+        match self {
+            Backend::Lsm(db) => lsm_stats(db),
+            Backend::Tiered(s) => {
+                let st = s.stats();
+                let sp = s.space();
+                json!({
+                    "reads_from_lsm": st.reads_from_lsm, "reads_from_tier": st.reads_from_tier,
+                    "reads_missed": st.reads_missed, "lsm_skipped": st.lsm_skipped, "gcs": st.gcs,
+                    "live_bytes_estimate": st.live_bytes_estimate,
+                    "lsm_bytes": sp.lsm_bytes, "key_list_bytes": sp.key_list_bytes,
+                    "model_bytes": sp.model_bytes, "vlog_bytes": sp.vlog_bytes,
+                })
+            }
+        }
+    }
+
+    pub fn close(self) -> R<()> {
+        match self {
+            Backend::Lsm(db) => db.close(),
+            Backend::Tiered(s) => s.close(),
+        }
+    }
+}
+
+fn lsm_stats(db: &Db) -> Value {
+    let s = db.stats();
+    let levels: Vec<_> = s
+        .levels
+        .iter()
+        .filter(|l| l.files > 0)
+        .map(|l| {
+            json!({"level": l.level, "files": l.files, "bytes": l.bytes, "entries": l.entries,
+                   "index_bytes": l.index_bytes})
+        })
+        .collect();
+    json!({
+        "levels": levels,
+        "memory": {"index_bytes": s.memory.index_bytes, "filter_bytes": s.memory.filter_bytes,
+                   "cache_bytes": s.memory.cache_bytes, "memtable_bytes": s.memory.memtable_bytes},
+        "lookups": s.lookups,
+        "tables_probed": s.read.tables_probed,
+        "filter_negatives": s.read.filter_negatives,
+        "data_reads": s.read.data_reads,
+        "bytes_read": s.read.bytes_read,
+        "flushes": s.compaction.flushes,
+        "compactions": s.compaction.compactions,
+        "last_sequence": s.last_sequence,
+    })
+}
