@@ -101,7 +101,7 @@ fn sigkill_rounds(engine: &str, gc_every: Option<u64>) {
                 child.kill().unwrap();
                 break;
             }
-            if gc_every.is_some_and(|g| n > 0 && n % g == 0) {
+            if gc_every.is_some_and(|g| n > 0 && n.is_multiple_of(g)) {
                 n += 1;
                 if stdin
                     .write_all(b"gc\n")
