@@ -127,6 +127,7 @@ pub fn open(name: &str, cfg: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
         "lsm+" => Ok(Box::new(lidb::TieredEngine::open(cfg, false)?)),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Ok(Box::new(rocks::RocksEngine::open(cfg)?)),
+        #[cfg(not(feature = "rocksdb"))]
         "rocksdb" => Err(EngineError(
             "engine rocksdb is not built in: build with --features rocksdb (see README)".into(),
         )),

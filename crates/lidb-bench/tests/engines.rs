@@ -1,0 +1,89 @@
+//! The conformance harness of the benchmark engine trait: every engine `engines::names()` offers
+//! (rocksdb too when built with `--features rocksdb`) runs the same random puts, overwrites,
+//! deletes, gets, scans, GCs and reopens, checked against a BTreeMap.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+
+use lidb_bench::engines::{self, EngineConfig};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn config(dir: std::path::PathBuf) -> EngineConfig {
+    EngineConfig {
+        memtable_bytes: 64 * 1024,
+        block_cache_bytes: 256 * 1024,
+        ..EngineConfig::new(dir)
+    }
+}
+
+#[test]
+fn every_engine_matches_a_btreemap() {
+    for name in engines::names() {
+        let dir = std::env::temp_dir().join(format!("lidb-engines-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut engine = engines::open(name, &config(dir.clone())).unwrap();
+        let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        for step in 0..6_000 {
+            let ctx = format!("engine {name} step {step}");
+            let k = format!("key{:05}", rng.gen_range(0..1500u32)).into_bytes();
+            match rng.gen_range(0..100) {
+                0..=49 => {
+                    let v = vec![(step % 253) as u8; rng.gen_range(1..400)];
+                    engine.put(&k, &v).unwrap();
+                    model.insert(k, v);
+                }
+                50..=59 => {
+                    engine.delete(&k).unwrap();
+                    model.remove(&k);
+                }
+                60..=89 => assert_eq!(engine.get(&k).unwrap().as_ref(), model.get(&k), "{ctx}"),
+                90..=95 => {
+                    let mut got = Vec::new();
+                    engine
+                        .scan(&k, None, 20, &mut |kk, vv| {
+                            got.push((kk.to_vec(), vv.to_vec()))
+                        })
+                        .unwrap();
+                    let want: Vec<_> = model
+                        .range(k.clone()..)
+                        .take(20)
+                        .map(|(a, b)| (a.clone(), b.clone()))
+                        .collect();
+                    assert!(got == want, "{ctx}: scan from {k:?}");
+                }
+                96..=98 => engine.gc().unwrap(),
+                _ => {
+                    drop(engine);
+                    engine = engines::open(name, &config(dir.clone())).unwrap();
+                }
+            }
+        }
+        for (k, v) in &model {
+            assert_eq!(
+                engine.get(k).unwrap().as_ref(),
+                Some(v),
+                "engine {name}: final {k:?}"
+            );
+        }
+        drop(engine);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn unknown_and_missing_engines_are_one_line_errors() {
+    let dir = std::env::temp_dir().join("lidb-engines-none");
+    let e = engines::open("btree", &config(dir.clone()))
+        .err()
+        .map(|e| e.to_string());
+    assert!(e.is_some_and(|m| m.contains("unknown engine") && !m.contains('\n')));
+    if !cfg!(feature = "rocksdb") {
+        let e = engines::open("rocksdb", &config(dir))
+            .err()
+            .map(|e| e.to_string());
+        assert!(e.is_some_and(|m| m.contains("--features rocksdb")));
+    }
+}
