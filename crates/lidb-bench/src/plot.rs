@@ -117,8 +117,8 @@ pub fn memory_latency_svg(title: &str, series: &[Series]) -> String {
         r#"<?xml version="1.0" encoding="UTF-8"?>
 <svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">
 <rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>
-<text x="{}" y="25" text-anchor="middle" font-size="15">{}</text>"#,
-        LEFT + pw / 2.0,
+<text x="{}" y="25" text-anchor="middle" font-size="13">{}</text>"#,
+        WIDTH / 2.0,
         escape(title)
     );
     // Axes, grid and ticks.

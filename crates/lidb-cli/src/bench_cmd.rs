@@ -307,7 +307,9 @@ fn lsm_bench(a: LsmArgs) -> Result<(), CliError> {
             "{}: {} keys of {}, {}B keys, {}B values{}",
             exp.name(),
             cfg.data.keys.len(),
-            a.data,
+            std::path::Path::new(&a.data)
+                .file_name()
+                .map_or(a.data.as_str(), |n| n.to_str().unwrap_or(&a.data)),
             a.key_size,
             value_size,
             if a.direct_io { ", direct I/O" } else { "" }
