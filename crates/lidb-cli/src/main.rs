@@ -7,6 +7,7 @@ mod data_cmd;
 mod error;
 mod index_cmd;
 mod kv_cmd;
+mod kvbench_cmd;
 mod size;
 
 use std::process::ExitCode;
