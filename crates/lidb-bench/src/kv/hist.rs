@@ -89,6 +89,11 @@ impl Histogram {
         self.count
     }
 
+    /// Sum of all values recorded.
+    pub fn sum_ns(&self) -> f64 {
+        self.sum_ns as f64
+    }
+
     pub fn mean_ns(&self) -> f64 {
         if self.count == 0 {
             return 0.0;

@@ -12,7 +12,9 @@
 //!    that the value belongs to the key (records.rs), whatever version it holds.
 //! 3. Workloads without writes (C) run `engine.gc()` after P0, for every engine alike, as the
 //!    paper does: nothing else would build LearnedKV's tier. Otherwise GC runs by itself.
-//! 4. kops_per_s of an operation type is its count over the phase's wall time (all workers).
+//! 4. kops_per_s of an operation type is its count over the time the workers spent in it (sum of
+//!    its latencies / threads), as the paper's separate read and write throughputs of one mixed
+//!    phase; kops_per_s of "all" is the phase's count over its wall time.
 
 use std::time::Instant;
 
@@ -54,6 +56,7 @@ pub struct YcsbRow {
     /// "read", "update", "insert", "scan", "rmw" or "all".
     pub op: String,
     pub ops: u64,
+    /// Op types: ops over the time the workers spent in them; "all": ops over the wall time.
     pub kops_per_s: f64,
     pub p50_us: f64,
     pub p99_us: f64,
@@ -165,11 +168,16 @@ pub fn run(cfg: &Config) -> Result<Report, Error> {
 
 /// The last phase's read and write throughput of each engine over the first engine's.
 fn ratio_notes(cfg: &Config, rows: &[YcsbRow]) -> Vec<String> {
+    // Combined throughput of several op types: their ops over their summed busy time.
     let kops = |engine: &str, ops: &[&str]| -> f64 {
-        rows.iter()
+        let (count, busy) = rows
+            .iter()
             .filter(|r| r.engine == engine && r.phase == cfg.phases && ops.contains(&r.op.as_str()))
-            .map(|r| r.kops_per_s)
-            .sum()
+            .filter(|r| r.kops_per_s > 0.0)
+            .fold((0.0, 0.0), |(c, b), r| {
+                (c + r.ops as f64, b + r.ops as f64 / r.kops_per_s)
+            });
+        if busy > 0.0 { count / busy } else { 0.0 }
     };
     let Some(base) = cfg.common.engines.first() else {
         return Vec::new();
@@ -184,7 +192,7 @@ fn ratio_notes(cfg: &Config, rows: &[YcsbRow]) -> Vec<String> {
     let (br, bw, ba) = figures(base);
     let mut out = vec![format!(
         "ratios in phase {} against {base} (same run; reads = read+scan, writes = \
-         update+insert+rmw kops/s): {base} read {br:.1} write {bw:.1} all {ba:.1} kops/s",
+         update+insert+rmw; kops/s of an op type = its ops over the time spent in it): {base} read {br:.1} write {bw:.1} all {ba:.1} kops/s",
         cfg.phases
     )];
     for e in cfg.common.engines.iter().skip(1) {
@@ -210,7 +218,7 @@ fn run_engine(cfg: &Config, engine: &dyn Engine, read_only: bool) -> Result<Vec<
 
     let c = &cfg.common;
     let (hists, wall_s) = load(engine, &c.records, cfg.record_count, c.progress)?;
-    rows.extend(phase_rows(name, 0, &hists, wall_s, engine, &mut split));
+    rows.extend(phase_rows(name, 0, &hists, (wall_s, 1), engine, &mut split));
     if read_only {
         engine.gc()?;
         split = engine.read_split();
@@ -271,7 +279,14 @@ fn run_engine(cfg: &Config, engine: &dyn Engine, read_only: bool) -> Result<Vec<
                 all.merge(h);
             }
         }
-        rows.extend(phase_rows(name, phase, &hists, wall_s, engine, &mut split));
+        rows.extend(phase_rows(
+            name,
+            phase,
+            &hists,
+            (wall_s, cfg.threads),
+            engine,
+            &mut split,
+        ));
     }
     Ok(rows)
 }
@@ -310,12 +325,13 @@ pub(super) fn load(
     Ok((hists, wall_s))
 }
 
-/// Rows of one phase: each op type that ran, then "all".
+/// Rows of one phase: each op type that ran, then "all" (`time` is the phase's wall time and
+/// its number of workers).
 fn phase_rows(
     engine_name: &str,
     phase: u32,
     hists: &Hists,
-    wall_s: f64,
+    time: (f64, u32),
     engine: &dyn Engine,
     split: &mut ReadSplit,
 ) -> Vec<YcsbRow> {
@@ -324,13 +340,18 @@ fn phase_rows(
     let reads_lsm = now.from_lsm.saturating_sub(split.from_lsm);
     let reads_tier = now.from_tier.saturating_sub(split.from_tier);
     *split = now;
-    let wall_s = wall_s.max(1e-9);
+    let wall_s = time.0.max(1e-9);
     let row = |op: &str, h: &Histogram| YcsbRow {
         engine: engine_name.to_string(),
         phase,
         op: op.to_string(),
         ops: h.count(),
-        kops_per_s: h.count() as f64 / wall_s / 1e3,
+        kops_per_s: if op == "all" {
+            h.count() as f64 / wall_s / 1e3
+        } else {
+            let busy_s = h.sum_ns() / 1e9 / f64::from(time.1.max(1));
+            h.count() as f64 / busy_s.max(1e-9) / 1e3
+        },
         p50_us: h.percentile_us(50.0),
         p99_us: h.percentile_us(99.0),
         p999_us: h.percentile_us(99.9),
