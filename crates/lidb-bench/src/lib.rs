@@ -6,6 +6,7 @@
 
 pub mod engines;
 pub mod index_bench;
+pub mod kv;
 pub mod lsm;
 pub mod plot;
 pub mod progress;

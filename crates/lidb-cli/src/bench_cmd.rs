@@ -24,6 +24,20 @@ pub enum BenchCommand {
     /// "boundary". Configurations of one table size share one load and switch indexes with
     /// Db::reindex.
     Lsm(LsmArgs),
+    /// The LearnedKV paper's phases over engines (lsm, learnedkv, lsm+, rocksdb): P0 loads
+    /// --records, each later phase runs --ops-per-phase operations of a YCSB workload.
+    ///
+    /// JSON rows: engine, phase, op ("read", "update", "insert", "scan", "rmw" or "all"), ops,
+    /// kops_per_s, p50_us, p99_us, p999_us, and the engine at the end of the phase: lsm_bytes,
+    /// key_list_bytes, model_bytes, vlog_bytes (Table 1), reads_lsm, reads_tier (point reads
+    /// each part answered during the phase). Every read's value is checked.
+    Ycsb(crate::kvbench_cmd::YcsbArgs),
+    /// The LearnedKV paper's range scans (Experiment 6): load, gc(), --scans scans of about
+    /// --scan-bytes each, then again after N/2 and after N updates.
+    ///
+    /// JSON rows: engine, phase ("no_updates", "updates_0.5N", "updates_N"), scans,
+    /// scans_per_s, mb_per_s, entries_per_scan.
+    Scan(crate::kvbench_cmd::ScanArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -126,6 +140,8 @@ pub struct LsmArgs {
 pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
     match cmd {
         BenchCommand::Lsm(a) => lsm_bench(a),
+        BenchCommand::Ycsb(a) => crate::kvbench_cmd::ycsb(a),
+        BenchCommand::Scan(a) => crate::kvbench_cmd::scan(a),
     }
 }
 

@@ -8,6 +8,7 @@ mod error;
 mod index_cmd;
 mod kv_backend;
 mod kv_cmd;
+mod kvbench_cmd;
 mod size;
 
 use std::process::ExitCode;

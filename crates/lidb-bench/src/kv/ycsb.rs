@@ -1,0 +1,541 @@
+//! `lidb bench ycsb`: the LearnedKV paper's phases (section 5, Experiment 1 and Tables 1-5) on
+//! every engine named. P0 loads the records; P1..Pn each run `ops_per_phase` operations of a
+//! YCSB workload split over `threads` workers.
+//!
+//! Runs on the calling thread; phases fan out to scoped worker threads that share the engine.
+//! Invariants:
+//! 1. Worker t owns one `lidb_data::Generator` seeded `seed + t` for the whole run, so phases
+//!    continue one stream. Its record r is record r below the loaded count, else the global
+//!    record `loaded + (r - loaded) * threads + t`: inserts of different workers never collide,
+//!    and a worker only addresses records it (or the load) inserted.
+//! 2. Updates and read-modify-writes write a new version of the record's value; every read checks
+//!    that the value belongs to the key (records.rs), whatever version it holds.
+//! 3. Workloads without writes (C) run `engine.gc()` after P0, for every engine alike, as the
+//!    paper does: nothing else would build LearnedKV's tier. Otherwise GC runs by itself.
+//! 4. kops_per_s of an operation type is its count over the time the workers spent in it (sum of
+//!    its latencies / threads), as the paper's separate read and write throughputs of one mixed
+//!    phase; kops_per_s of "all" is the phase's count over its wall time.
+
+use std::time::Instant;
+
+use indicatif::ProgressBar;
+use lidb_data::{Generator, Op, RequestDistribution, Workload};
+use serde::Serialize;
+
+use super::hist::Histogram;
+use super::{Common, Error, Records, RunDir, describe_engine, ratio};
+use crate::engines::{self, Engine, ReadSplit, Space};
+use crate::progress;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub common: Common,
+    pub workload: Workload,
+    /// None: the workload's default.
+    pub distribution: Option<RequestDistribution>,
+    /// Records loaded in P0.
+    pub record_count: u64,
+    pub ops_per_phase: u64,
+    /// Phases after the load.
+    pub phases: u32,
+    pub threads: u32,
+}
+
+/// Operation types, in row order; index = slot of the per-type histograms.
+pub const OPS: [&str; 5] = ["read", "update", "insert", "scan", "rmw"];
+const INSERT: usize = 2;
+
+/// One (engine, phase, op) of a run. JSON names. The space and read-split columns are those of
+/// the engine at the end of the phase (reads: served during the phase), repeated on each op row.
+#[derive(Debug, Clone, Serialize)]
+pub struct YcsbRow {
+    pub engine: String,
+    /// 0 is the load.
+    pub phase: u32,
+    /// "read", "update", "insert", "scan", "rmw" or "all".
+    pub op: String,
+    pub ops: u64,
+    /// Op types: ops over the time the workers spent in them; "all": ops over the wall time.
+    pub kops_per_s: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    /// The paper's Table 1: bytes of the LSM, the learned tier's key list and models, the vlog.
+    pub lsm_bytes: u64,
+    pub key_list_bytes: u64,
+    pub model_bytes: u64,
+    pub vlog_bytes: u64,
+    /// Point reads the LSM answered during the phase, and the tier (0 for lsm and rocksdb).
+    pub reads_lsm: u64,
+    pub reads_tier: u64,
+}
+
+/// Rows and notes on how the run went.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub rows: Vec<YcsbRow>,
+    pub notes: Vec<String>,
+}
+
+impl Config {
+    /// The configuration line: everything the run depends on.
+    pub fn describe(&self) -> String {
+        let c = &self.common;
+        let dist = match self
+            .distribution
+            .unwrap_or(self.workload.default_distribution())
+        {
+            RequestDistribution::Uniform => "uniform".to_string(),
+            RequestDistribution::Zipfian { theta } => format!("zipfian:{theta}"),
+            RequestDistribution::Latest => "latest".to_string(),
+        };
+        format!(
+            "# lidb bench ycsb: engines={} workload={} distribution={dist} records={} \
+             ops_per_phase={} phases={} threads={} keys={} key_size={} value_size={} seed={} \
+             (worker t seeded seed+t) {}",
+            c.engines.join(","),
+            self.workload,
+            self.record_count,
+            self.ops_per_phase,
+            self.phases,
+            self.threads,
+            c.key_source,
+            c.records.key_size,
+            c.records.value_size,
+            c.seed,
+            describe_engine(&c.engine),
+        )
+    }
+}
+
+/// Runs every engine of `cfg` in turn.
+pub fn run(cfg: &Config) -> Result<Report, Error> {
+    cfg.common.check_engines()?;
+    if cfg.record_count == 0 || cfg.ops_per_phase == 0 || cfg.threads == 0 {
+        return Err(Error::Invalid(
+            "--records, --ops-per-phase and --threads must be at least 1".into(),
+        ));
+    }
+    if let Some(cap) = cfg.common.records.capacity()
+        && cap < cfg.record_count
+    {
+        return Err(Error::Invalid(format!(
+            "--records {} is more than the dataset's {cap} distinct keys",
+            cfg.record_count
+        )));
+    }
+    let run_dir = RunDir::new(&cfg.common.dir, cfg.common.keep)?;
+    let mut notes = vec![format!(
+        "engine directories under {}",
+        run_dir.root().display()
+    )];
+    let mix = cfg.workload.mix();
+    let read_only = mix.update + mix.insert + mix.read_modify_write == 0.0;
+    if read_only {
+        notes.push(format!(
+            "workload {} has no writes: every engine runs gc() after P0 (as the paper), so \
+             learnedkv's tier is built before P1",
+            cfg.workload
+        ));
+    } else {
+        notes.push(
+            "GC runs by itself in learnedkv and lsm+ (over-provisioning trigger); the engine \
+             trait does not count GCs: key_list_bytes > 0 shows learnedkv built its tier"
+                .into(),
+        );
+    }
+    let mut rows = Vec::new();
+    for name in &cfg.common.engines {
+        let dir = run_dir.engine_dir(name);
+        let ecfg = engines::EngineConfig {
+            dir: dir.clone(),
+            ..cfg.common.engine.clone()
+        };
+        let engine = engines::open(name, &ecfg)?;
+        let started = Instant::now();
+        rows.extend(run_engine(cfg, engine.as_ref(), read_only)?);
+        drop(engine);
+        notes.push(format!(
+            "{name}: all phases in {:.1} s",
+            started.elapsed().as_secs_f64()
+        ));
+        run_dir.release(&dir)?;
+    }
+    notes.extend(ratio_notes(cfg, &rows));
+    Ok(Report { rows, notes })
+}
+
+/// The last phase's read and write throughput of each engine over the first engine's.
+fn ratio_notes(cfg: &Config, rows: &[YcsbRow]) -> Vec<String> {
+    // Combined throughput of several op types: their ops over their summed busy time.
+    let kops = |engine: &str, ops: &[&str]| -> f64 {
+        let (count, busy) = rows
+            .iter()
+            .filter(|r| r.engine == engine && r.phase == cfg.phases && ops.contains(&r.op.as_str()))
+            .filter(|r| r.kops_per_s > 0.0)
+            .fold((0.0, 0.0), |(c, b), r| {
+                (c + r.ops as f64, b + r.ops as f64 / r.kops_per_s)
+            });
+        if busy > 0.0 { count / busy } else { 0.0 }
+    };
+    let Some(base) = cfg.common.engines.first() else {
+        return Vec::new();
+    };
+    let figures = |e: &str| {
+        (
+            kops(e, &["read", "scan"]),
+            kops(e, &["update", "insert", "rmw"]),
+            kops(e, &["all"]),
+        )
+    };
+    let (br, bw, ba) = figures(base);
+    let mut out = vec![format!(
+        "ratios in phase {} against {base} (same run; reads = read+scan, writes = \
+         update+insert+rmw; kops/s of an op type = its ops over the time spent in it): {base} read {br:.1} write {bw:.1} all {ba:.1} kops/s",
+        cfg.phases
+    )];
+    for e in cfg.common.engines.iter().skip(1) {
+        let (r, w, a) = figures(e);
+        out.push(format!(
+            "ratio {e}/{base} phase {}: read {} write {} all {}",
+            cfg.phases,
+            ratio(r, br),
+            ratio(w, bw),
+            ratio(a, ba)
+        ));
+    }
+    out
+}
+
+/// Per-type histograms of one worker or phase.
+pub(super) type Hists = [Histogram; 5];
+
+fn run_engine(cfg: &Config, engine: &dyn Engine, read_only: bool) -> Result<Vec<YcsbRow>, Error> {
+    let name = engine.name();
+    let mut rows = Vec::new();
+    let mut split = engine.read_split();
+
+    let c = &cfg.common;
+    let (hists, wall_s) = load(engine, &c.records, cfg.record_count, c.progress)?;
+    rows.extend(phase_rows(name, 0, &hists, (wall_s, 1), engine, &mut split));
+    if read_only {
+        engine.gc()?;
+        split = engine.read_split();
+    }
+
+    let threads = u64::from(cfg.threads);
+    let mut generators = (0..threads)
+        .map(|t| {
+            Generator::new(
+                cfg.workload,
+                cfg.record_count,
+                cfg.distribution,
+                cfg.common.seed.wrapping_add(t),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for phase in 1..=cfg.phases {
+        let bar = cfg
+            .common
+            .progress
+            .then(|| progress::bar(cfg.ops_per_phase, &format!("{name} P{phase}")));
+        let started = Instant::now();
+        let results: Vec<Result<Hists, Error>> = std::thread::scope(|s| {
+            let handles: Vec<_> = generators
+                .iter_mut()
+                .enumerate()
+                .map(|(t, generator)| {
+                    let t = t as u64;
+                    let share =
+                        cfg.ops_per_phase / threads + u64::from(t < cfg.ops_per_phase % threads);
+                    let worker = Worker {
+                        engine,
+                        records: &cfg.common.records,
+                        loaded: cfg.record_count,
+                        thread: t,
+                        threads,
+                        version_base: (u64::from(phase) << 56) | (t << 48),
+                        bar: bar.as_ref(),
+                    };
+                    s.spawn(move || worker.run(generator, share))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Error::Invalid("a worker thread panicked".into())))
+                })
+                .collect()
+        });
+        let wall_s = started.elapsed().as_secs_f64();
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        let mut hists: Hists = Default::default();
+        for r in results {
+            for (all, h) in hists.iter_mut().zip(r?.iter()) {
+                all.merge(h);
+            }
+        }
+        rows.extend(phase_rows(
+            name,
+            phase,
+            &hists,
+            (wall_s, cfg.threads),
+            engine,
+            &mut split,
+        ));
+    }
+    Ok(rows)
+}
+
+/// P0: records `0..count` in record order (hashed or permuted keys), version 0, one thread.
+/// Returns the puts' latencies (slot "insert") and the wall time.
+pub(super) fn load(
+    engine: &dyn Engine,
+    records: &Records,
+    count: u64,
+    show: bool,
+) -> Result<(Hists, f64), Error> {
+    let bar = show.then(|| progress::bar(count, &format!("{} P0 load", engine.name())));
+    let mut hists: Hists = Default::default();
+    let (mut k, mut v) = (Vec::new(), Vec::new());
+    let started = Instant::now();
+    for r in 0..count {
+        let key = records.key(r)?;
+        records.render(key, &mut k);
+        records.value(key, 0, &mut v);
+        let t = Instant::now();
+        engine.put(&k, &v)?;
+        if let Some(h) = hists.get_mut(INSERT) {
+            h.record(t.elapsed().as_nanos() as u64);
+        }
+        if let Some(bar) = &bar
+            && r % 1024 == 0
+        {
+            bar.set_position(r);
+        }
+    }
+    let wall_s = started.elapsed().as_secs_f64();
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok((hists, wall_s))
+}
+
+/// Rows of one phase: each op type that ran, then "all" (`time` is the phase's wall time and
+/// its number of workers).
+fn phase_rows(
+    engine_name: &str,
+    phase: u32,
+    hists: &Hists,
+    time: (f64, u32),
+    engine: &dyn Engine,
+    split: &mut ReadSplit,
+) -> Vec<YcsbRow> {
+    let space: Space = engine.space();
+    let now = engine.read_split();
+    let reads_lsm = now.from_lsm.saturating_sub(split.from_lsm);
+    let reads_tier = now.from_tier.saturating_sub(split.from_tier);
+    *split = now;
+    let wall_s = time.0.max(1e-9);
+    let row = |op: &str, h: &Histogram| YcsbRow {
+        engine: engine_name.to_string(),
+        phase,
+        op: op.to_string(),
+        ops: h.count(),
+        kops_per_s: if op == "all" {
+            h.count() as f64 / wall_s / 1e3
+        } else {
+            let busy_s = h.sum_ns() / 1e9 / f64::from(time.1.max(1));
+            h.count() as f64 / busy_s.max(1e-9) / 1e3
+        },
+        p50_us: h.percentile_us(50.0),
+        p99_us: h.percentile_us(99.0),
+        p999_us: h.percentile_us(99.9),
+        lsm_bytes: space.lsm_bytes,
+        key_list_bytes: space.key_list_bytes,
+        model_bytes: space.model_bytes,
+        vlog_bytes: space.vlog_bytes,
+        reads_lsm,
+        reads_tier,
+    };
+    let mut all = Histogram::new();
+    let mut rows = Vec::new();
+    for (op, h) in OPS.iter().zip(hists) {
+        if h.count() > 0 {
+            rows.push(row(op, h));
+            all.merge(h);
+        }
+    }
+    rows.push(row("all", &all));
+    rows
+}
+
+/// One worker thread of a phase.
+struct Worker<'a> {
+    engine: &'a dyn Engine,
+    records: &'a Records,
+    loaded: u64,
+    thread: u64,
+    threads: u64,
+    /// Versions written are `version_base + n`.
+    version_base: u64,
+    bar: Option<&'a ProgressBar>,
+}
+
+impl Worker<'_> {
+    /// The global record of the generator's record `r` (invariant 1).
+    fn global(&self, r: u64) -> u64 {
+        if r < self.loaded {
+            r
+        } else {
+            self.loaded + (r - self.loaded) * self.threads + self.thread
+        }
+    }
+
+    fn run(&self, generator: &mut Generator, ops: u64) -> Result<Hists, Error> {
+        let mut hists: Hists = Default::default();
+        let (mut k, mut v, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+        let mut version = self.version_base;
+        for i in 0..ops {
+            let op = generator.next_op();
+            let (slot, r) = match op {
+                Op::Read(r) => (0, r),
+                Op::Update(r) => (1, r),
+                Op::Insert(r) => (INSERT, r),
+                Op::Scan { start, .. } => (3, start),
+                Op::ReadModifyWrite(r) => (4, r),
+            };
+            let key = self.records.key(self.global(r))?;
+            self.records.render(key, &mut k);
+            if matches!(op, Op::Update(_) | Op::Insert(_) | Op::ReadModifyWrite(_)) {
+                version += 1;
+                self.records.value(key, version, &mut v);
+            }
+            let t = Instant::now();
+            match op {
+                Op::Read(_) => {
+                    let got = self.engine.get(&k)?;
+                    self.check(key, got.as_deref(), &mut scratch)?;
+                }
+                Op::Update(_) | Op::Insert(_) => self.engine.put(&k, &v)?,
+                Op::Scan { len, .. } => self.scan(&k, len as usize, &mut scratch)?,
+                Op::ReadModifyWrite(_) => {
+                    let got = self.engine.get(&k)?;
+                    self.check(key, got.as_deref(), &mut scratch)?;
+                    self.engine.put(&k, &v)?;
+                }
+            }
+            if let Some(h) = hists.get_mut(slot) {
+                h.record(t.elapsed().as_nanos() as u64);
+            }
+            if let Some(bar) = self.bar
+                && i % 1024 == 1023
+            {
+                bar.inc(1024);
+            }
+        }
+        Ok(hists)
+    }
+
+    fn check(&self, key: u64, got: Option<&[u8]>, scratch: &mut Vec<u8>) -> Result<(), Error> {
+        let detail = match got {
+            None => "the key was not found".to_string(),
+            Some(v) => match self.records.check_value(key, v, scratch) {
+                Ok(()) => return Ok(()),
+                Err(d) => d,
+            },
+        };
+        Err(Error::WrongValue {
+            engine: self.engine.name().to_string(),
+            key,
+            detail,
+        })
+    }
+
+    /// Up to `len` entries from `start`, each checked.
+    fn scan(&self, start: &[u8], len: usize, scratch: &mut Vec<u8>) -> Result<(), Error> {
+        let mut wrong: Option<Error> = None;
+        self.engine.scan(start, None, len, &mut |k, v| {
+            if wrong.is_some() {
+                return;
+            }
+            let Some(key) = self.records.parse(k) else {
+                wrong = Some(Error::WrongValue {
+                    engine: self.engine.name().to_string(),
+                    key: 0,
+                    detail: format!("a scan returned a key of {} bytes not ours", k.len()),
+                });
+                return;
+            };
+            if let Err(e) = self.check(key, Some(v), scratch) {
+                wrong = Some(e);
+            }
+        })?;
+        wrong.map_or(Ok(()), Err)
+    }
+}
+
+impl Report {
+    /// The rows for people: throughput and latency per (engine, phase, op), then Table 1's space
+    /// split and the read split per (engine, phase).
+    pub fn table(&self) -> String {
+        let ops: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .map(|r| {
+                vec![
+                    r.engine.clone(),
+                    format!("P{}", r.phase),
+                    r.op.clone(),
+                    r.ops.to_string(),
+                    format!("{:.1}", r.kops_per_s),
+                    format!("{:.1}", r.p50_us),
+                    format!("{:.1}", r.p99_us),
+                    format!("{:.1}", r.p999_us),
+                ]
+            })
+            .collect();
+        let space: Vec<Vec<String>> = self
+            .rows
+            .iter()
+            .filter(|r| r.op == "all")
+            .map(|r| {
+                vec![
+                    r.engine.clone(),
+                    format!("P{}", r.phase),
+                    r.lsm_bytes.to_string(),
+                    r.key_list_bytes.to_string(),
+                    r.model_bytes.to_string(),
+                    r.vlog_bytes.to_string(),
+                    r.reads_lsm.to_string(),
+                    r.reads_tier.to_string(),
+                ]
+            })
+            .collect();
+        let mut out = crate::table::render(
+            &[
+                "engine", "phase", "op", "ops", "kops/s", "p50_us", "p99_us", "p999_us",
+            ],
+            &ops,
+        );
+        out.push('\n');
+        out.push_str(&crate::table::render(
+            &[
+                "engine",
+                "phase",
+                "lsm_bytes",
+                "key_list_bytes",
+                "model_bytes",
+                "vlog_bytes",
+                "reads_lsm",
+                "reads_tier",
+            ],
+            &space,
+        ));
+        out
+    }
+}

@@ -1,0 +1,260 @@
+//! `lidb bench ycsb` and `lidb bench scan`: the LearnedKV paper's engine comparisons (see
+//! `lidb_bench::kv`). Parses and checks the options, resolves the keys, prints the configuration
+//! line, notes and rows (a table, or JSON lines with the config line and notes on stderr).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+use lidb_bench::engines::EngineConfig;
+use lidb_bench::kv::{self, Common, Records};
+use lidb_bench::lsm::load::parse_size;
+use lidb_data::RequestDistribution;
+
+use crate::error::{CliError, io};
+
+/// Options both benchmarks share.
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// Engines, comma-separated, compared in this order; ratios are against the first (lsm,
+    /// learnedkv, lsm+, and rocksdb when built with --features rocksdb).
+    #[arg(long, default_value = "lsm+,learnedkv")]
+    engine: String,
+    /// Bytes per key: 8 renders keys big-endian; 20 or more zero-padded decimal.
+    #[arg(long, default_value_t = 8)]
+    key_size: u32,
+    /// Bytes per value (at least 16; KiB/MiB suffixes); each holds its key and a version, so every
+    /// read is checked.
+    #[arg(long, default_value = "1016")]
+    value_size: String,
+    /// Keys from a dataset instead of YCSB's hashed record keys: a SOSD u64 file, a dataset name
+    /// of the data directory (tweetids_10M, tweet_ts_10M, osm_cellids_274K) or synthetic:NAME:N.
+    /// Record r gets the r-th key of a seeded permutation of its distinct keys.
+    #[arg(long)]
+    data: Option<String>,
+    /// Seed of the operations, the permutation of --data and the scan starts.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Read with O_DIRECT (every cache miss is a real read), as the paper's direct-I/O runs.
+    #[arg(long)]
+    direct_io: bool,
+    /// Memtable size of every engine.
+    #[arg(long, default_value = "64MiB")]
+    memtable: String,
+    /// Block cache of every engine.
+    #[arg(long, default_value = "8MiB")]
+    cache: String,
+    /// Engine directories go under DIR/kv-<pid>/, one per engine, removed at the end.
+    #[arg(long, default_value = "bench-out")]
+    dir: PathBuf,
+    /// Keep the engine directories.
+    #[arg(long)]
+    keep: bool,
+    /// One JSON object per line (the config line and notes go to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct YcsbArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// YCSB workload a..f.
+    #[arg(long, default_value = "a")]
+    workload: String,
+    /// Records loaded in P0 (K and M suffixes).
+    #[arg(long, default_value = "200K")]
+    records: String,
+    /// Operations of each phase after the load (K and M suffixes).
+    #[arg(long, default_value = "200K")]
+    ops_per_phase: String,
+    /// Phases after the load (the paper: 3, P1-P3; figures come from the last).
+    #[arg(long, default_value_t = 3)]
+    phases: u32,
+    /// Request distribution: zipfian:THETA, zipfian (0.99), uniform or latest [default: the
+    /// workload's, zipfian 0.99 but latest for d].
+    #[arg(long)]
+    distribution: Option<String>,
+    /// Worker threads splitting each phase's operations.
+    #[arg(long, default_value_t = 1)]
+    threads: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    common: CommonArgs,
+    /// Records loaded (K and M suffixes).
+    #[arg(long, default_value = "1M")]
+    records: String,
+    /// Scans per set.
+    #[arg(long, default_value_t = 1000)]
+    scans: u64,
+    /// Bytes of keys and values each scan reads (the paper: about 500 KB); the range length in
+    /// records is this over key_size + value_size.
+    #[arg(long, default_value = "500000")]
+    scan_bytes: String,
+}
+
+fn usage(option: &str) -> impl FnOnce(String) -> CliError + '_ {
+    move |msg| CliError::Usage(format!("{option}: {msg}"))
+}
+
+fn kv_err(e: kv::Error) -> CliError {
+    CliError::Usage(e.to_string())
+}
+
+fn count(option: &str, text: &str) -> Result<u64, CliError> {
+    lidb_data::synthetic::parse_count(text.trim()).map_err(|e| usage(option)(e.to_string()))
+}
+
+fn size(option: &str, text: &str) -> Result<u64, CliError> {
+    parse_size(text).map_err(usage(option))
+}
+
+/// The path of `--data`: a file, a known dataset name (with or without `_uint64.zst`), or a
+/// synthetic spec (returned as is).
+fn resolve_data(data: &str) -> Result<String, CliError> {
+    if data.starts_with("synthetic:") || std::path::Path::new(data).is_file() {
+        return Ok(data.to_string());
+    }
+    [data.to_string(), format!("{data}_uint64.zst")]
+        .iter()
+        .find_map(|n| lidb_data::real_dataset(n))
+        .map(|p| p.display().to_string())
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "--data: \"{data}\" is neither a file nor a dataset of the data directory ({})",
+                lidb_data::REAL_U64_DATASETS.join(", ")
+            ))
+        })
+}
+
+fn common(a: &CommonArgs) -> Result<Common, CliError> {
+    let value_size = size("--value-size", &a.value_size)?;
+    let value_size = u32::try_from(value_size)
+        .ok()
+        .filter(|&v| u64::from(v) <= lidb_lsm::batch::MAX_VALUE_BYTES)
+        .ok_or_else(|| CliError::Usage(format!("--value-size: {} is too large", a.value_size)))?;
+    let (records, key_source) = match &a.data {
+        None => (
+            Records::hashed(a.key_size, value_size).map_err(kv_err)?,
+            "ycsb-hashed".to_string(),
+        ),
+        Some(d) => {
+            let path = resolve_data(d)?;
+            let keys = lidb_data::synthetic::load(&path, a.seed)?;
+            (
+                Records::dataset(keys, a.seed, a.key_size, value_size).map_err(kv_err)?,
+                path,
+            )
+        }
+    };
+    let mut engine = EngineConfig::new(PathBuf::new());
+    engine.memtable_bytes = size("--memtable", &a.memtable)?;
+    engine.block_cache_bytes = size("--cache", &a.cache)?;
+    engine.direct_io = a.direct_io;
+    Ok(Common {
+        engines: a.engine.split(',').map(|s| s.trim().to_string()).collect(),
+        records,
+        key_source,
+        seed: a.seed,
+        engine,
+        dir: a.dir.clone(),
+        keep: a.keep,
+        progress: true,
+    })
+}
+
+fn parse_distribution(text: &str) -> Result<RequestDistribution, CliError> {
+    let t = text.trim().to_ascii_lowercase();
+    match t.as_str() {
+        "uniform" => return Ok(RequestDistribution::Uniform),
+        "latest" => return Ok(RequestDistribution::Latest),
+        "zipfian" => return Ok(RequestDistribution::Zipfian { theta: 0.99 }),
+        _ => {}
+    }
+    t.strip_prefix("zipfian:")
+        .and_then(|theta| theta.parse::<f64>().ok())
+        .filter(|theta| *theta > 0.0 && *theta < 1.0)
+        .map(|theta| RequestDistribution::Zipfian { theta })
+        .ok_or_else(|| {
+            CliError::Usage(format!(
+                "--distribution: \"{text}\" is not zipfian:THETA (0 < THETA < 1), zipfian, \
+                 uniform or latest"
+            ))
+        })
+}
+
+/// Prints the config line (stdout, or stderr with --json) before the run starts.
+fn print_config(json: bool, config: &str) {
+    if json {
+        eprintln!("{config}");
+    } else {
+        println!("{config}");
+    }
+}
+
+/// Prints the notes (stdout, or stderr with --json) and the rows.
+fn print(
+    json: bool,
+    notes: &[String],
+    rows: Result<Vec<String>, serde_json::Error>,
+    table: String,
+) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    let mut say = |line: &str| -> Result<(), CliError> {
+        if json {
+            eprintln!("{line}");
+            Ok(())
+        } else {
+            writeln!(out, "{line}").map_err(io("stdout"))
+        }
+    };
+    for n in notes {
+        say(&format!("# note: {n}"))?;
+    }
+    if json {
+        for line in rows.map_err(|e| CliError::Usage(e.to_string()))? {
+            writeln!(out, "{line}").map_err(io("stdout"))?;
+        }
+    } else {
+        write!(out, "{table}").map_err(io("stdout"))?;
+    }
+    Ok(())
+}
+
+pub fn ycsb(a: YcsbArgs) -> Result<(), CliError> {
+    let cfg = kv::ycsb::Config {
+        workload: lidb_data::Workload::from_name(&a.workload)?,
+        distribution: a
+            .distribution
+            .as_deref()
+            .map(parse_distribution)
+            .transpose()?,
+        record_count: count("--records", &a.records)?,
+        ops_per_phase: count("--ops-per-phase", &a.ops_per_phase)?,
+        phases: a.phases,
+        threads: a.threads,
+        common: common(&a.common)?,
+    };
+    cfg.common.check_engines().map_err(kv_err)?;
+    print_config(a.common.json, &cfg.describe());
+    let report = kv::ycsb::run(&cfg).map_err(kv_err)?;
+    let rows = report.rows.iter().map(serde_json::to_string).collect();
+    print(a.common.json, &report.notes, rows, report.table())
+}
+
+pub fn scan(a: ScanArgs) -> Result<(), CliError> {
+    let cfg = kv::scan::Config {
+        record_count: count("--records", &a.records)?,
+        scans: a.scans,
+        scan_bytes: size("--scan-bytes", &a.scan_bytes)?,
+        common: common(&a.common)?,
+    };
+    cfg.common.check_engines().map_err(kv_err)?;
+    print_config(a.common.json, &cfg.describe());
+    let report = kv::scan::run(&cfg).map_err(kv_err)?;
+    let rows = report.rows.iter().map(serde_json::to_string).collect();
+    print(a.common.json, &report.notes, rows, report.table())
+}

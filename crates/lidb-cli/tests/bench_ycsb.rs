@@ -1,0 +1,233 @@
+//! End-to-end tests of `lidb bench ycsb` and `lidb bench scan`: tiny runs over lidb's three
+//! engines give JSON rows with exactly the documented names, every (engine, phase, op) present,
+//! and engine-name mistakes fail with one-line errors.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const ENGINES: [&str; 3] = ["lsm", "learnedkv", "lsm+"];
+
+const YCSB_FIELDS: [&str; 14] = [
+    "engine",
+    "phase",
+    "op",
+    "ops",
+    "kops_per_s",
+    "p50_us",
+    "p99_us",
+    "p999_us",
+    "lsm_bytes",
+    "key_list_bytes",
+    "model_bytes",
+    "vlog_bytes",
+    "reads_lsm",
+    "reads_tier",
+];
+
+const SCAN_FIELDS: [&str; 6] = [
+    "engine",
+    "phase",
+    "scans",
+    "scans_per_s",
+    "mb_per_s",
+    "entries_per_scan",
+];
+
+fn lidb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .args(args)
+        .output()
+        .expect("run lidb")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lidb-bench-ycsb-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs `lidb` with `args` plus `--json --dir <scratch>`; returns the rows and stderr.
+fn rows(name: &str, args: &[&str]) -> (Vec<Value>, String) {
+    let dir = scratch(name);
+    let mut all: Vec<&str> = args.to_vec();
+    let d = dir.display().to_string();
+    all.extend(["--json", "--dir", &d]);
+    let o = lidb(&all);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "lidb {all:?} failed: {err}");
+    let rows = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert_eq!(
+        std::fs::read_dir(&dir).unwrap().count(),
+        0,
+        "engine directories left behind"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    (rows, err)
+}
+
+fn fields(row: &Value) -> BTreeSet<String> {
+    row.as_object().unwrap().keys().cloned().collect()
+}
+
+fn ycsb(workload: &str, expected_ops: &[&str]) {
+    let (rows, err) = rows(
+        &format!("ycsb-{workload}"),
+        &[
+            "bench",
+            "ycsb",
+            "--engine",
+            "lsm,learnedkv,lsm+",
+            "--workload",
+            workload,
+            "--records",
+            "2000",
+            "--ops-per-phase",
+            "2000",
+            "--value-size",
+            "100",
+        ],
+    );
+    assert!(err.contains("seed=42"), "config line on stderr: {err}");
+    let want: BTreeSet<String> = YCSB_FIELDS.iter().map(|s| s.to_string()).collect();
+    for row in &rows {
+        assert_eq!(fields(row), want, "{row}");
+        assert!(row["kops_per_s"].as_f64().unwrap() > 0.0, "{row}");
+        assert!(row["p50_us"].as_f64().unwrap() <= row["p99_us"].as_f64().unwrap());
+        assert!(row["p99_us"].as_f64().unwrap() <= row["p999_us"].as_f64().unwrap());
+    }
+    for engine in ENGINES {
+        let has = |phase: u64, op: &str| {
+            rows.iter()
+                .any(|r| r["engine"] == engine && r["phase"] == phase && r["op"] == op)
+        };
+        assert!(has(0, "insert") && has(0, "all"), "{engine} P0");
+        for phase in 1..=3 {
+            for op in expected_ops.iter().chain(&["all"]) {
+                assert!(has(phase, op), "{engine} phase {phase} op {op}");
+            }
+            let all = rows
+                .iter()
+                .find(|r| r["engine"] == engine && r["phase"] == phase && r["op"] == "all")
+                .unwrap();
+            assert_eq!(all["ops"], 2000, "{all}");
+        }
+    }
+    assert!(err.contains("ratio learnedkv/lsm"), "{err}");
+}
+
+#[test]
+fn ycsb_a_rows_cover_every_engine_phase_and_op() {
+    ycsb("a", &["read", "update"]);
+}
+
+#[test]
+fn ycsb_e_scans_and_inserts() {
+    ycsb("e", &["scan", "insert"]);
+}
+
+#[test]
+fn ycsb_c_builds_the_tier_and_reads_from_it() {
+    let (rows, err) = rows(
+        "ycsb-c",
+        &[
+            "bench",
+            "ycsb",
+            "--engine",
+            "learnedkv",
+            "--workload",
+            "c",
+            "--records",
+            "2000",
+            "--ops-per-phase",
+            "1000",
+            "--phases",
+            "1",
+            "--value-size",
+            "100",
+            "--threads",
+            "2",
+        ],
+    );
+    assert!(err.contains("gc() after P0"), "{err}");
+    let p1 = rows
+        .iter()
+        .find(|r| r["phase"] == 1 && r["op"] == "all")
+        .unwrap();
+    assert!(p1["key_list_bytes"].as_u64().unwrap() > 0, "{p1}");
+    assert_eq!(p1["reads_tier"], 1000, "{p1}");
+}
+
+#[test]
+fn scan_rows_for_every_set() {
+    let (rows, _) = rows(
+        "scan",
+        &[
+            "bench",
+            "scan",
+            "--engine",
+            "lsm,learnedkv,lsm+",
+            "--records",
+            "3000",
+            "--scans",
+            "20",
+            "--value-size",
+            "100",
+            "--scan-bytes",
+            "10800",
+        ],
+    );
+    let want: BTreeSet<String> = SCAN_FIELDS.iter().map(|s| s.to_string()).collect();
+    assert_eq!(rows.len(), 9);
+    for engine in ENGINES {
+        for phase in ["no_updates", "updates_0.5N", "updates_N"] {
+            let row = rows
+                .iter()
+                .find(|r| r["engine"] == engine && r["phase"] == phase)
+                .unwrap_or_else(|| panic!("{engine} {phase}"));
+            assert_eq!(fields(row), want, "{row}");
+            assert_eq!(row["entries_per_scan"], 100.0, "{row}");
+            assert!(row["scans_per_s"].as_f64().unwrap() > 0.0, "{row}");
+        }
+    }
+}
+
+fn one_line_error(args: &[&str], needle: &str) {
+    let dir = scratch("err");
+    let d = dir.display().to_string();
+    let mut all = args.to_vec();
+    all.extend(["--dir", &d, "--records", "100", "--value-size", "100"]);
+    let o = lidb(&all);
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains(needle), "{err}");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn unknown_engine_is_a_one_line_error() {
+    one_line_error(
+        &["bench", "ycsb", "--engine", "lsm,leveldb"],
+        "unknown engine \"leveldb\"",
+    );
+    one_line_error(&["bench", "scan", "--engine", "nope"], "unknown engine");
+}
+
+#[test]
+#[cfg_attr(feature = "rocksdb", ignore = "rocksdb is built in")]
+fn rocksdb_without_the_feature_is_not_built_in() {
+    one_line_error(
+        &["bench", "ycsb", "--engine", "rocksdb,learnedkv"],
+        "not built in",
+    );
+}
