@@ -34,8 +34,8 @@ impl Backend {
                 .map_err(|e| e.to_string()),
             "learnedkv" => tiered(TierKind::Learned {
                 family: Family::Plr,
-                page_boundary: 4,
-                params: Params::new(4),
+                page_boundary: 2,
+                params: Params::new(2),
             }),
             "lsm+" => tiered(TierKind::Lsm),
             other => Err(format!(

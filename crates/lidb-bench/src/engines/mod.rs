@@ -103,7 +103,7 @@ impl EngineConfig {
             lsm_index: Family::Pgm,
             lsm_boundary: 16,
             tier_index: Family::Plr,
-            tier_page_boundary: 4,
+            tier_page_boundary: 2,
             over_provisioning: 0.3,
             background: true,
         }

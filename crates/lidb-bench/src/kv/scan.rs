@@ -67,7 +67,7 @@ impl Config {
         let c = &self.common;
         format!(
             "# lidb bench scan: engines={} records={} scans={} scan_bytes={} range_len={} \
-             records sets=no_updates,updates_0.5N,updates_N (uniform random updates, Set 2 \
+             records sets=no_updates,updates_0.5N,updates_N (zipfian 0.99 updates, Set 2 \
              continues Set 1) keys={} key_size={} value_size={} seed={} {}",
             c.engines.join(","),
             self.record_count,
@@ -109,7 +109,11 @@ pub fn run(cfg: &Config) -> Result<Report, Error> {
     let starts: Vec<u64> = (0..cfg.scans)
         .map(|_| rng.gen_range(0..=last_start))
         .collect();
-    let updates: Vec<u64> = (0..n).map(|_| rng.gen_range(0..n)).collect();
+    // Updated records follow YCSB's scrambled zipfian (theta 0.99), the LearnedKV paper's
+    // default request distribution: updates concentrate on a hot set, as in its Experiment 6.
+    let mut zipf = lidb_data::zipf::ScrambledZipfian::new(0, n.saturating_sub(1), 0.99)
+        .map_err(|e| Error::Invalid(format!("zipfian over {n} records: {e}")))?;
+    let updates: Vec<u64> = (0..n).map(|_| zipf.next_value(&mut rng)).collect();
     let run_dir = RunDir::new(&c.dir, c.keep)?;
     let mut notes = vec![format!(
         "engine directories under {}; every engine runs gc() after the load",

@@ -41,8 +41,8 @@ impl Default for StoreOptions {
             lsm: lidb_lsm::Options::default(),
             tier: TierKind::Learned {
                 family: Family::Plr,
-                page_boundary: 4,
-                params: Params::new(4),
+                page_boundary: 2,
+                params: Params::new(2),
             },
             over_provisioning: 0.3,
             auto_gc: true,
