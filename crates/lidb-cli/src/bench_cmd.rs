@@ -7,9 +7,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 use lidb_bench::lsm::{self, Config, Dataset, Engine, Experiment, load};
-use lidb_index::Family;
 use lidb_lsm::Granularity;
 
+use crate::args::{parse_boundaries, parse_families, usage};
 use crate::error::{CliError, io};
 
 #[derive(Debug, Subcommand)]
@@ -145,44 +145,6 @@ pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
     }
 }
 
-fn usage(option: &str) -> impl FnOnce(String) -> CliError + '_ {
-    move |msg| CliError::Usage(format!("{option}: {msg}"))
-}
-
-fn lsm_err(e: lsm::Error) -> CliError {
-    CliError::Usage(e.to_string())
-}
-
-fn parse_families(list: &str) -> Result<Vec<Family>, CliError> {
-    if list.trim() == "all" {
-        return Ok(Family::ALL.to_vec());
-    }
-    Ok(list
-        .split(',')
-        .map(|s| Family::from_name(s.trim()))
-        .collect::<Result<Vec<_>, _>>()?)
-}
-
-fn parse_boundaries(list: &str) -> Result<Vec<u64>, CliError> {
-    let bs = list
-        .split(',')
-        .map(|s| {
-            s.trim()
-                .parse::<u64>()
-                .map_err(|_| format!("\"{}\" is not a whole number", s.trim()))
-                .and_then(|b| {
-                    if b >= 2 {
-                        Ok(b)
-                    } else {
-                        Err(format!("boundary {b} is below 2"))
-                    }
-                })
-        })
-        .collect::<Result<Vec<u64>, String>>()
-        .map_err(usage("--boundary"))?;
-    Ok(bs)
-}
-
 fn experiment(e: ExperimentArg) -> Experiment {
     match e {
         ExperimentArg::Pareto => Experiment::Pareto,
@@ -300,7 +262,7 @@ fn lsm_bench(a: LsmArgs) -> Result<(), CliError> {
         }
     };
     say(&header)?;
-    let report = lsm::run(exp, &cfg).map_err(lsm_err)?;
+    let report = lsm::run(exp, &cfg).map_err(CliError::LsmBench)?;
     for note in &report.notes {
         say(&format!("# note: {note}"))?;
     }

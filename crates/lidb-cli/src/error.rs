@@ -8,6 +8,8 @@ pub enum CliError {
     Data(lidb_data::Error),
     Bench(lidb_bench::index_bench::Error),
     Lsm(lidb_lsm::Error),
+    LsmBench(lidb_bench::lsm::Error),
+    KvBench(lidb_bench::kv::Error),
     /// Writing output (stdout or a file) failed.
     Io {
         what: String,
@@ -24,6 +26,8 @@ impl fmt::Display for CliError {
             CliError::Data(e) => write!(f, "{e}"),
             CliError::Bench(e) => write!(f, "{e}"),
             CliError::Lsm(e) => write!(f, "{e}"),
+            CliError::LsmBench(e) => write!(f, "{e}"),
+            CliError::KvBench(e) => write!(f, "{e}"),
             CliError::Io { what, source } => write!(f, "{what}: {source}"),
             CliError::Usage(msg) => write!(f, "{msg}"),
         }

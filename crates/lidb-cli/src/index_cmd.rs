@@ -9,6 +9,7 @@ use lidb_bench::table;
 use lidb_index::{Family, LearnedIndex, Params, RmiRoot, StatValue, build};
 use serde_json::{Map, Value, json};
 
+use crate::args::{parse_boundaries, parse_families};
 use crate::error::{CliError, io};
 
 #[derive(Debug, Subcommand)]
@@ -167,29 +168,6 @@ pub fn run(cmd: IndexCommand) -> Result<(), CliError> {
         IndexCommand::Query(a) => query(a),
         IndexCommand::Stats(a) => stats(a),
     }
-}
-
-fn parse_families(list: &str) -> Result<Vec<Family>, CliError> {
-    if list.trim() == "all" {
-        return Ok(Family::ALL.to_vec());
-    }
-    Ok(list
-        .split(',')
-        .map(|s| Family::from_name(s.trim()))
-        .collect::<Result<Vec<_>, _>>()?)
-}
-
-fn parse_boundaries(list: &str) -> Result<Vec<u64>, CliError> {
-    list.split(',')
-        .map(|s| {
-            s.trim().parse::<u64>().map_err(|_| {
-                CliError::Usage(format!(
-                    "--boundary: \"{}\" is not a whole number",
-                    s.trim()
-                ))
-            })
-        })
-        .collect()
 }
 
 fn bench(a: BenchArgs) -> Result<(), CliError> {

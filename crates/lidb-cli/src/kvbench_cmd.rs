@@ -11,6 +11,7 @@ use lidb_bench::kv::{self, Common, Records};
 use lidb_bench::lsm::load::parse_size;
 use lidb_data::RequestDistribution;
 
+use crate::args::usage;
 use crate::error::{CliError, io};
 
 /// Options both benchmarks share.
@@ -96,14 +97,6 @@ pub struct ScanArgs {
     scan_bytes: String,
 }
 
-fn usage(option: &str) -> impl FnOnce(String) -> CliError + '_ {
-    move |msg| CliError::Usage(format!("{option}: {msg}"))
-}
-
-fn kv_err(e: kv::Error) -> CliError {
-    CliError::Usage(e.to_string())
-}
-
 fn count(option: &str, text: &str) -> Result<u64, CliError> {
     lidb_data::synthetic::parse_count(text.trim()).map_err(|e| usage(option)(e.to_string()))
 }
@@ -138,14 +131,15 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
         .ok_or_else(|| CliError::Usage(format!("--value-size: {} is too large", a.value_size)))?;
     let (records, key_source) = match &a.data {
         None => (
-            Records::hashed(a.key_size, value_size).map_err(kv_err)?,
+            Records::hashed(a.key_size, value_size).map_err(CliError::KvBench)?,
             "ycsb-hashed".to_string(),
         ),
         Some(d) => {
             let path = resolve_data(d)?;
             let keys = lidb_data::synthetic::load(&path, a.seed)?;
             (
-                Records::dataset(keys, a.seed, a.key_size, value_size).map_err(kv_err)?,
+                Records::dataset(keys, a.seed, a.key_size, value_size)
+                    .map_err(CliError::KvBench)?,
                 path,
             )
         }
@@ -238,9 +232,9 @@ pub fn ycsb(a: YcsbArgs) -> Result<(), CliError> {
         threads: a.threads,
         common: common(&a.common)?,
     };
-    cfg.common.check_engines().map_err(kv_err)?;
+    cfg.common.check_engines().map_err(CliError::KvBench)?;
     print_config(a.common.json, &cfg.describe());
-    let report = kv::ycsb::run(&cfg).map_err(kv_err)?;
+    let report = kv::ycsb::run(&cfg).map_err(CliError::KvBench)?;
     let rows = report.rows.iter().map(serde_json::to_string).collect();
     print(a.common.json, &report.notes, rows, report.table())
 }
@@ -252,9 +246,9 @@ pub fn scan(a: ScanArgs) -> Result<(), CliError> {
         scan_bytes: size("--scan-bytes", &a.scan_bytes)?,
         common: common(&a.common)?,
     };
-    cfg.common.check_engines().map_err(kv_err)?;
+    cfg.common.check_engines().map_err(CliError::KvBench)?;
     print_config(a.common.json, &cfg.describe());
-    let report = kv::scan::run(&cfg).map_err(kv_err)?;
+    let report = kv::scan::run(&cfg).map_err(CliError::KvBench)?;
     let rows = report.rows.iter().map(serde_json::to_string).collect();
     print(a.common.json, &report.notes, rows, report.table())
 }

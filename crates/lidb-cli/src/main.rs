@@ -2,6 +2,7 @@
 //! error as one line on stderr and exits non-zero. A panic would be a bug: the hook below still
 //! keeps it to one line without a backtrace.
 
+mod args;
 mod bench_cmd;
 mod data_cmd;
 mod error;
