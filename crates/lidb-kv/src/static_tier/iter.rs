@@ -69,7 +69,7 @@ impl TierIter {
         }
         let page = self.next / u64::from(header.layout.entries_per_page);
         if !self.page_loaded(page) {
-            self.pages = tier.read_pages(page, page + SCAN_KEYLIST_PAGES)?;
+            self.pages = tier.read_pages_uncached(page, page + SCAN_KEYLIST_PAGES)?;
         }
         let (key, p) = tier.entry(&self.pages, self.next)?;
         if self.keys_only {

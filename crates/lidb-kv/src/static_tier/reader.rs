@@ -9,6 +9,7 @@ use std::time::Duration;
 use lidb_index::{Family, LearnedIndex};
 use lidb_lsm::error::corruption;
 use lidb_lsm::storage::{RandomAccessFile, ReadMode, Storage};
+use lidb_lsm::table::cache::PageCache;
 
 use super::format::{KeyListHeader, ModelFile, PAGE_BYTES, check_page, decode_entry};
 use super::{TierMeta, keys_path, model_path, svlog_path};
@@ -52,6 +53,8 @@ pub struct StaticTier {
     paths: [PathBuf; 3],
     model_bytes: u64,
     counters: Counters,
+    /// Key-list pages of point lookups (scans bypass it), keyed by (generation, page).
+    cache: Option<Arc<PageCache>>,
 }
 
 impl StaticTier {
@@ -158,6 +161,7 @@ impl StaticTier {
             paths: [spath, kpath, mpath],
             model_bytes: raw.len() as u64,
             counters: Counters::default(),
+            cache: None,
         })
     }
 
@@ -221,8 +225,59 @@ impl StaticTier {
         self.paths.first().map_or(Path::new(""), PathBuf::as_path)
     }
 
-    /// Reads data pages `[lo, hi)` in one read and checks their CRCs.
+    /// Gives point lookups a page cache for key-list pages (the same budget the LSM's tables get).
+    pub fn with_cache(mut self, cache: Arc<PageCache>) -> StaticTier {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// Data pages `[lo, hi)` for a point lookup: pages in the cache are not read; the span from
+    /// the first to the last missing page is one read, whose pages then join the cache.
     pub(super) fn read_pages(&self, lo: u64, hi: u64) -> Result<PageRun> {
+        let Some(cache) = &self.cache else {
+            return self.read_pages_uncached(lo, hi);
+        };
+        let hi = hi.min(self.header.pages);
+        let lo = lo.min(hi);
+        let cached: Vec<Option<Arc<[u8]>>> =
+            (lo..hi).map(|p| cache.get(self.generation, p)).collect();
+        let first_missing = cached
+            .iter()
+            .position(Option::is_none)
+            .map(|i| lo + i as u64);
+        let last_missing = cached
+            .iter()
+            .rposition(Option::is_none)
+            .map(|i| lo + i as u64);
+        let fresh = match (first_missing, last_missing) {
+            (Some(a), Some(b)) => Some(self.read_pages_uncached(a, b + 1)?),
+            _ => None,
+        };
+        let mut bytes = Vec::with_capacity(((hi - lo) * PAGE_BYTES) as usize);
+        for (i, hit) in cached.iter().enumerate() {
+            let page = lo + i as u64;
+            match (hit, &fresh) {
+                (Some(p), _) => bytes.extend_from_slice(p),
+                (None, Some(run)) => {
+                    let at = ((page - run.first_page) * PAGE_BYTES) as usize;
+                    let p = run
+                        .bytes
+                        .get(at..at + PAGE_BYTES as usize)
+                        .unwrap_or_default();
+                    cache.insert(self.generation, page, Arc::from(p));
+                    bytes.extend_from_slice(p);
+                }
+                (None, None) => {}
+            }
+        }
+        Ok(PageRun {
+            first_page: lo,
+            bytes,
+        })
+    }
+
+    /// Reads data pages `[lo, hi)` in one read and checks their CRCs.
+    pub(super) fn read_pages_uncached(&self, lo: u64, hi: u64) -> Result<PageRun> {
         let hi = hi.min(self.header.pages);
         let lo = lo.min(hi);
         let mut bytes = vec![0u8; ((hi - lo) * PAGE_BYTES) as usize];

@@ -197,6 +197,14 @@ fn collect(s: &Shared, view: &Arc<Tiers>) -> Result<KvIterator> {
     read::scan_view(s, Arc::new(without_active), b"", None)
 }
 
+/// The key-list page cache of a learned tier: the same budget an LSM's tables get, so learnedkv
+/// and lsm+ (whose tier is an LSM with its own page cache) hold equal caches.
+pub(crate) fn tier_cache(opts: &StoreOptions) -> Arc<lidb_lsm::table::cache::PageCache> {
+    Arc::new(lidb_lsm::table::cache::PageCache::new(
+        opts.lsm.block_cache_bytes,
+    ))
+}
+
 /// Phase 3 for LearnedKV: a static value log in key order, its key list and model.
 fn build_learned(
     s: &Shared,
@@ -219,7 +227,8 @@ fn build_learned(
     } else {
         lidb_lsm::storage::ReadMode::Buffered
     };
-    let tier = StaticTier::open(Arc::clone(&s.storage), &s.dir, generation, mode)?;
+    let tier = StaticTier::open(Arc::clone(&s.storage), &s.dir, generation, mode)?
+        .with_cache(tier_cache(&s.opts));
     let handle = Arc::new(TierHandle {
         tier: Tier::Learned(Arc::new(tier)),
         generation,

@@ -14,7 +14,7 @@ use lidb_lsm::{Error, Result, error::corruption};
 use crate::manifest::{KvState, read_state, write_state};
 use crate::membloom::MemBloom;
 use crate::static_tier::StaticTier;
-use crate::store::gc::{open_part_in, state_with, vlog_file_in};
+use crate::store::gc::{open_part_in, state_with, tier_cache, vlog_file_in};
 use crate::store::options::{StoreOptions, TierKind};
 use crate::store::state::{LsmPart, Tier, TierHandle, Tiers, lsm_dir, remove_tree};
 use crate::store::{Counters, Shared, WriteState};
@@ -150,7 +150,9 @@ fn open_tier(
     let is_lsm = storage.exists(&lsm_dir(dir, g));
     let tier = match (&opts.tier, is_lsm) {
         (TierKind::Learned { .. }, false) => {
-            let t = Arc::new(StaticTier::open(Arc::clone(storage), dir, g, mode)?);
+            let t = Arc::new(
+                StaticTier::open(Arc::clone(storage), dir, g, mode)?.with_cache(tier_cache(opts)),
+            );
             for entry in t.keys()? {
                 all_keys.insert(&entry?.0);
             }
