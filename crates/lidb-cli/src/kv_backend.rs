@@ -1,5 +1,6 @@
 //! The engines `lidb kv` serves: the LSM engine, or the tiered store (LearnedKV, or lsm+).
 
+use lidb_bench::engines::drain;
 use lidb_index::{Family, Params};
 use lidb_kv::{Store, StoreOptions, TierKind};
 use lidb_lsm::{Db, Options};
@@ -73,25 +74,10 @@ impl Backend {
         limit: usize,
         each: &mut dyn FnMut(&[u8], &[u8]),
     ) -> R<()> {
-        let mut n = 0;
         match self {
-            Backend::Lsm(db) => {
-                let mut it = db.scan(start, Some(end))?;
-                while it.valid() && n < limit {
-                    each(it.key(), it.value());
-                    n += 1;
-                    it.next()?;
-                }
-            }
-            Backend::Tiered(s) => {
-                let mut it = s.scan(start, Some(end))?;
-                while it.valid() && n < limit {
-                    each(it.key(), it.value());
-                    n += 1;
-                    it.next()?;
-                }
-            }
-        }
+            Backend::Lsm(db) => drain(&mut db.scan(start, Some(end))?, limit, each)?,
+            Backend::Tiered(s) => drain(&mut s.scan(start, Some(end))?, limit, each)?,
+        };
         Ok(())
     }
 

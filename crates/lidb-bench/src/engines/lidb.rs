@@ -6,7 +6,7 @@ use lidb_index::Params;
 use lidb_kv::{Store, StoreOptions, TierKind};
 use lidb_lsm::{Db, IndexOptions, Options};
 
-use super::{Engine, EngineConfig, EngineResult, ReadSplit, Space};
+use super::{Engine, EngineConfig, EngineResult, ReadSplit, Space, drain};
 
 fn lsm_options(cfg: &EngineConfig) -> Options {
     Options {
@@ -58,14 +58,7 @@ impl Engine for LsmEngine {
         limit: usize,
         each: &mut dyn FnMut(&[u8], &[u8]),
     ) -> EngineResult<usize> {
-        let mut it = self.db.scan(start, end)?;
-        let mut n = 0;
-        while it.valid() && n < limit {
-            each(it.key(), it.value());
-            n += 1;
-            it.next()?;
-        }
-        Ok(n)
+        Ok(drain(&mut self.db.scan(start, end)?, limit, each)?)
     }
     fn gc(&self) -> EngineResult<()> {
         Ok(self.db.compact()?)
@@ -141,14 +134,7 @@ impl Engine for TieredEngine {
         limit: usize,
         each: &mut dyn FnMut(&[u8], &[u8]),
     ) -> EngineResult<usize> {
-        let mut it = self.store.scan(start, end)?;
-        let mut n = 0;
-        while it.valid() && n < limit {
-            each(it.key(), it.value());
-            n += 1;
-            it.next()?;
-        }
-        Ok(n)
+        Ok(drain(&mut self.store.scan(start, end)?, limit, each)?)
     }
     fn gc(&self) -> EngineResult<()> {
         Ok(self.store.gc()?)

@@ -34,6 +34,60 @@ impl From<lidb_lsm::Error> for EngineError {
 
 pub type EngineResult<T> = Result<T, EngineError>;
 
+/// A positioned forward iterator: lidb-lsm's `DbIterator` and lidb-kv's `KvIterator` are both
+/// one, so a scan drains either the same way.
+pub trait Cursor {
+    fn valid(&self) -> bool;
+    fn key(&self) -> &[u8];
+    fn value(&self) -> &[u8];
+    fn advance(&mut self) -> lidb_lsm::Result<()>;
+}
+
+impl Cursor for lidb_lsm::DbIterator {
+    fn valid(&self) -> bool {
+        lidb_lsm::DbIterator::valid(self)
+    }
+    fn key(&self) -> &[u8] {
+        lidb_lsm::DbIterator::key(self)
+    }
+    fn value(&self) -> &[u8] {
+        lidb_lsm::DbIterator::value(self)
+    }
+    fn advance(&mut self) -> lidb_lsm::Result<()> {
+        self.next()
+    }
+}
+
+impl Cursor for lidb_kv::store::KvIterator {
+    fn valid(&self) -> bool {
+        lidb_kv::store::KvIterator::valid(self)
+    }
+    fn key(&self) -> &[u8] {
+        lidb_kv::store::KvIterator::key(self)
+    }
+    fn value(&self) -> &[u8] {
+        lidb_kv::store::KvIterator::value(self)
+    }
+    fn advance(&mut self) -> lidb_lsm::Result<()> {
+        self.next()
+    }
+}
+
+/// Calls `each` for up to `limit` entries of `it`, from where it stands; returns how many.
+pub fn drain(
+    it: &mut impl Cursor,
+    limit: usize,
+    each: &mut dyn FnMut(&[u8], &[u8]),
+) -> lidb_lsm::Result<usize> {
+    let mut n = 0;
+    while it.valid() && n < limit {
+        each(it.key(), it.value());
+        n += 1;
+        it.advance()?;
+    }
+    Ok(n)
+}
+
 /// Bytes on disk, split as the LearnedKV paper's Table 1.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Space {
