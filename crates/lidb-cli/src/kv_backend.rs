@@ -1,4 +1,4 @@
-//! The engines `lidb kv` serves: the LSM engine, or the tiered store (LearnedKV, or lsm+).
+//! The engines `lidb kv` serves: the LSM engine, or the tiered store (LearnedKV, lsm+ or lsm+tier).
 
 use lidb_bench::engines::drain;
 use lidb_index::{Family, Params};
@@ -15,7 +15,7 @@ pub enum Backend {
 type R<T> = Result<T, lidb_lsm::Error>;
 
 impl Backend {
-    /// Opens `engine` ("lsm", "learnedkv" or "lsm+") in `dir` with LSM options `lsm`.
+    /// Opens `engine` ("lsm", "learnedkv", "lsm+" or "lsm+tier") in `dir` with LSM options `lsm`.
     pub fn open(engine: &str, dir: &std::path::Path, lsm: Options) -> Result<Backend, String> {
         let tiered = |tier| {
             let opts = StoreOptions {
@@ -38,9 +38,10 @@ impl Backend {
                 page_boundary: 2,
                 params: Params::new(2),
             }),
-            "lsm+" => tiered(TierKind::Lsm),
+            "lsm+" => tiered(TierKind::WriteBack),
+            "lsm+tier" => tiered(TierKind::Lsm),
             other => Err(format!(
-                "unknown engine \"{other}\" (known: lsm, learnedkv, lsm+)"
+                "unknown engine \"{other}\" (known: lsm, learnedkv, lsm+, lsm+tier)"
             )),
         }
     }
@@ -99,7 +100,7 @@ impl Backend {
     pub fn gc(&self) -> Result<(), String> {
         match self {
             Backend::Lsm(_) => {
-                Err("gc is a command of the tiered engines (learnedkv, lsm+)".into())
+                Err("gc is a command of the tiered engines (learnedkv, lsm+, lsm+tier)".into())
             }
             Backend::Tiered(s) => s.gc().map_err(|e| e.to_string()),
         }

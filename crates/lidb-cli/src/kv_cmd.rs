@@ -19,8 +19,9 @@ pub struct KvArgs {
     /// Database directory (created if missing).
     #[arg(long)]
     db: PathBuf,
-    /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC) or
-    /// lsm+ (the same store with an LSM in place of the learned index).
+    /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC),
+    /// lsm+ (values in a value log, every pointer in one LSM, GC writes them back: the paper's
+    /// RocksDB+) or lsm+tier (learnedkv with an LSM in place of the learned index).
     #[arg(long, default_value = "lsm")]
     engine: String,
     /// Index family of new tables.

@@ -18,7 +18,9 @@ use crate::error::{CliError, io};
 #[derive(Debug, Args)]
 pub struct CommonArgs {
     /// Engines, comma-separated, compared in this order; ratios are against the first (lsm,
-    /// learnedkv, lsm+, and rocksdb when built with --features rocksdb).
+    /// learnedkv, lsm+ (the paper's RocksDB+: one LSM of pointers, GC writes them back), lsm+tier
+    /// (learnedkv with an LSM in place of the learned index), and rocksdb when built with
+    /// --features rocksdb).
     #[arg(long, default_value = "lsm+,learnedkv")]
     engine: String,
     /// Bytes per key: 8 renders keys big-endian; 20 or more zero-padded decimal.

@@ -1,4 +1,4 @@
-//! End-to-end tests of `lidb bench ycsb` and `lidb bench scan`: tiny runs over lidb's three
+//! End-to-end tests of `lidb bench ycsb` and `lidb bench scan`: tiny runs over lidb's four
 //! engines give JSON rows with exactly the documented names, every (engine, phase, op) present,
 //! and engine-name mistakes fail with one-line errors.
 
@@ -10,9 +10,9 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const ENGINES: [&str; 3] = ["lsm", "learnedkv", "lsm+"];
+const ENGINES: [&str; 4] = ["lsm", "learnedkv", "lsm+", "lsm+tier"];
 
-const YCSB_FIELDS: [&str; 14] = [
+const YCSB_FIELDS: [&str; 15] = [
     "engine",
     "phase",
     "op",
@@ -27,6 +27,7 @@ const YCSB_FIELDS: [&str; 14] = [
     "vlog_bytes",
     "reads_lsm",
     "reads_tier",
+    "gcs",
 ];
 
 const SCAN_FIELDS: [&str; 6] = [
@@ -85,7 +86,7 @@ fn ycsb(workload: &str, expected_ops: &[&str]) {
             "bench",
             "ycsb",
             "--engine",
-            "lsm,learnedkv,lsm+",
+            "lsm,learnedkv,lsm+,lsm+tier",
             "--workload",
             workload,
             "--records",
@@ -164,6 +165,7 @@ fn ycsb_c_builds_the_tier_and_reads_from_it() {
         .unwrap();
     assert!(p1["key_list_bytes"].as_u64().unwrap() > 0, "{p1}");
     assert_eq!(p1["reads_tier"], 1000, "{p1}");
+    assert!(p1["gcs"].as_u64().unwrap() >= 1, "{p1}");
 }
 
 #[test]
@@ -174,7 +176,7 @@ fn scan_rows_for_every_set() {
             "bench",
             "scan",
             "--engine",
-            "lsm,learnedkv,lsm+",
+            "lsm,learnedkv,lsm+,lsm+tier",
             "--records",
             "3000",
             "--scans",
@@ -186,7 +188,7 @@ fn scan_rows_for_every_set() {
         ],
     );
     let want: BTreeSet<String> = SCAN_FIELDS.iter().map(|s| s.to_string()).collect();
-    assert_eq!(rows.len(), 9);
+    assert_eq!(rows.len(), 12);
     for engine in ENGINES {
         for phase in ["no_updates", "updates_0.5N", "updates_N"] {
             let row = rows

@@ -146,6 +146,16 @@ fn lsm_plus_keeps_every_synced_write_through_power_cuts_anywhere() {
 }
 
 #[test]
+fn write_back_lsm_plus_keeps_every_synced_write_through_power_cuts_anywhere() {
+    power_cuts(TierKind::WriteBack, false);
+}
+
+#[test]
+fn write_back_lsm_plus_keeps_every_synced_write_through_power_cuts_during_background_gc() {
+    power_cuts(TierKind::WriteBack, true);
+}
+
+#[test]
 fn a_corrupt_value_log_record_names_the_file_and_offset() {
     let mem = MemStorage::new();
     let store = Store::open_with_storage(Arc::new(mem.clone()), Path::new("/kv"), small(learned()))

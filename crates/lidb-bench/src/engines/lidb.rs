@@ -77,26 +77,39 @@ impl Engine for LsmEngine {
         ReadSplit {
             from_lsm: self.db.stats().lookups,
             from_tier: 0,
+            gcs: 0,
         }
     }
 }
 
-/// lidb-kv: learnedkv (learned tier) or lsm+ (an LSM in place of the learned index).
+/// Which lidb-kv engine a [`TieredEngine`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tiering {
+    /// `learnedkv`: the learned tier.
+    Learned,
+    /// `lsm+` (the paper's RocksDB+): no tier, GC writes pointers back into the one LSM.
+    WriteBack,
+    /// `lsm+tier`: the tier is an LSM over the sorted value log.
+    LsmTier,
+}
+
+/// lidb-kv: learnedkv, lsm+ or lsm+tier.
 pub struct TieredEngine {
     store: Arc<Store>,
-    learned: bool,
+    tiering: Tiering,
 }
 
 impl TieredEngine {
-    pub fn open(cfg: &EngineConfig, learned: bool) -> EngineResult<TieredEngine> {
-        let tier = if learned {
-            TierKind::Learned {
+    pub fn open(cfg: &EngineConfig, tiering: Tiering) -> EngineResult<TieredEngine> {
+        let learned = tiering == Tiering::Learned;
+        let tier = match tiering {
+            Tiering::Learned => TierKind::Learned {
                 family: cfg.tier_index,
                 page_boundary: cfg.tier_page_boundary,
                 params: Params::new(cfg.tier_page_boundary),
-            }
-        } else {
-            TierKind::Lsm
+            },
+            Tiering::WriteBack => TierKind::WriteBack,
+            Tiering::LsmTier => TierKind::Lsm,
         };
         let opts = StoreOptions {
             lsm: lsm_options(cfg),
@@ -109,14 +122,18 @@ impl TieredEngine {
         };
         Ok(TieredEngine {
             store: Arc::new(Store::open(&cfg.dir, opts)?),
-            learned,
+            tiering,
         })
     }
 }
 
 impl Engine for TieredEngine {
     fn name(&self) -> &'static str {
-        if self.learned { "learnedkv" } else { "lsm+" }
+        match self.tiering {
+            Tiering::Learned => "learnedkv",
+            Tiering::WriteBack => "lsm+",
+            Tiering::LsmTier => "lsm+tier",
+        }
     }
     fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
         Ok(self.store.put(key, value)?)
@@ -156,6 +173,7 @@ impl Engine for TieredEngine {
         ReadSplit {
             from_lsm: s.reads_from_lsm,
             from_tier: s.reads_from_tier,
+            gcs: s.gcs,
         }
     }
 }

@@ -1,12 +1,15 @@
 //! One trait over every engine the benchmarks compare, so one harness drives them all:
 //! `lsm` (lidb-lsm, values inline), `learnedkv` (lidb-kv with the learned tier), `lsm+` (lidb-kv
-//! with the tier's learned index replaced by an LSM: the paper's RocksDB+) and `rocksdb` (real
-//! RocksDB, behind the `rocksdb` cargo feature).
+//! without a tier: one LSM of pointers, GC writes them back, the paper's RocksDB+), `lsm+tier`
+//! (lidb-kv with the tier's learned index replaced by an LSM, which isolates the index itself)
+//! and `rocksdb` (real RocksDB, behind the `rocksdb` cargo feature).
 //!
 //! Every engine is configured from one [`EngineConfig`] so they get the same memtable size, the
 //! same block cache budget, 10-bit Bloom filters and direct I/O alike.
 
 mod lidb;
+
+pub use lidb::Tiering;
 #[cfg(feature = "rocksdb")]
 mod rocks;
 
@@ -97,11 +100,13 @@ pub struct Space {
     pub vlog_bytes: u64,
 }
 
-/// Which part answered point reads.
+/// Which part answered point reads, and how many GCs ran (counters since open).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReadSplit {
     pub from_lsm: u64,
     pub from_tier: u64,
+    /// GCs installed (0 for engines without one).
+    pub gcs: u64,
 }
 
 /// A key-value engine under test. Every method may be called from several threads.
@@ -166,7 +171,7 @@ impl EngineConfig {
 
 /// The engine names `open` accepts.
 pub fn names() -> Vec<&'static str> {
-    let mut v = vec!["lsm", "learnedkv", "lsm+"];
+    let mut v = vec!["lsm", "learnedkv", "lsm+", "lsm+tier"];
     if cfg!(feature = "rocksdb") {
         v.push("rocksdb");
     }
@@ -177,8 +182,9 @@ pub fn names() -> Vec<&'static str> {
 pub fn open(name: &str, cfg: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
     match name {
         "lsm" => Ok(Box::new(lidb::LsmEngine::open(cfg)?)),
-        "learnedkv" => Ok(Box::new(lidb::TieredEngine::open(cfg, true)?)),
-        "lsm+" => Ok(Box::new(lidb::TieredEngine::open(cfg, false)?)),
+        "learnedkv" => Ok(Box::new(lidb::TieredEngine::open(cfg, Tiering::Learned)?)),
+        "lsm+" => Ok(Box::new(lidb::TieredEngine::open(cfg, Tiering::WriteBack)?)),
+        "lsm+tier" => Ok(Box::new(lidb::TieredEngine::open(cfg, Tiering::LsmTier)?)),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Ok(Box::new(rocks::RocksEngine::open(cfg)?)),
         #[cfg(not(feature = "rocksdb"))]

@@ -69,6 +69,8 @@ pub struct YcsbRow {
     /// Point reads the LSM answered during the phase, and the tier (0 for lsm and rocksdb).
     pub reads_lsm: u64,
     pub reads_tier: u64,
+    /// GCs the engine had installed by the end of the phase (since the load began).
+    pub gcs: u64,
 }
 
 /// Rows and notes on how the run went.
@@ -361,6 +363,7 @@ fn phase_rows(
         vlog_bytes: space.vlog_bytes,
         reads_lsm,
         reads_tier,
+        gcs: now.gcs,
     };
     let mut all = Histogram::new();
     let mut rows = Vec::new();
@@ -513,6 +516,7 @@ impl Report {
                     r.vlog_bytes.to_string(),
                     r.reads_lsm.to_string(),
                     r.reads_tier.to_string(),
+                    r.gcs.to_string(),
                 ]
             })
             .collect();
@@ -533,6 +537,7 @@ impl Report {
                 "vlog_bytes",
                 "reads_lsm",
                 "reads_tier",
+                "gcs",
             ],
             &space,
         ));

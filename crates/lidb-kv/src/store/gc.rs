@@ -29,7 +29,7 @@ use crate::static_tier::{StaticTier, StaticTierBuilder, TierOptions};
 use crate::store::options::{StoreOptions, TierKind};
 use crate::store::read::KvIterator;
 use crate::store::state::{LsmPart, Tier, TierHandle, Tiers, VlogFile, lock, lsm_dir};
-use crate::store::{Shared, read};
+use crate::store::{Shared, read, writeback};
 use crate::vlog::{VlogReader, VlogWriter, vlog_path};
 
 /// The background thread: sleeps until woken (or a period passes), runs a GC when one is due.
@@ -68,7 +68,11 @@ pub(crate) fn open_part_in(
 ) -> Result<Arc<LsmPart>> {
     let dir = lsm_dir(root, number);
     let db = Db::open_with_storage(Arc::clone(storage), &dir, opts.lsm.clone())?;
-    let bits = opts.lsm_bloom_bits_per_key;
+    // lsm+ keeps every key in its one LSM: a filter to skip the LSM has nothing to skip to.
+    let bits = match opts.tier {
+        TierKind::WriteBack => 0,
+        _ => opts.lsm_bloom_bits_per_key,
+    };
     Ok(Arc::new(LsmPart {
         number,
         db: Some(db),
@@ -129,6 +133,9 @@ pub(crate) fn run(s: &Shared) -> Result<()> {
     } else {
         s.current()
     };
+    if s.opts.tier == TierKind::WriteBack {
+        return writeback::run(s, &view);
+    }
     let generation = s.new_number();
     let (tier, tier_vlogs, live) = match &s.opts.tier {
         TierKind::Learned {
@@ -144,8 +151,13 @@ pub(crate) fn run(s: &Shared) -> Result<()> {
             build_learned(s, &view, generation, opts)?
         }
         TierKind::Lsm => build_lsm_tier(s, &view, generation)?,
+        TierKind::WriteBack => unreachable!("handled above"),
     };
-    install(s, tier, tier_vlogs, live)
+    let tier_bytes = match &tier.tier {
+        Tier::Learned(t) => t.svlog_bytes(),
+        Tier::Lsm(_) => live,
+    };
+    install(s, Some(tier), tier_vlogs, live, tier_bytes)
 }
 
 /// Phase 1: new LSM and value log for writes; the active LSM becomes frozen.
@@ -158,6 +170,13 @@ fn switch(s: &Shared) -> Result<Arc<Tiers>> {
     let writer = VlogWriter::create(&*s.storage, &s.dir, vlog_n)?;
     w.vlog.sync()?;
     let mut vlogs = vec![vlog_file(s, vlog_n)];
+    if s.opts.tier == TierKind::WriteBack {
+        // lsm+'s GC output log is created now and named second, so that a GC resumed after a
+        // crash keeps appending to it: pointers already written back into the new LSM stay valid.
+        let out_n = s.new_number();
+        drop(VlogWriter::create(&*s.storage, &s.dir, out_n)?);
+        vlogs.push(vlog_file(s, out_n));
+    }
     vlogs.extend(old.vlogs.iter().cloned());
     let next = Tiers {
         active: part,
@@ -172,8 +191,18 @@ fn switch(s: &Shared) -> Result<Arc<Tiers>> {
     )?;
     w.vlog = writer;
     w.appended_since_gc = 0;
+    *lock(&s.next_all_keys) = Some(Arc::new(MemBloom::new(
+        all_keys_capacity(s.live_bytes.load(Ordering::Relaxed)),
+        crate::store::ALL_KEYS_BITS,
+    )));
     s.install(next);
     Ok(s.current())
+}
+
+/// Keys the every-key filter is sized for, given the live bytes (twice the keys of 256-byte
+/// records, at least a million).
+pub(crate) fn all_keys_capacity(live_bytes: u64) -> u64 {
+    (live_bytes / 256).max(1 << 20) * 2
 }
 
 fn bloom_capacity(s: &Shared) -> u64 {
@@ -184,7 +213,7 @@ fn bloom_capacity(s: &Shared) -> u64 {
 
 /// Phase 2: the frozen LSM merged over the old tier, in key order (an iterator over the view
 /// without the active LSM).
-fn collect(s: &Shared, view: &Arc<Tiers>) -> Result<KvIterator> {
+pub(crate) fn collect(s: &Shared, view: &Arc<Tiers>) -> Result<KvIterator> {
     let without_active = Tiers {
         active: view
             .frozen
@@ -216,6 +245,7 @@ fn build_learned(
     let mut b = StaticTierBuilder::new(Arc::clone(&s.storage), &s.dir, generation, opts)?;
     let mut live = 0u64;
     while it.valid() {
+        s.note_live_key(it.key());
         b.add(it.key(), it.value())?;
         live += 12 + it.key().len() as u64 + it.value().len() as u64;
         it.next()?;
@@ -251,6 +281,7 @@ fn build_lsm_tier(
     let mut batch = WriteBatch::new();
     let mut live = 0u64;
     while it.valid() {
+        s.note_live_key(it.key());
         let p = vlog.append(it.key(), it.value())?;
         live += u64::from(p.len);
         batch.put(it.key(), &p.encode());
@@ -275,12 +306,15 @@ fn build_lsm_tier(
     Ok((handle, vec![vlog_file(s, vlog_n)], live))
 }
 
-/// Phase 4: the new tier replaces the frozen LSM and the old tier.
-fn install(
+/// Phase 4: the new tier (none for lsm+) replaces the frozen LSM and the old tier; `tier_vlogs`
+/// are the value logs GC wrote (their `tier_bytes` bytes, `tier_live` of them live), the active
+/// value log stays.
+pub(crate) fn install(
     s: &Shared,
-    tier: Arc<TierHandle>,
+    tier: Option<Arc<TierHandle>>,
     tier_vlogs: Vec<Arc<VlogFile>>,
     tier_live: u64,
+    tier_bytes: u64,
 ) -> Result<()> {
     let w = lock(&s.write);
     let cur = s.current();
@@ -290,17 +324,20 @@ fn install(
     let next = Tiers {
         active: Arc::clone(&cur.active),
         frozen: None,
-        tier: Some(tier),
+        tier,
         vlogs,
     };
     // Writes since the switch are counted live (an over-estimate until the next GC).
     let live = tier_live + w.appended_since_gc;
     write_state(&*s.storage, &s.dir, &state_of(s, &next, live))?;
-    let tier_bytes = match next.tier.as_ref().map(|t| &t.tier) {
-        Some(Tier::Learned(t)) => t.svlog_bytes(),
-        _ => tier_live,
-    };
     s.live_bytes.store(live, Ordering::Relaxed);
+    // The every-key filter restarts from the keys that survived this GC (collected, or written
+    // since the switch): deleted keys stop counting as live.
+    if let Some(fresh) = lock(&s.next_all_keys).take() {
+        *s.all_keys
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh;
+    }
     s.vlog_bytes
         .store(tier_bytes + w.appended_since_gc, Ordering::Relaxed);
     s.install(next);

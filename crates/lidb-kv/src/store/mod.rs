@@ -17,6 +17,7 @@ mod gc;
 mod open;
 mod read;
 mod write;
+mod writeback;
 
 pub mod options;
 pub(crate) mod state;
@@ -82,6 +83,9 @@ pub(crate) struct Shared {
     pub reader: Arc<VlogReader>,
     /// Every key of the store (inserts vs updates, for the live-data estimate).
     pub all_keys: RwLock<Arc<MemBloom>>,
+    /// During a GC: the every-key filter that replaces `all_keys` at install, filled with the
+    /// keys GC keeps and the keys written since its switch.
+    pub next_all_keys: Mutex<Option<Arc<MemBloom>>>,
     pub live_bytes: AtomicU64,
     /// Value-log bytes of the current view (live and dead).
     pub vlog_bytes: AtomicU64,
@@ -112,7 +116,17 @@ impl std::fmt::Debug for Shared {
     }
 }
 
+/// Bits per key of the every-key filter.
+pub(crate) const ALL_KEYS_BITS: u32 = 10;
+
 impl Shared {
+    /// Records that `key` is live after the running GC (it goes into the next every-key filter).
+    pub fn note_live_key(&self, key: &[u8]) {
+        if let Some(next) = state::lock(&self.next_all_keys).as_ref() {
+            next.insert(key);
+        }
+    }
+
     pub fn current(&self) -> Arc<Tiers> {
         Arc::clone(
             &self

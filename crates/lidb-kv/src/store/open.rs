@@ -14,15 +14,11 @@ use lidb_lsm::{Error, Result, error::corruption};
 use crate::manifest::{KvState, read_state, write_state};
 use crate::membloom::MemBloom;
 use crate::static_tier::StaticTier;
-use crate::store::gc::{open_part_in, state_with, tier_cache, vlog_file_in};
+use crate::store::gc::{all_keys_capacity, open_part_in, state_with, tier_cache, vlog_file_in};
 use crate::store::options::{StoreOptions, TierKind};
 use crate::store::state::{LsmPart, Tier, TierHandle, Tiers, lsm_dir, remove_tree};
-use crate::store::{Counters, Shared, WriteState};
+use crate::store::{ALL_KEYS_BITS, Counters, Shared, WriteState};
 use crate::vlog::{VlogReader, VlogWriter, vlog_path};
-
-/// Bits per key of the every-key filter, and the keys it is sized for at least.
-const ALL_KEYS_BITS: u32 = 10;
-const ALL_KEYS_MIN: u64 = 1 << 20;
 
 pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) -> Result<Shared> {
     if !storage.exists(dir) {
@@ -50,7 +46,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         // Nothing can be named yet; clear leftovers of a store whose creation never finished.
         sweep(&*storage, dir, &state)?;
     }
-    let capacity = (state.live_bytes / 256).max(ALL_KEYS_MIN);
+    let capacity = all_keys_capacity(state.live_bytes) / 2;
     let all_keys = Arc::new(MemBloom::new(capacity * 2, ALL_KEYS_BITS));
     let reader = Arc::new(VlogReader::new(
         Arc::clone(&storage),
@@ -124,6 +120,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         }),
         reader,
         all_keys: RwLock::new(all_keys),
+        next_all_keys: Mutex::new(None),
         live_bytes: AtomicU64::new(live),
         vlog_bytes: AtomicU64::new(vlog_bytes),
         next_number: AtomicU64::new(state.next_number),
@@ -166,6 +163,13 @@ fn open_tier(
         (TierKind::Learned { .. }, true) => {
             return Err(Error::InvalidOption(format!(
                 "{}: this store was written by lsm+ (its tier is an LSM); open it as lsm+",
+                dir.display()
+            )));
+        }
+        (TierKind::WriteBack, _) => {
+            return Err(Error::InvalidOption(format!(
+                "{}: this store has a tier (written by learnedkv or lsm+tier); lsm+ keeps every \
+                 key in one LSM, open it with the engine that wrote it",
                 dir.display()
             )));
         }

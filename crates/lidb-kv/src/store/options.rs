@@ -11,9 +11,14 @@ pub enum TierKind {
         page_boundary: u64,
         params: Params,
     },
-    /// `lsm+` (the paper's RocksDB+): GC rewrites the valid values to a sorted value log and
-    /// re-inserts their pointers into a fresh LSM. The ablation that isolates the learned tier.
+    /// `lsm+tier`: GC rewrites the valid values to a sorted value log and builds a fresh LSM of
+    /// their pointers, which serves as the tier (LearnedKV's tiering with an LSM in place of the
+    /// learned index: the ablation that isolates the index itself).
     Lsm,
+    /// `lsm+` (the paper's RocksDB+): one LSM holds every pointer; GC rewrites the valid values
+    /// to a new value log and writes their pointers back into the LSM (unless a newer write or
+    /// deletion of the key is there). No tier: the ablation that isolates LearnedKV's design.
+    WriteBack,
 }
 
 /// Options of [`crate::store::Store::open`].

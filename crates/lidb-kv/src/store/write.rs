@@ -37,6 +37,9 @@ pub(crate) fn put(s: &Shared, key: &[u8], value: Option<&[u8]>) -> Result<()> {
         None => Vec::new(),
     };
     view.active.db().put(key, &encoded)?;
+    if value.is_some() {
+        s.note_live_key(key);
+    }
     if let Some(b) = &view.active.bloom {
         b.insert(key);
     }
