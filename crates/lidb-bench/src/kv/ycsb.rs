@@ -142,8 +142,8 @@ pub fn run(cfg: &Config) -> Result<Report, Error> {
         ));
     } else {
         notes.push(
-            "GC runs by itself in learnedkv and lsm+ (over-provisioning trigger); the engine \
-             trait does not count GCs: key_list_bytes > 0 shows learnedkv built its tier"
+            "GC runs by itself in learnedkv, lsm+ and lsm+tier (over-provisioning trigger); the \
+             gcs column counts the GCs installed by the end of each phase"
                 .into(),
         );
     }
