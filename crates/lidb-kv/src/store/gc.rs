@@ -157,6 +157,9 @@ fn switch(s: &Shared) -> Result<Arc<Tiers>> {
     let part = open_part(s, lsm_n, bloom_capacity(s))?;
     let writer = VlogWriter::create(&*s.storage, &s.dir, vlog_n)?;
     w.vlog.sync()?;
+    // Without `sync` the frozen LSM's WAL tail is not durable yet: make it so before writes go
+    // to the new LSM, or a crash could keep later writes and lose earlier ones.
+    old.active.db().sync_wal()?;
     let mut vlogs = vec![vlog_file(s, vlog_n)];
     vlogs.extend(old.vlogs.iter().cloned());
     let next = Tiers {
@@ -170,7 +173,7 @@ fn switch(s: &Shared) -> Result<Arc<Tiers>> {
         &s.dir,
         &state_of(s, &next, s.live_bytes.load(Ordering::Relaxed)),
     )?;
-    w.vlog = writer;
+    w.vlog.replace(writer)?;
     w.appended_since_gc = 0;
     s.install(next);
     Ok(s.current())

@@ -13,6 +13,7 @@
 //! 3. `KVSTATE` names exactly the live LSMs, value logs and tier; files it does not name are
 //!    removed at open; files a retired view names are removed when its last reader is done.
 
+mod active_vlog;
 mod gc;
 mod open;
 mod read;
@@ -35,7 +36,8 @@ pub use read::{KvIterator, ReadSource};
 use state::{Tiers, lock};
 
 use crate::membloom::MemBloom;
-use crate::vlog::{VlogReader, VlogWriter};
+use crate::vlog::VlogReader;
+use active_vlog::ActiveVlog;
 
 /// Counters a benchmark reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -68,7 +70,8 @@ pub struct SpaceUsage {
 }
 
 pub(crate) struct WriteState {
-    pub vlog: VlogWriter,
+    /// Appended to only under the write mutex; synced also by the LSMs' flush hook.
+    pub vlog: ActiveVlog,
     /// Bytes appended to value logs since the last GC started.
     pub appended_since_gc: u64,
 }
