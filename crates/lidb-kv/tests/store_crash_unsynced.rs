@@ -225,3 +225,36 @@ fn prefixes_are_matched_exactly() {
         None
     );
 }
+
+/// The flush hook syncs the value log from the LSM's background thread while writers, holding
+/// the store's write mutex, stall until that flush is done: it must not need the write mutex.
+#[test]
+fn writers_stalled_on_background_flushes_do_not_deadlock_with_the_flush_hook() {
+    let mut opts = StoreOptions {
+        sync: false,
+        ..small(learned())
+    };
+    opts.lsm.background_compaction = true;
+    opts.lsm.l0_compaction_trigger = 2;
+    opts.lsm.l0_stop_writes = 3;
+    let mem = lidb_lsm::storage::mem::MemStorage::new();
+    let store = std::sync::Arc::new(support::open_on(mem, &opts).unwrap());
+    let (done, finished) = std::sync::mpsc::channel();
+    for t in 0..2u32 {
+        let (store, done) = (std::sync::Arc::clone(&store), done.clone());
+        std::thread::spawn(move || {
+            for i in 0..15_000u32 {
+                store
+                    .put(format!("t{t}-{i:06}").as_bytes(), b"value")
+                    .unwrap();
+            }
+            done.send(()).unwrap();
+        });
+    }
+    for _ in 0..2 {
+        finished
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("writers deadlocked (or are far too slow)");
+    }
+    assert_eq!(store.get(b"t1-014999").unwrap(), Some(b"value".to_vec()));
+}
