@@ -211,6 +211,8 @@ pub struct VlogWriter {
     path: PathBuf,
     number: u64,
     poisoned: bool,
+    /// Bytes known durable; `sync` is a no-op when nothing was appended after them.
+    synced_len: u64,
 }
 
 impl VlogWriter {
@@ -232,11 +234,13 @@ impl VlogWriter {
         if let Some(dir) = path.parent() {
             storage.sync_dir(dir)?;
         }
+        let synced_len = file.len();
         Ok(VlogWriter {
             file,
             path: path.to_path_buf(),
             number,
             poisoned: false,
+            synced_len,
         })
     }
 
@@ -280,15 +284,19 @@ impl VlogWriter {
             storage.truncate(&path, t.offset)?;
         }
         let mut file = storage.open_append(&path)?;
+        // What survived may sit only in the OS cache (a process crash): the first `sync` syncs.
+        let mut synced_len = 0;
         if file.is_empty() {
             file.append(&encode_header(VlogKind::Log, number))?;
             file.sync()?;
+            synced_len = file.len();
         }
         let w = VlogWriter {
             file,
             path,
             number,
             poisoned: false,
+            synced_len,
         };
         Ok((w, torn))
     }
@@ -322,7 +330,8 @@ impl VlogWriter {
         })
     }
 
-    /// Makes every appended record durable.
+    /// Makes every appended record durable (nothing to do if none was appended since the last
+    /// sync).
     pub fn sync(&mut self) -> Result<()> {
         if self.poisoned {
             return Err(Error::Closed(format!(
@@ -330,7 +339,13 @@ impl VlogWriter {
                 self.path.display()
             )));
         }
-        self.file.sync().inspect_err(|_| self.poisoned = true)
+        let len = self.file.len();
+        if len == self.synced_len {
+            return Ok(());
+        }
+        self.file.sync().inspect_err(|_| self.poisoned = true)?;
+        self.synced_len = len;
+        Ok(())
     }
 
     /// Bytes in the file, header included.

@@ -7,6 +7,7 @@
 
 mod support {
     include!("support/store_options.rs");
+    include!("support/power_cut.rs");
 }
 
 use std::collections::BTreeMap;
@@ -16,10 +17,9 @@ use std::sync::Arc;
 use lidb_kv::{Store, StoreOptions, TierKind};
 use lidb_lsm::Result;
 use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::powercut::PowerCut;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use support::{learned, small};
+use support::{each_power_cut, learned, small};
 
 #[derive(Default)]
 struct Expect {
@@ -81,53 +81,26 @@ fn power_cuts(tier: TierKind, background: bool) {
         ..small(tier)
     };
     let steps = if background { 1_500 } else { 500 };
-    let total = {
-        let p = PowerCut::new(MemStorage::new(), u64::MAX, 0);
-        let store =
-            Store::open_with_storage(Arc::new(p.clone()), Path::new("/kv"), opts.clone()).unwrap();
-        workload(
-            &store,
-            &mut ChaCha8Rng::seed_from_u64(7),
-            &mut Expect::default(),
-            steps,
-            !background,
-        )
-        .unwrap();
-        drop(store);
-        p.ops()
-    };
-    for (i, cut_at) in (1..=total)
-        .step_by((total as usize / 120).max(1))
-        .enumerate()
-    {
-        let seed = i as u64;
-        let mem = MemStorage::new();
-        let p = PowerCut::new(mem.clone(), cut_at, seed);
-        let mut expect = Expect::default();
-        if let Ok(store) =
-            Store::open_with_storage(Arc::new(p.clone()), Path::new("/kv"), opts.clone())
-        {
-            let _ = workload(
-                &store,
+    each_power_cut(
+        &opts,
+        120,
+        |store, expect: &mut Expect| {
+            workload(
+                store,
                 &mut ChaCha8Rng::seed_from_u64(7),
-                &mut expect,
+                expect,
                 steps,
                 !background,
-            );
-            drop(store);
-        }
-        if !p.is_cut() {
-            mem.crash(seed);
-        }
-        let ctx = format!("power cut at operation {cut_at} of {total} (tear seed {seed})");
-        let store = Store::open_with_storage(Arc::new(mem.clone()), Path::new("/kv"), opts.clone())
-            .unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
-        verify(&store, &expect, &ctx);
-        store
-            .gc()
-            .unwrap_or_else(|e| panic!("{ctx}: GC after recovery: {e}"));
-        verify(&store, &expect, &format!("{ctx}, after a GC"));
-    }
+            )
+        },
+        |store, expect, ctx| {
+            verify(store, expect, ctx);
+            store
+                .gc()
+                .unwrap_or_else(|e| panic!("{ctx}: GC after recovery: {e}"));
+            verify(store, expect, &format!("{ctx}, after a GC"));
+        },
+    );
 }
 
 #[test]
@@ -141,7 +114,7 @@ fn learnedkv_keeps_every_synced_write_through_power_cuts_during_background_gc() 
 }
 
 #[test]
-fn lsm_plus_keeps_every_synced_write_through_power_cuts_anywhere() {
+fn lsm_plus_tier_keeps_every_synced_write_through_power_cuts_anywhere() {
     power_cuts(TierKind::Lsm, false);
 }
 

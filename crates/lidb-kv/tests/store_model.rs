@@ -120,7 +120,7 @@ fn learnedkv_matches_a_btreemap_across_gc_and_reopens() {
 }
 
 #[test]
-fn lsm_plus_matches_a_btreemap_across_gc_and_reopens() {
+fn lsm_plus_tier_matches_a_btreemap_across_gc_and_reopens() {
     for seed in 10..12 {
         run(seed, TierKind::Lsm, 3_000);
     }

@@ -2,7 +2,7 @@
 //! lidb-index. See docs/ARCHITECTURE.md for the data flow and docs/format/ for the files.
 //!
 //! Parts (one module each): `storage` (all I/O, fault injection), `log` (the record log shared by
-//! the WAL and the manifest), `batch` (write batches), `memtable`, `keys` (key images for the
+//! the WAL and the manifest), `batch` (write batches), `hooks` (flush hook and WAL replay filter of an embedding store), `memtable`, `keys` (key images for the
 //! models), `table` (SSTable format, builder, reader, Bloom filter, page cache), `iter`
 //! (merging iterators), `version` (levels), `manifest` (version edits), `compaction` (the pure
 //! picker), `db` (the engine).
@@ -11,6 +11,7 @@ pub mod batch;
 pub mod compaction;
 pub mod db;
 pub mod error;
+pub mod hooks;
 pub mod iter;
 pub mod keys;
 pub mod log;
@@ -24,5 +25,6 @@ pub mod version;
 
 pub use db::{Db, DbIterator, DbStats, LevelStats, MemoryUsage, RecoveryReport, Source, Traced};
 pub use error::{Error, Result};
+pub use hooks::{FlushHook, ReplayFilter};
 pub use options::{Granularity, IndexOptions, Options};
 pub use types::{EntryKind, ReadStats, SortedIter, TableMeta};

@@ -4,6 +4,7 @@
 use lidb_index::{Family, Params};
 
 use crate::error::{Error, Result};
+use crate::hooks::{FlushHook, ReplayFilter};
 
 /// Whether learned models cover one table each, or a whole level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -82,6 +83,12 @@ pub struct Options {
     pub create_if_missing: bool,
     /// Run compactions in a background thread (tests may turn it off and call `compact`).
     pub background_compaction: bool,
+    /// Called before each memtable (flushed or replayed at open) is written to a table; an error
+    /// fails the flush and keeps the memtable (see `hooks`).
+    pub before_flush: Option<FlushHook>,
+    /// Consulted for each entry replayed from a WAL at open; replay stops at the first batch
+    /// holding a rejected entry (see `hooks`).
+    pub replay_filter: Option<ReplayFilter>,
 }
 
 pub const MIB: u64 = 1 << 20;
@@ -102,6 +109,8 @@ impl Default for Options {
             sync: false,
             create_if_missing: true,
             background_compaction: true,
+            before_flush: None,
+            replay_filter: None,
         }
     }
 }

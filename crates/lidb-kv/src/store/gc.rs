@@ -169,6 +169,9 @@ fn switch(s: &Shared) -> Result<Arc<Tiers>> {
     let part = open_part(s, lsm_n, bloom_capacity(s))?;
     let writer = VlogWriter::create(&*s.storage, &s.dir, vlog_n)?;
     w.vlog.sync()?;
+    // Without `sync` the frozen LSM's WAL tail is not durable yet: make it so before writes go
+    // to the new LSM, or a crash could keep later writes and lose earlier ones.
+    old.active.db().sync_wal()?;
     let mut vlogs = vec![vlog_file(s, vlog_n)];
     if s.opts.tier == TierKind::WriteBack {
         // lsm+'s GC output log is created now and named second, so that a GC resumed after a
@@ -189,7 +192,7 @@ fn switch(s: &Shared) -> Result<Arc<Tiers>> {
         &s.dir,
         &state_of(s, &next, s.live_bytes.load(Ordering::Relaxed)),
     )?;
-    w.vlog = writer;
+    w.vlog.replace(writer)?;
     w.appended_since_gc = 0;
     *lock(&s.next_all_keys) = Some(Arc::new(MemBloom::new(
         all_keys_capacity(s.live_bytes.load(Ordering::Relaxed)),

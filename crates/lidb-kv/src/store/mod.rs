@@ -1,7 +1,7 @@
 //! The tiered store (LearnedKV, and `lsm+` with the learned tier replaced by an LSM).
 //!
 //! Threads: every method may be called from any thread. Writers are serialised by the write mutex
-//! (value-log order = LSM order); readers clone the current `Tiers` and never block writers; one
+//! (value-log order = LSM WAL order); readers clone the current `Tiers` and never block writers; one
 //! GC at a time (the GC mutex), from the background thread or `gc()`.
 //!
 //! Invariants:
@@ -10,9 +10,16 @@
 //!    tombstone (a deletion shadowing older sources).
 //! 2. With `sync`, a write's value-log record is durable before its pointer is in the LSM, and
 //!    both are durable before the write is acknowledged.
-//! 3. `KVSTATE` names exactly the live LSMs, value logs and tier; files it does not name are
+//! 3. Without `sync`, a crash loses at most a suffix of the writes since the last `flush` and
+//!    never leaves a pointer to a lost record: an LSM table only points to durable value-log
+//!    records (every flush first syncs the active log through the LSM's `before_flush` hook; see
+//!    `active_vlog` for its lock order), WAL replay at open stops at the first pointer past the
+//!    active log's recovered end (`open::with_vlog_hooks`), and a GC's switch makes the old log
+//!    and the frozen LSM's WAL durable before writes go to the new ones.
+//! 4. `KVSTATE` names exactly the live LSMs, value logs and tier; files it does not name are
 //!    removed at open; files a retired view names are removed when its last reader is done.
 
+mod active_vlog;
 mod gc;
 mod open;
 mod read;
@@ -36,7 +43,8 @@ pub use read::{KvIterator, ReadSource};
 use state::{Tiers, lock};
 
 use crate::membloom::MemBloom;
-use crate::vlog::{VlogReader, VlogWriter};
+use crate::vlog::VlogReader;
+use active_vlog::ActiveVlog;
 
 /// Counters a benchmark reads.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,7 +77,8 @@ pub struct SpaceUsage {
 }
 
 pub(crate) struct WriteState {
-    pub vlog: VlogWriter,
+    /// Appended to only under the write mutex; synced also by the LSMs' flush hook.
+    pub vlog: ActiveVlog,
     /// Bytes appended to value logs since the last GC started.
     pub appended_since_gc: u64,
 }
@@ -223,7 +232,8 @@ impl Store {
         gc::run(&self.shared)
     }
 
-    /// Flushes the LSM memtables and syncs the value log.
+    /// Syncs the value log and flushes the active LSM's memtables: without `sync`, every write
+    /// acknowledged before this returns survives a crash.
     pub fn flush(&self) -> Result<()> {
         write::flush(&self.shared)
     }

@@ -1,7 +1,7 @@
-//! Opening a store: read `KVSTATE` (or create a new store), open the LSMs (a second one means a GC
-//! was interrupted: `Store::open` finishes it), reopen the active value log (cutting a torn tail),
-//! open the tier, rebuild the in-memory Bloom filters from the LSMs' keys, and remove every file
-//! `KVSTATE` does not name.
+//! Opening a store: read `KVSTATE` (or create a new store), reopen the active value log (cutting a
+//! torn tail), open the LSMs with hooks bound to that log (`with_vlog_hooks`; a second LSM means a
+//! GC was interrupted: `Store::open` finishes it), open the tier, rebuild the in-memory Bloom
+//! filters from the LSMs' keys, and remove every file `KVSTATE` does not name.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -9,11 +9,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use lidb_lsm::storage::{ReadMode, Storage};
-use lidb_lsm::{Error, Result, error::corruption};
+use lidb_lsm::{Error, ReplayFilter, Result, error::corruption};
 
+use crate::Pointer;
 use crate::manifest::{KvState, read_state, write_state};
 use crate::membloom::MemBloom;
 use crate::static_tier::StaticTier;
+use crate::store::active_vlog::ActiveVlog;
 use crate::store::gc::{all_keys_capacity, open_part_in, state_with, tier_cache, vlog_file_in};
 use crate::store::options::{StoreOptions, TierKind};
 use crate::store::state::{LsmPart, Tier, TierHandle, Tiers, lsm_dir, remove_tree};
@@ -57,11 +59,12 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         .vlogs
         .first()
         .ok_or_else(|| corruption(dir.join("KVSTATE"), "no value log is named"))?;
-    let active_vlog = if fresh {
+    let active_vlog = ActiveVlog::new(if fresh {
         VlogWriter::create(&*storage, dir, active_n)?
     } else {
         VlogWriter::reopen(&*storage, dir, active_n)?.0
-    };
+    });
+    let opts = with_vlog_hooks(opts, &active_vlog, active_n);
 
     let mut parts = Vec::new();
     for &n in &state.lsm_dirs {
@@ -132,6 +135,32 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         counters: Counters::default(),
         opts,
     })
+}
+
+/// `opts` with the LSM hooks that keep the LSMs consistent with the active value log `number`
+/// (already reopened, its torn tail cut): every flush first syncs the log, and WAL replay stops at
+/// the first pointer past the log's end, so a crash without `sync` recovers a prefix of the
+/// writes instead of pointers to lost records. Deletions and pointers into other logs (synced
+/// when a GC switched away from them, or a tier's) pass. Only the LSMs opened now have WALs to
+/// replay; those a GC creates later start empty.
+fn with_vlog_hooks(opts: StoreOptions, vlog: &ActiveVlog, number: u64) -> StoreOptions {
+    let valid_len = vlog.len();
+    let filter = ReplayFilter::new(move |_, _, value| match Pointer::decode(value) {
+        Some(p) if p.file == number && p.offset.saturating_add(u64::from(p.len)) > valid_len => {
+            Err(format!(
+                "record at offset {} ({} bytes) of value log {number:06} is past its end \
+                 ({valid_len} bytes): lost in a crash",
+                p.offset, p.len
+            ))
+        }
+        _ => Ok(()),
+    });
+    let lsm = lidb_lsm::Options {
+        before_flush: Some(vlog.flush_hook()),
+        replay_filter: Some(filter),
+        ..opts.lsm
+    };
+    StoreOptions { lsm, ..opts }
 }
 
 /// The tier of generation `g`: a learned tier's files, or lsm+'s LSM directory. Its keys go into

@@ -1,5 +1,6 @@
 //! Flush: an immutable memtable becomes one L0 table; the manifest records it and moves the log
-//! number past the memtable's WAL, which is then deleted.
+//! number past the memtable's WAL, which is then deleted. `Options::before_flush` runs first, so
+//! an embedding store can make durable whatever the memtable's entries refer to.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -70,13 +71,24 @@ pub(crate) fn write_l0_table(
     mem: &Arc<MemTable>,
     opts: &Options,
 ) -> Result<TableMeta> {
+    before_flush(opts)?;
     Ok(build_l0(storage, dir, number, mem, table_options_for(opts, 0))?.meta)
+}
+
+/// The embedding store's hook, before a memtable's entries go to a durable table.
+fn before_flush(opts: &Options) -> Result<()> {
+    match &opts.before_flush {
+        Some(hook) => hook.call(),
+        None => Ok(()),
+    }
 }
 
 fn flush_one(s: &Shared, mem: &Arc<MemTable>, wal: u64) -> Result<()> {
     let mut added = Vec::new();
     let mut timings = None;
     if !mem.is_empty() {
+        // An error leaves `mem` among the immutable memtables and its WAL in place.
+        before_flush(&s.opts)?;
         let number = lock(&s.manifest).new_file_number();
         let built = build_l0(&*s.storage, &s.dir, number, mem, table_options(s, 0))?;
         s.storage.sync_dir(&s.dir)?;

@@ -115,6 +115,12 @@ impl Db {
         flush::flush_all(&self.shared)
     }
 
+    /// Makes every write so far durable without flushing (syncs the WAL), for a caller that
+    /// needs its writes durable before it writes elsewhere (a store switching to a new LSM).
+    pub fn sync_wal(&self) -> Result<()> {
+        write::sync_wal(&self.shared)
+    }
+
     /// Compacts everything down until no level needs compaction and L0 is empty.
     pub fn compact(&self) -> Result<()> {
         self.flush()?;

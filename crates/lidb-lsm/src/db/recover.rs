@@ -1,6 +1,7 @@
 //! Opening a database: lock the directory, replay the manifest into a version, open its tables
 //! and level models, replay the WALs the manifest does not cover into a memtable (truncating a
-//! torn tail and reporting it), flush that memtable, start a fresh WAL and a fresh manifest, and
+//! torn tail and reporting it; a batch `Options::replay_filter` rejects is cut like a torn tail,
+//! with everything after it, so what is replayed stays a prefix of the writes), flush that memtable, start a fresh WAL and a fresh manifest, and
 //! remove files nothing references.
 
 use std::collections::HashSet;
@@ -8,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
+use crate::batch::BatchOp;
 use crate::db::compact::MAX_LEVELS;
 use crate::db::flush;
 use crate::db::level_index::LevelIndex;
@@ -16,7 +18,9 @@ use crate::db::state::{
     CompactionStats, ManifestState, RecoveryReport, Shared, SuperVersion, Tables, WriteState, lock,
 };
 use crate::error::{Error, Result, corruption};
-use crate::log::{LogWriter, read_log};
+use crate::log::{
+    LOG_HEADER_BYTES, LogWriter, RECORD_HEADER_BYTES as LOG_RECORD_HEADER_BYTES, read_log,
+};
 use crate::manifest::{Manifest, VersionEdit};
 use crate::memtable::MemTable;
 use crate::options::Options;
@@ -68,6 +72,13 @@ fn fold(edits: &[VersionEdit], manifest_file: &PathBuf) -> Result<Folded> {
     Ok(f)
 }
 
+/// Why `Options::replay_filter` rejects a batch (its first rejected entry), if it does.
+fn rejected(opts: &Options, ops: &[BatchOp]) -> Option<String> {
+    let filter = opts.replay_filter.as_ref()?;
+    ops.iter()
+        .find_map(|op| filter.check(op.kind, &op.key, &op.value).err())
+}
+
 pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Result<Shared> {
     let missing = || {
         Error::InvalidOption(format!(
@@ -111,8 +122,15 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
         .collect();
     wals.sort_unstable();
     let replay = Arc::new(MemTable::new());
+    // Set once the replay filter rejected an entry: every later record and WAL is dropped.
+    let mut cut: Option<String> = None;
     for &n in &wals {
         let path = dir.join(format!("{n:06}.log"));
+        if let Some(why) = &cut {
+            report.torn_wal_tails.push((path.clone(), 0, why.clone()));
+            storage.truncate(&path, 0)?;
+            continue;
+        }
         let contents = read_log(&*storage, &path)?;
         if let Some(t) = &contents.torn_tail {
             report
@@ -120,14 +138,28 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
                 .push((path.clone(), t.offset, t.detail.clone()));
             storage.truncate(&path, contents.valid_len)?;
         }
+        let mut offset = LOG_HEADER_BYTES;
         for rec in &contents.records {
             let (seq, ops) = crate::batch::decode(rec).map_err(|d| corruption(&path, d))?;
+            if let Some(why) = rejected(&opts, &ops) {
+                let why = format!(
+                    "replay filter rejected the batch at offset {offset} of {}: {why}",
+                    path.display()
+                );
+                report
+                    .torn_wal_tails
+                    .push((path.clone(), offset, why.clone()));
+                storage.truncate(&path, offset)?;
+                cut = Some(why);
+                break;
+            }
             for (i, op) in ops.iter().enumerate() {
                 replay.insert(seq + i as u64, op.kind, &op.key, &op.value);
             }
             let last = seq + (ops.len() as u64).saturating_sub(1);
             folded.last_sequence = folded.last_sequence.max(last);
             report.wal_records_replayed += 1;
+            offset += LOG_RECORD_HEADER_BYTES + rec.len() as u64;
         }
     }
     // 2. Write what was replayed to an L0 table. Until step 3 no manifest names it, so a crash

@@ -166,7 +166,8 @@ pub struct CompactionStats {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RecoveryReport {
     pub wal_records_replayed: u64,
-    /// Torn WAL tails that were truncated: (file, offset, why).
+    /// Torn WAL tails that were truncated, and WAL tails dropped because `Options::replay_filter`
+    /// rejected a batch there (with every later WAL, at offset 0): (file, offset, why).
     pub torn_wal_tails: Vec<(PathBuf, u64, String)>,
     /// Torn manifest tail, if any.
     pub torn_manifest_tail: Option<(u64, String)>,
