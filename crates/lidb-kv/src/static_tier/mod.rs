@@ -27,7 +27,7 @@ use std::time::Duration;
 use lidb_index::{Family, Params};
 
 pub use builder::StaticTierBuilder;
-pub use iter::TierIter;
+pub use iter::{TierEntry, TierIter};
 pub use reader::{StaticTier, TierReadStats};
 
 /// The default window of the page model: 4 pages (error 1 page), see `TierOptions::default`.
