@@ -2,7 +2,7 @@
 //!
 //! Threads: every method may be called from any thread. Writers are serialised by the write mutex
 //! (value-log order = LSM order); readers clone the current `Tiers` and never block writers; one
-//! GC at a time (the GC mutex), from the background thread or `gc()`.
+//! GC or conversion at a time (the GC mutex), from the background thread, `gc()` or `convert()`.
 //!
 //! Invariants:
 //! 1. A key's value is found through the newest source that knows the key: active LSM, frozen LSM
@@ -13,6 +13,7 @@
 //! 3. `KVSTATE` names exactly the live LSMs, value logs and tier; files it does not name are
 //!    removed at open; files a retired view names are removed when its last reader is done.
 
+mod convert;
 mod gc;
 mod open;
 mod read;
@@ -49,6 +50,8 @@ pub struct StoreStats {
     /// LSM probes skipped because the in-memory Bloom filter said no.
     pub lsm_skipped: u64,
     pub gcs: u64,
+    /// Range-query-assisted conversions installed (`Store::convert` or a threshold).
+    pub conversions: u64,
     /// Live bytes of the value logs as of the last GC, plus new keys since.
     pub live_bytes_estimate: u64,
     pub vlog_bytes: u64,
@@ -102,6 +105,7 @@ pub(crate) struct Counters {
     pub missed: AtomicU64,
     pub lsm_skipped: AtomicU64,
     pub gcs: AtomicU64,
+    pub conversions: AtomicU64,
 }
 
 impl std::fmt::Debug for Shared {
@@ -209,6 +213,13 @@ impl Store {
         gc::run(&self.shared)
     }
 
+    /// Runs a range-query-assisted conversion now (seed paper 001, section 4.5.1): a new learned
+    /// tier over the LSM and the old tier, pointing at the values where they are (no value is
+    /// rewritten, no space reclaimed); returns when it is installed. `InvalidOption` for lsm+.
+    pub fn convert(&self) -> Result<()> {
+        convert::run(&self.shared)
+    }
+
     /// Flushes the LSM memtables and syncs the value log.
     pub fn flush(&self) -> Result<()> {
         write::flush(&self.shared)
@@ -227,6 +238,7 @@ impl Store {
             reads_missed: c.missed.load(Ordering::Relaxed),
             lsm_skipped: c.lsm_skipped.load(Ordering::Relaxed),
             gcs: c.gcs.load(Ordering::Relaxed),
+            conversions: c.conversions.load(Ordering::Relaxed),
             live_bytes_estimate: self.shared.live_bytes.load(Ordering::Relaxed),
             vlog_bytes: self.shared.vlog_bytes.load(Ordering::Relaxed),
         }

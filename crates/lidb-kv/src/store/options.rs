@@ -33,6 +33,11 @@ pub struct StoreOptions {
     pub sync: bool,
     /// O_DIRECT reads of value logs, key lists and tables.
     pub direct_io: bool,
+    /// Convert (range-query-assisted, no values moved) when the active LSM's tables reach this
+    /// many bytes; checked by the background thread (`auto_gc`). 0 = off. Learned tier only.
+    pub convert_at_lsm_bytes: u64,
+    /// Convert when the active LSM has this many non-empty levels. 0 = off. Learned tier only.
+    pub convert_at_lsm_levels: usize,
 }
 
 impl Default for StoreOptions {
@@ -49,6 +54,11 @@ impl Default for StoreOptions {
             lsm_bloom_bits_per_key: 10,
             sync: false,
             direct_io: false,
+            // Off: GC already converts whenever the logs outgrow the live data, and a conversion
+            // reclaims nothing while it makes scans read values one by one; the paper uses it for
+            // over-provisioned or rarely-updated stores, whose threshold depends on the workload.
+            convert_at_lsm_bytes: 0,
+            convert_at_lsm_levels: 0,
         }
     }
 }
@@ -61,6 +71,12 @@ impl StoreOptions {
                 "over-provisioning {} is not in (0, 10]",
                 self.over_provisioning
             )));
+        }
+        let converts = self.convert_at_lsm_bytes > 0 || self.convert_at_lsm_levels > 0;
+        if converts && self.tier == TierKind::Lsm {
+            return Err(lidb_lsm::Error::InvalidOption(
+                "conversion thresholds need the learned tier (lsm+ has no conversion)".into(),
+            ));
         }
         if let TierKind::Learned {
             page_boundary,
