@@ -15,10 +15,23 @@ pub enum Backend {
 type R<T> = Result<T, lidb_lsm::Error>;
 
 impl Backend {
-    /// Opens `engine` ("lsm", "learnedkv", "lsm+" or "lsm+tier") in `dir` with LSM options `lsm`.
-    pub fn open(engine: &str, dir: &std::path::Path, lsm: Options) -> Result<Backend, String> {
+    /// Opens `engine` ("lsm", "learnedkv", "lsm+" or "lsm+tier") in `dir` with LSM options `lsm`;
+    /// `convert` is learnedkv's (LSM bytes, LSM levels) conversion thresholds, (0, 0) for off.
+    pub fn open(
+        engine: &str,
+        dir: &std::path::Path,
+        lsm: Options,
+        convert: (u64, usize),
+    ) -> Result<Backend, String> {
+        if convert != (0, 0) && engine != "learnedkv" {
+            return Err(format!(
+                "--convert-at-lsm-bytes and --convert-at-lsm-levels are options of learnedkv, not {engine}"
+            ));
+        }
         let tiered = |tier| {
             let opts = StoreOptions {
+                convert_at_lsm_bytes: convert.0,
+                convert_at_lsm_levels: convert.1,
                 sync: lsm.sync,
                 direct_io: lsm.direct_io,
                 lsm: lsm.clone(),
@@ -106,6 +119,14 @@ impl Backend {
         }
     }
 
+    /// Runs a range-query-assisted conversion and returns when it is installed (learnedkv only).
+    pub fn convert(&self) -> Result<(), String> {
+        match self {
+            Backend::Lsm(_) => Err("convert is a command of learnedkv".into()),
+            Backend::Tiered(s) => s.convert().map_err(|e| e.to_string()),
+        }
+    }
+
     pub fn stats(&self) -> Value {
         match self {
             Backend::Lsm(db) => lsm_stats(db),
@@ -115,6 +136,7 @@ impl Backend {
                 json!({
                     "reads_from_lsm": st.reads_from_lsm, "reads_from_tier": st.reads_from_tier,
                     "reads_missed": st.reads_missed, "lsm_skipped": st.lsm_skipped, "gcs": st.gcs,
+                    "conversions": st.conversions,
                     "live_bytes_estimate": st.live_bytes_estimate,
                     "lsm_bytes": sp.lsm_bytes, "key_list_bytes": sp.key_list_bytes,
                     "model_bytes": sp.model_bytes, "vlog_bytes": sp.vlog_bytes,

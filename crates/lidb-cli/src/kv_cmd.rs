@@ -42,6 +42,13 @@ pub struct KvArgs {
     /// Target SSTable size (4MiB to 128MiB).
     #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
     sst_size: u64,
+    /// learnedkv: convert in the background (no values moved) when the LSM's tables reach this
+    /// size (e.g. 256MiB); 0 = off.
+    #[arg(long, default_value = "0", value_parser = crate::size::parse_size)]
+    convert_at_lsm_bytes: u64,
+    /// learnedkv: convert in the background when the LSM has this many non-empty levels; 0 = off.
+    #[arg(long, default_value_t = 0)]
+    convert_at_lsm_levels: usize,
 }
 
 pub fn run(a: KvArgs) -> Result<(), CliError> {
@@ -58,7 +65,8 @@ pub fn run(a: KvArgs) -> Result<(), CliError> {
         sst_size_bytes: a.sst_size,
         ..Options::default()
     };
-    let db = Backend::open(&a.engine, &a.db, opts).map_err(CliError::Usage)?;
+    let convert = (a.convert_at_lsm_bytes, a.convert_at_lsm_levels);
+    let db = Backend::open(&a.engine, &a.db, opts, convert).map_err(CliError::Usage)?;
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     for line in stdin.lock().lines() {
@@ -120,9 +128,13 @@ fn execute(db: &Backend, line: &str) -> Result<String, String> {
             db.gc()?;
             Ok("OK\n".into())
         }
+        ["convert"] => {
+            db.convert()?;
+            Ok("OK\n".into())
+        }
         ["stats"] => Ok(format!("{}\n", db.stats())),
         [cmd, ..] => Err(format!(
-            "unknown command or wrong arguments: \"{cmd}\" (commands: put K V, get K, del K, scan START END [LIMIT], flush, compact, gc, stats)"
+            "unknown command or wrong arguments: \"{cmd}\" (commands: put K V, get K, del K, scan START END [LIMIT], flush, compact, gc, convert, stats)"
         )),
     }
 }

@@ -34,7 +34,7 @@ enum Command {
     #[command(subcommand)]
     Data(data_cmd::DataCommand),
     /// Serve a database over stdin/stdout, one command per line: put K V, get K, del K,
-    /// scan START END [LIMIT], flush, compact, gc (tiered engines), stats.
+    /// scan START END [LIMIT], flush, compact, gc (tiered engines), convert (learnedkv), stats.
     Kv(kv_cmd::KvArgs),
     /// Experiments on whole engines: `lidb bench lsm` runs the LSM papers' experiments.
     #[command(subcommand)]

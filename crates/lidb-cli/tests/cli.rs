@@ -284,3 +284,89 @@ fn errors_are_one_line_and_non_zero() {
     let o = lidb(&["data", "info", p(&missing)]);
     assert_one_line_error(&o, "missing.sosd");
 }
+
+/// Runs `lidb kv` with `args`, feeding it `input` on stdin.
+fn kv_session(args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .arg("kv")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn lidb kv");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().expect("lidb kv")
+}
+
+#[test]
+fn kv_convert_answers_ok_and_the_tier_serves_reads() {
+    let dir = scratch("kv-convert");
+    let db = dir.join("db");
+    let o = kv_session(
+        &[
+            "--engine",
+            "learnedkv",
+            "--db",
+            p(&db),
+            "--write-buffer",
+            "64KiB",
+        ],
+        "put a 1\nput b 2\ngc\nput b 3\ndel a\nput c 4\nconvert\nget a\nget b\nget c\nscan a z\nstats\n",
+    );
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines[..12],
+        [
+            "OK", "OK", "OK", "OK", "OK", "OK", "OK", "(nil)", "3", "4", "b 3", "c 4"
+        ],
+        "{out}"
+    );
+    assert_eq!(lines[12], "(end)", "{out}");
+    let stats: Value = serde_json::from_str(lines[13]).unwrap();
+    assert_eq!(stats["conversions"], 1, "{stats}");
+    assert_eq!(stats["gcs"], 1, "{stats}");
+
+    // The LSM engine has no conversion; threshold flags are learnedkv's.
+    let o = kv_session(
+        &["--engine", "lsm", "--db", p(&dir.join("lsm"))],
+        "convert\n",
+    );
+    assert!(
+        stdout(&o).starts_with("ERR convert is a command of learnedkv"),
+        "{}",
+        stdout(&o)
+    );
+    let o = kv_session(
+        &[
+            "--engine",
+            "lsm+",
+            "--db",
+            p(&dir.join("plus")),
+            "--convert-at-lsm-levels",
+            "3",
+        ],
+        "",
+    );
+    assert_one_line_error(&o, "--convert-at-lsm-levels");
+    let o = kv_session(
+        &[
+            "--engine",
+            "learnedkv",
+            "--db",
+            p(&db),
+            "--convert-at-lsm-bytes",
+            "1MiB",
+        ],
+        "get b\n",
+    );
+    assert_eq!(stdout(&o), "3\n");
+}

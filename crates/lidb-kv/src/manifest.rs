@@ -16,8 +16,8 @@ use crate::Result;
 
 /// "LIDBKVST" read big-endian, stored little-endian.
 pub const STATE_MAGIC: u64 = 0x4c49_4442_4b56_5354;
-/// The only format version this build writes and reads.
-pub const STATE_FORMAT_VERSION: u32 = 1;
+/// The format version this build writes (2: the list of retained svlogs). It also reads 1.
+pub const STATE_FORMAT_VERSION: u32 = 2;
 /// Name of the state file in the store's directory.
 pub const STATE_FILE: &str = "KVSTATE";
 /// Name of the next state while it is written.
@@ -34,6 +34,9 @@ pub struct KvState {
     pub vlogs: Vec<u64>,
     /// The static tier generation, if there is one.
     pub tier: Option<u64>,
+    /// Static value logs `{n:06}.svlog` the tier reads: its own (GC-built) and, for a converted
+    /// tier, older generations' whose key lists and models are gone.
+    pub svlogs: Vec<u64>,
     /// The next file number to hand out.
     pub next_number: u64,
     /// Bytes of live data (input of the GC policy).
@@ -47,7 +50,7 @@ pub fn state_path(dir: &Path) -> PathBuf {
 
 /// The bytes of `s` (docs/format/kv-manifest.md).
 pub fn encode_state(s: &KvState) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64 + 8 * (s.lsm_dirs.len() + s.vlogs.len()));
+    let mut out = Vec::with_capacity(64 + 8 * (s.lsm_dirs.len() + s.vlogs.len() + s.svlogs.len()));
     out.extend_from_slice(&STATE_MAGIC.to_le_bytes());
     out.extend_from_slice(&STATE_FORMAT_VERSION.to_le_bytes());
     for list in [&s.lsm_dirs, &s.vlogs] {
@@ -62,6 +65,10 @@ pub fn encode_state(s: &KvState) -> Vec<u8> {
             out.extend_from_slice(&g.to_le_bytes());
         }
         None => out.push(0),
+    }
+    out.extend_from_slice(&(s.svlogs.len() as u32).to_le_bytes());
+    for n in &s.svlogs {
+        out.extend_from_slice(&n.to_le_bytes());
     }
     out.extend_from_slice(&s.next_number.to_le_bytes());
     out.extend_from_slice(&s.live_bytes.to_le_bytes());
@@ -83,7 +90,7 @@ pub fn decode_state(bytes: &[u8]) -> std::result::Result<KvState, String> {
         return Err(format!("bad magic {magic:#018x}: not a KVSTATE file"));
     }
     let version = r.u32()?;
-    if version != STATE_FORMAT_VERSION {
+    if version != STATE_FORMAT_VERSION && version != 1 {
         return Err(format!(
             "format version {version} is not supported (this build reads {STATE_FORMAT_VERSION})"
         ));
@@ -93,34 +100,41 @@ pub fn decode_state(bytes: &[u8]) -> std::result::Result<KvState, String> {
     if crc32c::crc32c(body) != u32::from_le_bytes(c) {
         return Err("checksum mismatch".into());
     }
-    let mut lists = [Vec::new(), Vec::new()];
-    for (list, name) in lists.iter_mut().zip(["LSM directory", "value log"]) {
-        let n = r.u32()?;
-        if n > MAX_LIST_LEN {
-            return Err(format!(
-                "{n} {name} numbers is above the limit {MAX_LIST_LEN}"
-            ));
-        }
-        for _ in 0..n {
-            list.push(r.u64()?);
-        }
-    }
+    let lsm_dirs = read_list(&mut r, "LSM directory")?;
+    let vlogs = read_list(&mut r, "value log")?;
     let tier = match r.u8()? {
         0 => None,
         1 => Some(r.u64()?),
         t => return Err(format!("tier flag {t} is neither 0 nor 1")),
     };
+    // Version 1 tiers were all GC-built: the tier's own svlog is the only one.
+    let svlogs = if version == 1 {
+        tier.into_iter().collect()
+    } else {
+        read_list(&mut r, "svlog")?
+    };
     let next_number = r.u64()?;
     let live_bytes = r.u64()?;
     r.finish("state")?;
-    let [lsm_dirs, vlogs] = lists;
     Ok(KvState {
         lsm_dirs,
         vlogs,
         tier,
+        svlogs,
         next_number,
         live_bytes,
     })
+}
+
+/// A count (at most `MAX_LIST_LEN`, checked before allocating) then that many u64 numbers.
+fn read_list(r: &mut ByteReader<'_>, name: &str) -> std::result::Result<Vec<u64>, String> {
+    let n = r.u32()?;
+    if n > MAX_LIST_LEN {
+        return Err(format!(
+            "{n} {name} numbers is above the limit {MAX_LIST_LEN}"
+        ));
+    }
+    (0..n).map(|_| r.u64()).collect()
 }
 
 /// Replaces `dir/KVSTATE` with `s` atomically and durably.

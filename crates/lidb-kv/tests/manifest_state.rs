@@ -31,6 +31,7 @@ fn states() -> Vec<KvState> {
             lsm_dirs: vec![7, 5],
             vlogs: vec![2, 3, 4],
             tier: Some(6),
+            svlogs: vec![6, 1],
             next_number: 8,
             live_bytes: 123_456_789,
         },
@@ -38,6 +39,7 @@ fn states() -> Vec<KvState> {
             lsm_dirs: vec![u64::MAX],
             vlogs: (0..1000).collect(),
             tier: None,
+            svlogs: vec![],
             next_number: u64::MAX,
             live_bytes: 0,
         },
@@ -220,4 +222,39 @@ fn a_crash_before_the_first_state_leaves_none() {
             "fail_at {fail_at}"
         );
     }
+}
+
+/// A version-1 state (no svlog list, written before conversion existed), built byte by byte as
+/// docs/format/kv-manifest.md describes it: it still reads, its tier's own svlog retained.
+#[test]
+fn a_version_1_state_still_reads_with_its_tier_svlog_retained() {
+    let mut v1 = Vec::new();
+    v1.extend_from_slice(&0x4c49_4442_4b56_5354u64.to_le_bytes());
+    v1.extend_from_slice(&1u32.to_le_bytes());
+    v1.extend_from_slice(&1u32.to_le_bytes());
+    v1.extend_from_slice(&9u64.to_le_bytes());
+    v1.extend_from_slice(&1u32.to_le_bytes());
+    v1.extend_from_slice(&10u64.to_le_bytes());
+    v1.push(1);
+    v1.extend_from_slice(&7u64.to_le_bytes());
+    v1.extend_from_slice(&11u64.to_le_bytes());
+    v1.extend_from_slice(&4096u64.to_le_bytes());
+    let crc = crc32c::crc32c(&v1);
+    v1.extend_from_slice(&crc.to_le_bytes());
+    let s = setup();
+    let mut f = s.create(&state_path(&dir())).expect("create");
+    f.append(&v1).expect("append");
+    drop(f);
+    let got = read_state(&s, &dir()).expect("read").expect("present");
+    assert_eq!(
+        got,
+        KvState {
+            lsm_dirs: vec![9],
+            vlogs: vec![10],
+            tier: Some(7),
+            svlogs: vec![7],
+            next_number: 11,
+            live_bytes: 4096,
+        }
+    );
 }

@@ -1,6 +1,7 @@
 //! Crash tests of the tiered store: the power goes at every N-th storage operation of a synced
-//! workload that runs GCs (so inside GC phases too: switch, collect, tier writing, install), and
-//! the reopened store must hold every acknowledged write. Also: a corrupt value-log record is an
+//! workload that runs GCs (so inside GC phases too: switch, collect, tier writing, install), or
+//! GCs and range-query-assisted conversions in turn (switch, merged pointer scan, key-list writing,
+//! install), and the reopened store must hold every acknowledged write. Also: a corrupt value-log record is an
 //! error that names the file and the offset.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
@@ -19,7 +20,18 @@ use lidb_lsm::Result;
 use lidb_lsm::storage::mem::MemStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use support::{each_power_cut, learned, small};
+use support::{each_power_cut, learned, open_on, small};
+
+/// What the workload runs every 150 steps besides puts and deletes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Jobs {
+    /// Nothing: the background thread runs GCs when due.
+    Background,
+    Gc,
+    /// A GC then two conversions, in turn: conversions point into a GC-built tier's svlog and
+    /// into the previous converted tier's files.
+    ConvertAndGc,
+}
 
 #[derive(Default)]
 struct Expect {
@@ -32,7 +44,7 @@ fn workload(
     rng: &mut ChaCha8Rng,
     expect: &mut Expect,
     steps: usize,
-    manual_gc: bool,
+    jobs: Jobs,
 ) -> Result<()> {
     for step in 0..steps {
         let k = format!("key{:04}", rng.gen_range(0..300u32)).into_bytes();
@@ -47,8 +59,13 @@ fn workload(
             expect.acked.insert(k, None);
         }
         expect.in_flight = None;
-        if manual_gc && step % 150 == 149 {
-            store.gc()?;
+        if step % 150 == 149 {
+            match jobs {
+                Jobs::Background => {}
+                Jobs::Gc => store.gc()?,
+                Jobs::ConvertAndGc if step % 450 == 149 => store.gc()?,
+                Jobs::ConvertAndGc => store.convert()?,
+            }
         }
     }
     Ok(())
@@ -73,59 +90,83 @@ fn verify(store: &Store, e: &Expect, ctx: &str) {
 
 /// With `background`, GCs start from the store's own thread while the workload keeps writing, so
 /// crashes also land between a GC's switch and its install with acknowledged writes in between.
-fn power_cuts(tier: TierKind, background: bool) {
+/// With conversions the power goes at EVERY storage operation (a shorter workload: a GC, then two
+/// conversions; after recovery a conversion and a GC over it); otherwise at about 120 of them.
+fn power_cuts(tier: TierKind, jobs: Jobs) {
+    let background = jobs == Jobs::Background;
     let opts = StoreOptions {
         sync: true,
         auto_gc: background,
         over_provisioning: 0.2,
         ..small(tier)
     };
-    let steps = if background { 1_500 } else { 500 };
-    each_power_cut(
-        &opts,
-        120,
-        |store, expect: &mut Expect| {
-            workload(
-                store,
-                &mut ChaCha8Rng::seed_from_u64(7),
-                expect,
-                steps,
-                !background,
-            )
-        },
-        |store, expect, ctx| {
-            verify(store, expect, ctx);
+    let steps = match jobs {
+        Jobs::Background => 1_500,
+        Jobs::Gc => 500,
+        Jobs::ConvertAndGc => 460,
+    };
+    let run = |store: &Store, expect: &mut Expect| {
+        workload(
+            store,
+            &mut ChaCha8Rng::seed_from_u64(7),
+            expect,
+            steps,
+            jobs,
+        )
+    };
+    if jobs == Jobs::ConvertAndGc {
+        let store = open_on(MemStorage::new(), &opts).unwrap();
+        run(&store, &mut Expect::default()).unwrap();
+        assert_eq!((store.stats().conversions, store.stats().gcs), (2, 1));
+    }
+    let cuts = if jobs == Jobs::ConvertAndGc {
+        usize::MAX
+    } else {
+        120
+    };
+    each_power_cut(&opts, cuts, run, |store, expect, ctx| {
+        verify(store, expect, ctx);
+        if jobs == Jobs::ConvertAndGc {
             store
-                .gc()
-                .unwrap_or_else(|e| panic!("{ctx}: GC after recovery: {e}"));
-            verify(store, expect, &format!("{ctx}, after a GC"));
-        },
-    );
+                .convert()
+                .unwrap_or_else(|e| panic!("{ctx}: conversion after recovery: {e}"));
+            verify(store, expect, &format!("{ctx}, after a conversion"));
+        }
+        store
+            .gc()
+            .unwrap_or_else(|e| panic!("{ctx}: GC after recovery: {e}"));
+        verify(store, expect, &format!("{ctx}, after a GC"));
+    });
 }
 
 #[test]
 fn learnedkv_keeps_every_synced_write_through_power_cuts_anywhere() {
-    power_cuts(learned(), false);
+    power_cuts(learned(), Jobs::Gc);
 }
 
 #[test]
 fn learnedkv_keeps_every_synced_write_through_power_cuts_during_background_gc() {
-    power_cuts(learned(), true);
+    power_cuts(learned(), Jobs::Background);
+}
+
+#[test]
+fn learnedkv_keeps_every_synced_write_through_power_cuts_during_conversions() {
+    power_cuts(learned(), Jobs::ConvertAndGc);
 }
 
 #[test]
 fn lsm_plus_tier_keeps_every_synced_write_through_power_cuts_anywhere() {
-    power_cuts(TierKind::Lsm, false);
+    power_cuts(TierKind::Lsm, Jobs::Gc);
 }
 
 #[test]
 fn write_back_lsm_plus_keeps_every_synced_write_through_power_cuts_anywhere() {
-    power_cuts(TierKind::WriteBack, false);
+    power_cuts(TierKind::WriteBack, Jobs::Gc);
 }
 
 #[test]
 fn write_back_lsm_plus_keeps_every_synced_write_through_power_cuts_during_background_gc() {
-    power_cuts(TierKind::WriteBack, true);
+    power_cuts(TierKind::WriteBack, Jobs::Background);
 }
 
 #[test]

@@ -119,6 +119,8 @@ impl TieredEngine {
             lsm_bloom_bits_per_key: if learned { cfg.bloom_bits_per_key } else { 0 },
             sync: cfg.sync,
             direct_io: cfg.direct_io,
+            // Conversion thresholds stay off: the benchmarks measure GC-triggered conversion.
+            ..StoreOptions::default()
         };
         Ok(TieredEngine {
             store: Arc::new(Store::open(&cfg.dir, opts)?),

@@ -1,4 +1,9 @@
 //! Writes one generation of the static tier. One thread; `finish` consumes the builder.
+//!
+//! Two modes: [`StaticTierBuilder::new`] copies values into the generation's own svlog (GC);
+//! [`StaticTierBuilder::referencing`] writes no values at all: each entry points at a record that
+//! already exists in a `.vlog` or an older `.svlog` (range-query-assisted conversion, seed paper
+//! 001 section 4.5.1), and the generation has no svlog file.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -8,11 +13,12 @@ use lidb_lsm::keys::KeyMapBuilder;
 use lidb_lsm::storage::{Storage, WritableFile};
 
 use super::format::{
-    KeyListHeader, Layout, MAX_TIER_KEY_BYTES, ModelFile, PAGE_BYTES, encode_entry, seal_page,
+    EntryRef, KeyListHeader, Layout, MAX_TIER_FILES, MAX_TIER_KEY_BYTES, ModelFile, PAGE_BYTES,
+    TierFile, TierFileKind, encode_entry, seal_page,
 };
 use super::{TierMeta, TierOptions, keys_path, model_path, svlog_path};
-use crate::vlog::{VlogKind, VlogWriter};
-use crate::{Error, Pointer, Result};
+use crate::vlog::{VlogKind, VlogWriter, vlog_path};
+use crate::{Error, Result};
 
 /// Pages written to the key list per append.
 const WRITE_BATCH_PAGES: usize = 64;
@@ -25,11 +31,14 @@ pub struct StaticTierBuilder {
     dir: PathBuf,
     generation: u64,
     opts: TierOptions,
-    svlog: VlogWriter,
+    /// The generation's own svlog (file table row 0); None when referencing.
+    svlog: Option<VlogWriter>,
+    /// The file table of a referencing build.
+    files: Vec<TierFile>,
     /// Every key, concatenated; key `i` ends at `key_ends[i]`.
     key_bytes: Vec<u8>,
     key_ends: Vec<u64>,
-    pointers: Vec<(u64, u32)>,
+    pointers: Vec<EntryRef>,
     max_key_len: u32,
     keymap: KeyMapBuilder,
 }
@@ -42,24 +51,36 @@ impl StaticTierBuilder {
         generation: u64,
         opts: TierOptions,
     ) -> Result<StaticTierBuilder> {
+        let mut b = StaticTierBuilder::referencing(storage, dir, generation, opts)?;
+        b.svlog = Some(VlogWriter::create_at(
+            b.storage.as_ref(),
+            &svlog_path(dir, generation),
+            VlogKind::Static,
+            generation,
+        )?);
+        Ok(b)
+    }
+
+    /// A builder whose entries point at existing records (`add_ref`); it writes no svlog.
+    pub fn referencing(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        generation: u64,
+        opts: TierOptions,
+    ) -> Result<StaticTierBuilder> {
         let mut params = opts.params.clone();
         params.boundary = opts.page_boundary;
         params
             .validate()
             .map_err(|e| Error::InvalidOption(format!("static tier page_boundary/params: {e}")))?;
         let opts = TierOptions { params, ..opts };
-        let svlog = VlogWriter::create_at(
-            storage.as_ref(),
-            &svlog_path(dir, generation),
-            VlogKind::Static,
-            generation,
-        )?;
         Ok(StaticTierBuilder {
             storage,
             dir: dir.to_path_buf(),
             generation,
             opts,
-            svlog,
+            svlog: None,
+            files: Vec::new(),
             key_bytes: Vec::new(),
             key_ends: Vec::new(),
             pointers: Vec::new(),
@@ -85,9 +106,91 @@ impl StaticTierBuilder {
         self.key_ends.len() as u64
     }
 
-    /// Appends `key`'s record to the svlog. Keys must strictly increase and be at most 4078
-    /// bytes (`InvalidOption` otherwise).
+    /// Appends `key`'s record to the svlog. Keys must strictly increase and be at most 4076
+    /// bytes (`InvalidOption` otherwise, and in a referencing build).
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.check_key(key)?;
+        let Some(svlog) = self.svlog.as_mut() else {
+            return Err(Error::InvalidOption(
+                "a referencing static tier build takes no values".into(),
+            ));
+        };
+        let p = svlog.append(key, value)?;
+        self.push(
+            key,
+            EntryRef {
+                file_idx: 0,
+                offset: p.offset,
+                len: p.len,
+            },
+        );
+        Ok(())
+    }
+
+    /// Adds `key` pointing at the record of `len` bytes at `offset` of an existing file (a
+    /// `.vlog` or an older generation's `.svlog` of this directory, which must not change any
+    /// more). Only in a referencing build; at most `MAX_TIER_FILES` distinct files.
+    pub fn add_ref(
+        &mut self,
+        key: &[u8],
+        kind: TierFileKind,
+        number: u64,
+        offset: u64,
+        len: u32,
+    ) -> Result<()> {
+        self.check_key(key)?;
+        if self.svlog.is_some() || (kind == TierFileKind::Svlog && number == self.generation) {
+            return Err(Error::InvalidOption(
+                "add_ref is for referencing builds, into other files".into(),
+            ));
+        }
+        let file_idx = match self.files.iter().position(|f| f.number == number) {
+            Some(i) if self.files.get(i).is_some_and(|f| f.kind == kind) => i,
+            Some(_) => {
+                return Err(Error::InvalidOption(format!(
+                    "file number {number} names both a vlog and an svlog"
+                )));
+            }
+            None => {
+                if self.files.len() as u32 >= MAX_TIER_FILES {
+                    return Err(Error::InvalidOption(format!(
+                        "a static tier may reference at most {MAX_TIER_FILES} files"
+                    )));
+                }
+                let path = match kind {
+                    TierFileKind::Vlog => vlog_path(&self.dir, number),
+                    TierFileKind::Svlog => svlog_path(&self.dir, number),
+                };
+                let bytes = self.storage.file_size(&path)?;
+                self.files.push(TierFile {
+                    kind,
+                    number,
+                    bytes,
+                });
+                self.files.len() - 1
+            }
+        };
+        let inside = self
+            .files
+            .get(file_idx)
+            .is_some_and(|f| offset.saturating_add(u64::from(len)) <= f.bytes);
+        if !inside {
+            return Err(Error::InvalidOption(format!(
+                "record at offset {offset} ({len} bytes) is past the end of file {number}"
+            )));
+        }
+        self.push(
+            key,
+            EntryRef {
+                file_idx: file_idx as u16,
+                offset,
+                len,
+            },
+        );
+        Ok(())
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<()> {
         if key.len() as u64 > MAX_TIER_KEY_BYTES {
             return Err(Error::InvalidOption(format!(
                 "key of {} bytes is longer than a static tier allows ({MAX_TIER_KEY_BYTES})",
@@ -101,13 +204,15 @@ impl StaticTierBuilder {
                 "static tier keys must be added in strictly increasing order".into(),
             ));
         }
-        let p = self.svlog.append(key, value)?;
+        Ok(())
+    }
+
+    fn push(&mut self, key: &[u8], p: EntryRef) {
         self.key_bytes.extend_from_slice(key);
         self.key_ends.push(self.key_bytes.len() as u64);
-        self.pointers.push((p.offset, p.len));
+        self.pointers.push(p);
         self.max_key_len = self.max_key_len.max(key.len() as u32);
         self.keymap.observe(key);
-        Ok(())
     }
 
     /// Writes the key list and the model, syncs the three files and the directory.
@@ -118,12 +223,21 @@ impl StaticTierBuilder {
         })?;
         let pages = layout.pages_for(n as u64);
         let per_page = layout.entries_per_page as usize;
+        let svlog_bytes = self.svlog.as_ref().map_or(0, VlogWriter::len);
+        let files = match &self.svlog {
+            Some(_) => vec![TierFile {
+                kind: TierFileKind::Svlog,
+                number: self.generation,
+                bytes: svlog_bytes,
+            }],
+            None => std::mem::take(&mut self.files),
+        };
         let header = KeyListHeader {
             generation: self.generation,
             entries: n as u64,
             pages,
             layout,
-            svlog_bytes: self.svlog.len(),
+            files,
         };
         let keys_file = keys_path(&self.dir, self.generation);
         let mut kf = self.storage.create(&keys_file)?;
@@ -168,12 +282,14 @@ impl StaticTierBuilder {
         mf.append(&model_bytes)?;
         mf.sync()?;
         kf.sync()?;
-        self.svlog.sync()?;
+        if let Some(svlog) = self.svlog.as_mut() {
+            svlog.sync()?;
+        }
         self.storage.sync_dir(&self.dir)?;
         Ok(TierMeta {
             generation: self.generation,
             entries: n as u64,
-            svlog_bytes: self.svlog.len(),
+            svlog_bytes,
             keylist_bytes: header.file_bytes(),
             model_bytes: model_bytes.len() as u64,
             train_time,
@@ -189,12 +305,11 @@ impl StaticTierBuilder {
         for p in 0..pages as usize {
             let mut page = vec![0u8; PAGE_BYTES as usize];
             for (slot, i) in (p * per_page..((p + 1) * per_page).min(n)).enumerate() {
-                let (offset, len) = self.pointers.get(i).copied().unwrap_or_default();
-                let ptr = Pointer {
-                    file: self.generation,
-                    offset,
-                    len,
-                };
+                let ptr = self.pointers.get(i).copied().unwrap_or(EntryRef {
+                    file_idx: 0,
+                    offset: 0,
+                    len: 0,
+                });
                 if let Some(out) = page.get_mut(slot * width..) {
                     encode_entry(out, layout, self.key(i), ptr);
                 }

@@ -8,25 +8,55 @@
 use lidb_lsm::keys::KeyMap;
 use lidb_lsm::table::format::ByteReader;
 
-use crate::Pointer;
 use crate::vlog::{RECORD_HEADER_BYTES, VLOG_HEADER_BYTES};
 
 /// Bytes of a key list page (header page and data pages).
 pub const PAGE_BYTES: u64 = 4096;
 /// Bytes of a data page that hold entries and padding; the page CRC follows.
 pub const PAGE_PAYLOAD_BYTES: u64 = PAGE_BYTES - 4;
-/// Bytes of an entry besides its key: key_len u16, offset u64, len u32.
-pub const ENTRY_FIXED_BYTES: u64 = 14;
+/// Bytes of an entry besides its key: key_len u16, file_idx u16, offset u64, len u32.
+pub const ENTRY_FIXED_BYTES: u64 = 16;
 /// The longest key a static tier holds (an entry must fit a page).
 pub const MAX_TIER_KEY_BYTES: u64 = PAGE_PAYLOAD_BYTES - ENTRY_FIXED_BYTES;
 /// "LIDBKEYS" read big-endian, stored little-endian.
 pub const KEYS_MAGIC: u64 = 0x4c49_4442_4b45_5953;
 /// "LIDBTMDL" read big-endian, stored little-endian.
 pub const MODEL_MAGIC: u64 = 0x4c49_4442_544d_444c;
-/// Format version of the key list and the model file.
-pub const TIER_FORMAT_VERSION: u32 = 1;
-/// Bytes of the header page covered by its CRC.
-const HEADER_CRC_COVERS: usize = 60;
+/// Format version of the key list and the model file (2: the key list's file table).
+pub const TIER_FORMAT_VERSION: u32 = 2;
+/// Bytes of the header page before the file table (through `file_count`).
+const HEADER_FIXED_BYTES: usize = 56;
+/// Bytes of one file-table row: kind u8, number u64, bytes u64.
+const FILE_ROW_BYTES: usize = 17;
+/// The most files a key list may name: the fixed header, the rows and the CRC fit one page.
+pub const MAX_TIER_FILES: u32 =
+    ((PAGE_BYTES as usize - HEADER_FIXED_BYTES - 4) / FILE_ROW_BYTES) as u32;
+
+/// What a file of the file table is. DO NOT CHANGE THESE VALUES.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TierFileKind {
+    /// `{n:06}.vlog`: a value log (header kind 1) a frozen LSM pointed into.
+    Vlog = 1,
+    /// `{n:06}.svlog`: a static value log (header kind 2), the tier's own or an older tier's.
+    Svlog = 2,
+}
+
+/// One row of the key list's file table: a file entries point into, and its size when the tier
+/// was built (the file must still have exactly this size).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TierFile {
+    pub kind: TierFileKind,
+    pub number: u64,
+    pub bytes: u64,
+}
+
+/// Where an entry's record is: row `file_idx` of the file table, byte `offset`, `len` bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EntryRef {
+    pub file_idx: u16,
+    pub offset: u64,
+    pub len: u32,
+}
 
 /// Where entries sit in the key list, given the generation's key width.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,13 +87,14 @@ impl Layout {
 }
 
 /// The key list's header page.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyListHeader {
     pub generation: u64,
     pub entries: u64,
     pub pages: u64,
     pub layout: Layout,
-    pub svlog_bytes: u64,
+    /// The files entries point into, at most `MAX_TIER_FILES`, numbers distinct.
+    pub files: Vec<TierFile>,
 }
 
 impl KeyListHeader {
@@ -78,7 +109,12 @@ impl KeyListHeader {
         out.extend_from_slice(&self.layout.key_width.to_le_bytes());
         out.extend_from_slice(&self.layout.entry_width.to_le_bytes());
         out.extend_from_slice(&self.layout.entries_per_page.to_le_bytes());
-        out.extend_from_slice(&self.svlog_bytes.to_le_bytes());
+        out.extend_from_slice(&(self.files.len() as u32).to_le_bytes());
+        for f in &self.files {
+            out.push(f.kind as u8);
+            out.extend_from_slice(&f.number.to_le_bytes());
+            out.extend_from_slice(&f.bytes.to_le_bytes());
+        }
         let crc = crc32c::crc32c(&out);
         out.extend_from_slice(&crc.to_le_bytes());
         out.resize(PAGE_BYTES as usize, 0);
@@ -107,14 +143,42 @@ impl KeyListHeader {
         let reserved = r.u32()?;
         let (generation, entries, pages) = (r.u64()?, r.u64()?, r.u64()?);
         let (key_width, entry_width, per_page) = (r.u32()?, r.u32()?, r.u32()?);
-        let svlog_bytes = r.u64()?;
+        let file_count = r.u32()?;
+        if file_count > MAX_TIER_FILES {
+            return Err(format!(
+                "file table of {file_count} files is above the limit {MAX_TIER_FILES}"
+            ));
+        }
+        let mut rows = Vec::with_capacity(file_count as usize);
+        for _ in 0..file_count {
+            rows.push((r.u8()?, r.u64()?, r.u64()?));
+        }
+        let crc_at = HEADER_FIXED_BYTES + FILE_ROW_BYTES * file_count as usize;
         let crc = r.u32()?;
-        let covered = page.get(..HEADER_CRC_COVERS).unwrap_or_default();
+        let covered = page.get(..crc_at).unwrap_or_default();
         if crc32c::crc32c(covered) != crc {
             return Err("header page checksum mismatch".into());
         }
-        if reserved != 0 || page.iter().skip(HEADER_CRC_COVERS + 4).any(|&b| b != 0) {
+        if reserved != 0 || page.iter().skip(crc_at + 4).any(|&b| b != 0) {
             return Err("header page has non-zero reserved bytes".into());
+        }
+        let mut files: Vec<TierFile> = Vec::with_capacity(rows.len());
+        for (i, (kind, number, bytes)) in rows.into_iter().enumerate() {
+            let kind = match kind {
+                1 => TierFileKind::Vlog,
+                2 => TierFileKind::Svlog,
+                k => return Err(format!("file table row {i}: kind {k} is neither 1 nor 2")),
+            };
+            if bytes < VLOG_HEADER_BYTES || files.iter().any(|f| f.number == number) {
+                return Err(format!(
+                    "file table row {i}: file {number} of {bytes} bytes is repeated or too short"
+                ));
+            }
+            files.push(TierFile {
+                kind,
+                number,
+                bytes,
+            });
         }
         let layout = Layout::new(key_width)
             .ok_or_else(|| format!("key width {key_width} exceeds {MAX_TIER_KEY_BYTES}"))?;
@@ -134,8 +198,14 @@ impl KeyListHeader {
             entries,
             pages,
             layout,
-            svlog_bytes,
+            files,
         })
+    }
+
+    /// Whether every entry is in the tier's own svlog, in entry order (a GC-built tier): the
+    /// file table is that one svlog. Scans then read it sequentially in large chunks.
+    pub fn packed(&self) -> bool {
+        matches!(self.files.as_slice(), [f] if f.kind == TierFileKind::Svlog && f.number == self.generation)
     }
 
     /// Entries of data page `page`.
@@ -153,12 +223,13 @@ impl KeyListHeader {
 }
 
 /// Writes entry `(key, p)` at the start of `out` (at least `entry_width` bytes, zeroed).
-pub fn encode_entry(out: &mut [u8], layout: &Layout, key: &[u8], p: Pointer) {
+pub fn encode_entry(out: &mut [u8], layout: &Layout, key: &[u8], p: EntryRef) {
     let k = layout.key_width as usize;
     let mut bytes = Vec::with_capacity(layout.entry_width as usize);
     bytes.extend_from_slice(&(key.len() as u16).to_le_bytes());
+    bytes.extend_from_slice(&p.file_idx.to_le_bytes());
     bytes.extend_from_slice(key);
-    bytes.resize(2 + k, 0);
+    bytes.resize(4 + k, 0);
     bytes.extend_from_slice(&p.offset.to_le_bytes());
     bytes.extend_from_slice(&p.len.to_le_bytes());
     for (d, s) in out.iter_mut().zip(bytes.iter()) {
@@ -166,20 +237,22 @@ pub fn encode_entry(out: &mut [u8], layout: &Layout, key: &[u8], p: Pointer) {
     }
 }
 
-/// Decodes one entry (`entry_width` bytes) of generation `generation` and checks its pointer
-/// against the svlog's size.
+/// Decodes one entry (`entry_width` bytes) and checks its pointer against the size of the file
+/// table's row it names.
 pub fn decode_entry<'a>(
     bytes: &'a [u8],
     layout: &Layout,
-    generation: u64,
-    svlog_bytes: u64,
-) -> Result<(&'a [u8], Pointer), String> {
+    files: &[TierFile],
+) -> Result<(&'a [u8], EntryRef), String> {
     let mut r = ByteReader::new(bytes);
-    let lb = r.bytes(2)?;
-    let key_len = u64::from(u16::from_le_bytes([
-        lb.first().copied().unwrap_or(0),
-        lb.get(1).copied().unwrap_or(0),
-    ]));
+    let u16_at = |b: &[u8]| {
+        u16::from_le_bytes([
+            b.first().copied().unwrap_or(0),
+            b.get(1).copied().unwrap_or(0),
+        ])
+    };
+    let key_len = u64::from(u16_at(r.bytes(2)?));
+    let file_idx = u16_at(r.bytes(2)?);
     if key_len > u64::from(layout.key_width) {
         return Err(format!(
             "key length {key_len} exceeds the key width {}",
@@ -191,21 +264,27 @@ pub fn decode_entry<'a>(
     let offset = r.u64()?;
     let len = r.u32()?;
     r.finish("entry")?;
+    let file = files.get(usize::from(file_idx)).ok_or_else(|| {
+        format!(
+            "file index {file_idx} is past the file table of {}",
+            files.len()
+        )
+    })?;
     let ok = offset >= VLOG_HEADER_BYTES
         && u64::from(len) >= RECORD_HEADER_BYTES + key_len
         && offset
             .checked_add(u64::from(len))
-            .is_some_and(|e| e <= svlog_bytes);
+            .is_some_and(|e| e <= file.bytes);
     if !ok {
         return Err(format!(
-            "pointer (offset {offset}, {len} bytes) is not inside the static value log of \
-             {svlog_bytes} bytes"
+            "pointer (offset {offset}, {len} bytes) is not inside file {} of {} bytes",
+            file.number, file.bytes
         ));
     }
     Ok((
         key,
-        Pointer {
-            file: generation,
+        EntryRef {
+            file_idx,
             offset,
             len,
         },

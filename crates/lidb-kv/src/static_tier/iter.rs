@@ -1,12 +1,15 @@
 //! Range scans of the static tier: seek with the model, then read the key list forward in chunks
-//! of pages and the svlog forward in large chunks (the records of consecutive keys are
-//! contiguous). A `TierIter` is used by one thread; many may run over one tier.
+//! of pages. A packed tier (GC-built: every record in its own svlog, in key order) reads the svlog
+//! forward in large chunks (the records of consecutive keys are contiguous); a converted tier
+//! reads each record where its entry points (one read per value). A `TierIter` is used by one
+//! thread; many may run over one tier.
 
 use std::sync::Arc;
 
 use lidb_lsm::error::corruption;
 
 use super::StaticTier;
+use super::format::TierFile;
 use super::reader::PageRun;
 use crate::Result;
 use crate::vlog::decode_pointed;
@@ -28,6 +31,16 @@ pub struct TierIter {
     done: bool,
     /// Yield keys with empty values and never read the svlog (`StaticTier::keys`).
     keys_only: bool,
+}
+
+/// An entry with where its record is, without the value (`TierIter::next_entry`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TierEntry {
+    pub key: Vec<u8>,
+    /// The file-table row of the record's file.
+    pub file: TierFile,
+    pub offset: u64,
+    pub len: u32,
 }
 
 impl StaticTier {
@@ -61,47 +74,100 @@ impl TierIter {
         page >= self.pages.first_page && page < self.pages.first_page + held
     }
 
-    fn step(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    /// The next entry and where its record is, without reading the value (conversion merges
+    /// these with a frozen LSM's pointers). Not to be mixed with `next` on one iterator.
+    pub fn next_entry(&mut self) -> Result<Option<TierEntry>> {
         let tier = Arc::clone(&self.tier);
-        let header = tier.header();
-        if self.next >= header.entries {
+        if self.next >= tier.header().entries {
             return Ok(None);
         }
-        let page = self.next / u64::from(header.layout.entries_per_page);
+        self.load_page()?;
+        let (key, e) = tier.entry(&self.pages, self.next)?;
+        let file = tier
+            .header()
+            .files
+            .get(usize::from(e.file_idx))
+            .copied()
+            .ok_or_else(|| corruption(tier.file_path(usize::MAX), "entry past the file table"))?;
+        self.next += 1;
+        Ok(Some(TierEntry {
+            key: key.to_vec(),
+            file,
+            offset: e.offset,
+            len: e.len,
+        }))
+    }
+
+    fn load_page(&mut self) -> Result<()> {
+        let page = self.next / u64::from(self.tier.header().layout.entries_per_page);
         if !self.page_loaded(page) {
-            self.pages = tier.read_pages_uncached(page, page + SCAN_KEYLIST_PAGES)?;
+            self.pages = self
+                .tier
+                .read_pages_uncached(page, page + SCAN_KEYLIST_PAGES)?;
         }
-        let (key, p) = tier.entry(&self.pages, self.next)?;
+        Ok(())
+    }
+
+    fn step(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        let tier = Arc::clone(&self.tier);
+        if self.next >= tier.header().entries {
+            return Ok(None);
+        }
+        self.load_page()?;
+        let (key, e) = tier.entry(&self.pages, self.next)?;
+        let key = key.to_vec();
         if self.keys_only {
             self.next += 1;
-            return Ok(Some((key.to_vec(), Vec::new())));
+            return Ok(Some((key, Vec::new())));
         }
-        let end = p.offset + u64::from(p.len);
-        let held_end = self.values_start + self.values.len() as u64;
-        if p.offset < self.values_start || end > held_end {
-            let len = u64::from(p.len)
-                .max(SCAN_SVLOG_BYTES)
-                .min(header.svlog_bytes - p.offset);
-            let mut buf = vec![0u8; len as usize];
-            tier.svlog_handle().read_at(p.offset, &mut buf)?;
-            tier.count_svlog(len);
-            self.values = buf;
-            self.values_start = p.offset;
-        }
-        let at = (p.offset - self.values_start) as usize;
-        let rec = self.values.get(at..at + p.len as usize).unwrap_or_default();
-        let (k, v) = decode_pointed(rec, p).map_err(|d| corruption(tier.svlog_path(), d))?;
+        let idx = usize::from(e.file_idx);
+        let (k, v) = if tier.packed() {
+            self.read_chunked(idx, e.offset, e.len)?
+        } else {
+            tier.read_record(idx, e.offset, e.len)?
+        };
         if k != key {
             return Err(corruption(
-                tier.svlog_path(),
+                tier.file_path(idx),
                 format!(
                     "record at offset {}: holds another key than its entry",
-                    p.offset
+                    e.offset
                 ),
             ));
         }
         self.next += 1;
-        Ok(Some((k.to_vec(), v.to_vec())))
+        Ok(Some((k, v)))
+    }
+
+    /// The record at `offset` of row `idx`, from the chunk held or a new chunk of at least
+    /// `SCAN_SVLOG_BYTES` read from `offset` on.
+    fn read_chunked(&mut self, idx: usize, offset: u64, len: u32) -> Result<(Vec<u8>, Vec<u8>)> {
+        let tier = Arc::clone(&self.tier);
+        let p = tier.pointer(super::format::EntryRef {
+            file_idx: idx as u16,
+            offset,
+            len,
+        });
+        let file_bytes = tier.header().files.get(idx).map_or(0, |f| f.bytes);
+        let end = offset + u64::from(len);
+        let held_end = self.values_start + self.values.len() as u64;
+        if offset < self.values_start || end > held_end {
+            let n = u64::from(len)
+                .max(SCAN_SVLOG_BYTES)
+                .min(file_bytes.saturating_sub(offset));
+            let mut buf = vec![0u8; n as usize];
+            let handle = tier
+                .file_handle(idx)
+                .ok_or_else(|| corruption(tier.file_path(idx), "file index past the table"))?;
+            handle.read_at(offset, &mut buf)?;
+            tier.count_svlog(n);
+            self.values = buf;
+            self.values_start = offset;
+        }
+        let at = (offset - self.values_start) as usize;
+        let rec = self.values.get(at..at + len as usize).unwrap_or_default();
+        let (k, v) = decode_pointed(rec, p).map_err(|d| corruption(tier.file_path(idx), d))?;
+        Ok((k.to_vec(), v.to_vec()))
     }
 }
 

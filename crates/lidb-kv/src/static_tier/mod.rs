@@ -13,8 +13,14 @@
 //! over one point per page (the image of the page's last key, position = page number) with
 //! position boundary `page_boundary` pages; `Family::Plr` is Bourbon's greedy PLR.
 //!
-//! Invariants: keys strictly increase over the key list; entry `i` points to the `i`-th record of
-//! the svlog; the three files agree on generation, entries, pages and key width (checked at open).
+//! - [`StaticTierBuilder::referencing`] writes a converted generation (seed paper 001, section
+//!   4.5.1): entries point at existing records in `.vlog` or older `.svlog` files named by the
+//!   key list's file table, and no svlog is written.
+//!
+//! Invariants: keys strictly increase over the key list; every entry points inside a file of the
+//! file table, whose files are frozen; in a GC-built (packed) generation entry `i` points to the
+//! `i`-th record of its own svlog; the key list and model agree on generation, entries, pages and
+//! key width, and every file of the table has its recorded size (checked at open).
 
 mod builder;
 pub mod format;
@@ -27,7 +33,7 @@ use std::time::Duration;
 use lidb_index::{Family, Params};
 
 pub use builder::StaticTierBuilder;
-pub use iter::TierIter;
+pub use iter::{TierEntry, TierIter};
 pub use reader::{StaticTier, TierReadStats};
 
 /// The default window of the page model: 4 pages (error 1 page), see `TierOptions::default`.

@@ -1,5 +1,7 @@
 //! An open generation of the static tier: point lookups and the seek of range scans. Immutable
-//! once open; every method may be called from any thread.
+//! once open; every method may be called from any thread. Values are read through the key list's
+//! file table: the generation's own svlog, or (a converted tier) `.vlog` and older `.svlog` files,
+//! each opened once at open and checked against its row (kind, number, size).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,9 +13,12 @@ use lidb_lsm::error::corruption;
 use lidb_lsm::storage::{RandomAccessFile, ReadMode, Storage};
 use lidb_lsm::table::cache::PageCache;
 
-use super::format::{KeyListHeader, ModelFile, PAGE_BYTES, check_page, decode_entry};
+use super::format::{
+    EntryRef, KeyListHeader, ModelFile, PAGE_BYTES, TierFile, TierFileKind, check_page,
+    decode_entry,
+};
 use super::{TierMeta, keys_path, model_path, svlog_path};
-use crate::vlog::{VLOG_HEADER_BYTES, VlogKind, check_header, decode_pointed};
+use crate::vlog::{VLOG_HEADER_BYTES, VlogKind, check_header, decode_pointed, vlog_path};
 use crate::{Pointer, Result};
 
 /// Reads done by a tier since it was opened (machine-independent benchmark counters).
@@ -40,6 +45,14 @@ pub(super) struct PageRun {
     pub bytes: Vec<u8>,
 }
 
+/// A file of the file table, open.
+#[derive(Debug)]
+struct OpenFile {
+    row: TierFile,
+    path: PathBuf,
+    handle: Arc<dyn RandomAccessFile>,
+}
+
 /// One open generation. See the module docs of `static_tier`.
 #[derive(Debug)]
 pub struct StaticTier {
@@ -49,8 +62,10 @@ pub struct StaticTier {
     /// None when the tier is empty.
     index: Option<Box<dyn LearnedIndex>>,
     keylist: Arc<dyn RandomAccessFile>,
-    svlog: Arc<dyn RandomAccessFile>,
-    paths: [PathBuf; 3],
+    /// The file table's files, in row order.
+    files: Vec<OpenFile>,
+    /// The key list and the model.
+    paths: [PathBuf; 2],
     model_bytes: u64,
     counters: Counters,
     /// Key-list pages of point lookups (scans bypass it), keyed by (generation, page).
@@ -66,11 +81,7 @@ impl StaticTier {
         generation: u64,
         mode: ReadMode,
     ) -> Result<StaticTier> {
-        let (mpath, kpath, spath) = (
-            model_path(dir, generation),
-            keys_path(dir, generation),
-            svlog_path(dir, generation),
-        );
+        let (mpath, kpath) = (model_path(dir, generation), keys_path(dir, generation));
         let raw = storage.read_all(&mpath)?;
         let model = ModelFile::decode(&raw).map_err(|d| corruption(&mpath, d))?;
         let bad_model = |d: String| corruption(&mpath, d);
@@ -137,28 +148,40 @@ impl StaticTier {
             )));
         }
 
-        let svlog = storage.open(&spath, mode)?;
-        if svlog.len() != header.svlog_bytes || svlog.len() < VLOG_HEADER_BYTES {
-            return Err(corruption(
-                &spath,
-                format!(
-                    "file is {} bytes, the key list says {}",
-                    svlog.len(),
-                    header.svlog_bytes
-                ),
-            ));
+        let mut files = Vec::with_capacity(header.files.len());
+        for row in &header.files {
+            let (path, kind) = match row.kind {
+                TierFileKind::Vlog => (vlog_path(dir, row.number), VlogKind::Log),
+                TierFileKind::Svlog => (svlog_path(dir, row.number), VlogKind::Static),
+            };
+            let handle = storage.open(&path, mode)?;
+            if handle.len() != row.bytes || handle.len() < VLOG_HEADER_BYTES {
+                return Err(corruption(
+                    &path,
+                    format!(
+                        "file is {} bytes, the key list of generation {generation} says {}",
+                        handle.len(),
+                        row.bytes
+                    ),
+                ));
+            }
+            let mut h = [0u8; VLOG_HEADER_BYTES as usize];
+            handle.read_at(0, &mut h)?;
+            check_header(&h, kind, row.number).map_err(|d| corruption(&path, d))?;
+            files.push(OpenFile {
+                row: *row,
+                path,
+                handle,
+            });
         }
-        let mut h = [0u8; VLOG_HEADER_BYTES as usize];
-        svlog.read_at(0, &mut h)?;
-        check_header(&h, VlogKind::Static, generation).map_err(|d| corruption(&spath, d))?;
         Ok(StaticTier {
             generation,
             header,
             model,
             index,
             keylist,
-            svlog,
-            paths: [spath, kpath, mpath],
+            files,
+            paths: [kpath, mpath],
             model_bytes: raw.len() as u64,
             counters: Counters::default(),
             cache: None,
@@ -177,7 +200,7 @@ impl StaticTier {
         TierMeta {
             generation: self.generation,
             entries: self.header.entries,
-            svlog_bytes: self.header.svlog_bytes,
+            svlog_bytes: self.svlog_bytes(),
             keylist_bytes: self.header.file_bytes(),
             model_bytes: self.model_bytes,
             train_time: Duration::from_nanos(self.model.train_nanos),
@@ -193,12 +216,48 @@ impl StaticTier {
         self.header.file_bytes()
     }
 
+    /// Bytes of the static value logs the tier reads (its own and, when converted, older ones).
     pub fn svlog_bytes(&self) -> u64 {
-        self.header.svlog_bytes
+        self.rows(TierFileKind::Svlog).map(|r| r.bytes).sum()
     }
 
-    /// The svlog, key list and model paths (to delete the generation).
+    /// Bytes of the value logs (`.vlog`) a converted tier reads (0 for a GC-built tier).
+    pub fn vlog_bytes(&self) -> u64 {
+        self.rows(TierFileKind::Vlog).map(|r| r.bytes).sum()
+    }
+
+    /// The key list's file table: every file the tier reads values from.
+    pub fn file_table(&self) -> &[TierFile] {
+        &self.header.files
+    }
+
+    /// Numbers of the `.svlog` files of the file table.
+    pub fn svlog_numbers(&self) -> Vec<u64> {
+        self.rows(TierFileKind::Svlog).map(|r| r.number).collect()
+    }
+
+    fn rows(&self, kind: TierFileKind) -> impl Iterator<Item = &TierFile> {
+        self.header.files.iter().filter(move |r| r.kind == kind)
+    }
+
+    /// Whether every entry is in the generation's own svlog, in order (see `KeyListHeader::packed`).
+    pub fn packed(&self) -> bool {
+        self.header.packed()
+    }
+
+    /// The generation's own files: its svlog (if it has one), key list and model.
     pub fn files(&self) -> Vec<PathBuf> {
+        let own = self
+            .files
+            .iter()
+            .filter(|f| f.row.kind == TierFileKind::Svlog && f.row.number == self.generation)
+            .map(|f| f.path.clone());
+        own.chain(self.paths.iter().cloned()).collect()
+    }
+
+    /// The key list and model paths: the files only this generation reads (its svlog may be
+    /// read by a later converted tier too).
+    pub fn index_files(&self) -> Vec<PathBuf> {
         self.paths.to_vec()
     }
 
@@ -218,10 +277,6 @@ impl StaticTier {
     }
 
     fn keys_file(&self) -> &Path {
-        self.paths.get(1).map_or(Path::new(""), PathBuf::as_path)
-    }
-
-    fn svlog_file(&self) -> &Path {
         self.paths.first().map_or(Path::new(""), PathBuf::as_path)
     }
 
@@ -295,7 +350,7 @@ impl StaticTier {
     }
 
     /// Entry `i` (global index) from `run`, which must hold its page.
-    pub(super) fn entry<'a>(&self, run: &'a PageRun, i: u64) -> Result<(&'a [u8], Pointer)> {
+    pub(super) fn entry<'a>(&self, run: &'a PageRun, i: u64) -> Result<(&'a [u8], EntryRef)> {
         let l = &self.header.layout;
         let per = u64::from(l.entries_per_page);
         let page = i / per;
@@ -314,7 +369,7 @@ impl StaticTier {
             .bytes
             .get(at..at + l.entry_width as usize)
             .ok_or_else(missing)?;
-        decode_entry(bytes, l, self.generation, self.header.svlog_bytes)
+        decode_entry(bytes, l, &self.header.files)
             .map_err(|d| corruption(self.keys_file(), format!("entry {i}: {d}")))
     }
 
@@ -355,7 +410,7 @@ impl StaticTier {
         if lo_i == end && end < n {
             // The contract puts the first key >= `key` inside the pages read.
             return Err(corruption(
-                self.paths.get(2).map_or(Path::new(""), PathBuf::as_path),
+                self.paths.get(1).map_or(Path::new(""), PathBuf::as_path),
                 format!(
                     "the model's pages [{}, {hi}) do not hold the key sought",
                     b.lo
@@ -365,9 +420,9 @@ impl StaticTier {
         Ok((lo_i, Some(run)))
     }
 
-    /// The pointer of `key`'s record: ONE read of the key list's pages (none when `key` is out
-    /// of the tier's range).
-    pub fn get_pointer(&self, key: &[u8]) -> Result<Option<Pointer>> {
+    /// The entry of `key`: ONE read of the key list's pages (none when `key` is out of the
+    /// tier's range).
+    fn find(&self, key: &[u8]) -> Result<Option<EntryRef>> {
         let (i, run) = self.seek(key)?;
         if i >= self.header.entries {
             return Ok(None);
@@ -375,58 +430,97 @@ impl StaticTier {
         let run = match run {
             Some(r) => r,
             // `key <= smallest`: only entry 0 can match.
-            None => {
-                if key != self.model.smallest.as_slice() {
-                    return Ok(None);
-                }
-                self.read_pages(0, 1)?
-            }
+            None if key == self.model.smallest.as_slice() => self.read_pages(0, 1)?,
+            None => return Ok(None),
         };
-        let (k, p) = self.entry(&run, i)?;
-        Ok((k == key).then_some(p))
+        let (k, e) = self.entry(&run, i)?;
+        Ok((k == key).then_some(e))
     }
 
-    /// The value of `key`: one key-list read and one svlog read.
-    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.get_pointer(key)? {
-            Some(p) => {
-                let (k, v) = self.read_record(p)?;
-                if k != key {
-                    return Err(corruption(
-                        self.svlog_file(),
-                        format!(
-                            "record at offset {}: holds another key than its entry",
-                            p.offset
-                        ),
-                    ));
-                }
-                Ok(Some(v))
-            }
-            None => Ok(None),
+    /// The pointer of `key`'s record (`file` is the number of its file): ONE read of the key
+    /// list's pages (none when `key` is out of the tier's range).
+    pub fn get_pointer(&self, key: &[u8]) -> Result<Option<Pointer>> {
+        Ok(self.find(key)?.map(|e| self.pointer(e)))
+    }
+
+    /// The pointer form of an entry: `file` is the number of its file-table row.
+    pub(super) fn pointer(&self, e: EntryRef) -> Pointer {
+        Pointer {
+            file: self
+                .files
+                .get(usize::from(e.file_idx))
+                .map_or(u64::MAX, |f| f.row.number),
+            offset: e.offset,
+            len: e.len,
         }
     }
 
-    /// The value of the record `p` points to (ONE read).
-    pub fn read_value(&self, p: Pointer) -> Result<Vec<u8>> {
-        Ok(self.read_record(p)?.1)
-    }
-
-    fn read_record(&self, p: Pointer) -> Result<(Vec<u8>, Vec<u8>)> {
-        let end = p.offset.checked_add(u64::from(p.len));
-        if p.file != self.generation || end.is_none_or(|e| e > self.header.svlog_bytes) {
+    /// The value of `key`: one key-list read and one read of the record.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let Some(e) = self.find(key)? else {
+            return Ok(None);
+        };
+        let idx = usize::from(e.file_idx);
+        let (k, v) = self.read_record(idx, e.offset, e.len)?;
+        if k != key {
             return Err(corruption(
-                self.svlog_file(),
+                self.file_path(idx),
                 format!(
-                    "record at offset {}: pointer (file {}, {} bytes) is not in this static value \
-                     log (generation {}, {} bytes)",
-                    p.offset, p.file, p.len, self.generation, self.header.svlog_bytes
+                    "record at offset {}: holds another key than its entry",
+                    e.offset
                 ),
             ));
         }
-        let mut buf = vec![0u8; p.len as usize];
-        self.svlog.read_at(p.offset, &mut buf)?;
+        Ok(Some(v))
+    }
+
+    /// The value of the record `p` (from `get_pointer`) points to (ONE read).
+    pub fn read_value(&self, p: Pointer) -> Result<Vec<u8>> {
+        let idx = self
+            .files
+            .iter()
+            .position(|f| f.row.number == p.file)
+            .ok_or_else(|| {
+                corruption(
+                    self.keys_file(),
+                    format!("pointer to file {}: not in the file table", p.file),
+                )
+            })?;
+        Ok(self.read_record(idx, p.offset, p.len)?.1)
+    }
+
+    /// The record of `len` bytes at `offset` of file-table row `idx`.
+    pub(super) fn read_record(
+        &self,
+        idx: usize,
+        offset: u64,
+        len: u32,
+    ) -> Result<(Vec<u8>, Vec<u8>)> {
+        let Some(f) = self.files.get(idx) else {
+            return Err(corruption(
+                self.keys_file(),
+                format!("file index {idx} is past the file table"),
+            ));
+        };
+        let p = Pointer {
+            file: f.row.number,
+            offset,
+            len,
+        };
+        let end = offset.checked_add(u64::from(len));
+        if end.is_none_or(|e| e > f.row.bytes) || offset < VLOG_HEADER_BYTES {
+            return Err(corruption(
+                &f.path,
+                format!(
+                    "record at offset {offset}: {len} bytes are not inside the file ({} bytes)",
+                    f.row.bytes
+                ),
+            ));
+        }
+        let mut buf = vec![0u8; len as usize];
+        f.handle.read_at(offset, &mut buf)?;
         self.count_svlog(buf.len() as u64);
-        let (k, v) = decode_pointed(&buf, p).map_err(|d| corruption(self.svlog_file(), d))?;
+        let (k, v) = decode_pointed(&buf, p).map_err(|d| corruption(&f.path, d))?;
         Ok((k.to_vec(), v.to_vec()))
     }
 
@@ -437,15 +531,17 @@ impl StaticTier {
             .fetch_add(bytes, Ordering::Relaxed);
     }
 
-    pub(super) fn svlog_handle(&self) -> &dyn RandomAccessFile {
-        self.svlog.as_ref()
+    pub(super) fn file_handle(&self, idx: usize) -> Option<&dyn RandomAccessFile> {
+        self.files.get(idx).map(|f| f.handle.as_ref())
     }
 
     pub(super) fn header(&self) -> &KeyListHeader {
         &self.header
     }
 
-    pub(super) fn svlog_path(&self) -> &Path {
-        self.svlog_file()
+    pub(super) fn file_path(&self, idx: usize) -> &Path {
+        self.files
+            .get(idx)
+            .map_or(self.keys_file(), |f| f.path.as_path())
     }
 }

@@ -49,8 +49,15 @@ pub(crate) fn background(s: &Arc<Shared>) {
         if s.closing.load(Ordering::SeqCst) {
             return;
         }
-        if s.gc_due()
-            && let Err(e) = run(s)
+        let job: Option<fn(&Shared) -> Result<()>> = if s.gc_due() {
+            Some(run)
+        } else if super::convert::due(s) {
+            Some(super::convert::run)
+        } else {
+            None
+        };
+        if let Some(job) = job
+            && let Err(e) = job(s)
         {
             *lock(&s.bg_error) = Some(e.to_string());
             return;
@@ -120,6 +127,12 @@ pub(crate) fn state_with(view: &Tiers, next_number: u64, live_bytes: u64) -> KvS
             .collect(),
         vlogs: view.vlogs.iter().map(|v| v.number).collect(),
         tier: view.tier.as_ref().map(|t| t.generation),
+        svlogs: view
+            .tier
+            .iter()
+            .flat_map(|t| &t.svlogs)
+            .map(|f| f.number)
+            .collect(),
         next_number,
         live_bytes,
     }
@@ -157,11 +170,13 @@ pub(crate) fn run(s: &Shared) -> Result<()> {
         Tier::Learned(t) => t.svlog_bytes(),
         Tier::Lsm(_) => live,
     };
-    install(s, Some(tier), tier_vlogs, live, tier_bytes)
+    install(s, Some(tier), tier_vlogs, live, tier_bytes)?;
+    s.counters.gcs.fetch_add(1, Ordering::Relaxed);
+    Ok(())
 }
 
 /// Phase 1: new LSM and value log for writes; the active LSM becomes frozen.
-fn switch(s: &Shared) -> Result<Arc<Tiers>> {
+pub(crate) fn switch(s: &Shared) -> Result<Arc<Tiers>> {
     let mut w = lock(&s.write);
     let old = s.current();
     let lsm_n = s.new_number();
@@ -238,7 +253,7 @@ pub(crate) fn tier_cache(opts: &StoreOptions) -> Arc<lidb_lsm::table::cache::Pag
 }
 
 /// Phase 3 for LearnedKV: a static value log in key order, its key list and model.
-fn build_learned(
+pub(crate) fn build_learned(
     s: &Shared,
     view: &Arc<Tiers>,
     generation: u64,
@@ -262,12 +277,7 @@ fn build_learned(
     };
     let tier = StaticTier::open(Arc::clone(&s.storage), &s.dir, generation, mode)?
         .with_cache(tier_cache(&s.opts));
-    let handle = Arc::new(TierHandle {
-        tier: Tier::Learned(Arc::new(tier)),
-        generation,
-        storage: Arc::clone(&s.storage),
-        retired: AtomicBool::new(false),
-    });
+    let handle = TierHandle::learned(Arc::new(tier), &s.dir, &s.storage, &[]);
     Ok((handle, Vec::new(), live))
 }
 
@@ -305,6 +315,7 @@ fn build_lsm_tier(
         generation,
         storage: Arc::clone(&s.storage),
         retired: AtomicBool::new(false),
+        svlogs: Vec::new(),
     });
     Ok((handle, vec![vlog_file(s, vlog_n)], live))
 }
@@ -345,6 +356,5 @@ pub(crate) fn install(
         .store(tier_bytes + w.appended_since_gc, Ordering::Relaxed);
     s.install(next);
     drop(w);
-    s.counters.gcs.fetch_add(1, Ordering::Relaxed);
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! The tiered store (LearnedKV, and `lsm+` with the learned tier replaced by an LSM).
 //!
 //! Threads: every method may be called from any thread. Writers are serialised by the write mutex
-//! (value-log order = LSM WAL order); readers clone the current `Tiers` and never block writers; one
-//! GC at a time (the GC mutex), from the background thread or `gc()`.
+//! (value-log order = LSM WAL order); readers clone the current `Tiers` and never block writers;
+//! one GC or conversion at a time (the GC mutex), from the background thread, `gc()` or
+//! `convert()`.
 //!
 //! Invariants:
 //! 1. A key's value is found through the newest source that knows the key: active LSM, frozen LSM
@@ -20,6 +21,7 @@
 //!    removed at open; files a retired view names are removed when its last reader is done.
 
 mod active_vlog;
+mod convert;
 mod gc;
 mod open;
 mod read;
@@ -58,6 +60,8 @@ pub struct StoreStats {
     /// LSM probes skipped because the in-memory Bloom filter said no.
     pub lsm_skipped: u64,
     pub gcs: u64,
+    /// Range-query-assisted conversions installed (`Store::convert` or a threshold).
+    pub conversions: u64,
     /// Live bytes of the value logs as of the last GC, plus new keys since.
     pub live_bytes_estimate: u64,
     pub vlog_bytes: u64,
@@ -115,6 +119,7 @@ pub(crate) struct Counters {
     pub missed: AtomicU64,
     pub lsm_skipped: AtomicU64,
     pub gcs: AtomicU64,
+    pub conversions: AtomicU64,
 }
 
 impl std::fmt::Debug for Shared {
@@ -124,6 +129,9 @@ impl std::fmt::Debug for Shared {
             .finish_non_exhaustive()
     }
 }
+
+/// Dead bytes below which no GC is due, whatever the ratio.
+pub(crate) const GC_MIN_DEAD_BYTES: u64 = 4096;
 
 /// Bits per key of the every-key filter.
 pub(crate) const ALL_KEYS_BITS: u32 = 10;
@@ -158,11 +166,15 @@ impl Shared {
         self.next_number.fetch_add(1, Ordering::SeqCst)
     }
 
-    /// Whether the value logs have outgrown the live data by more than the over-provisioning.
+    /// Whether the value logs have outgrown the live data by more than the over-provisioning
+    /// (and by more than `GC_MIN_DEAD_BYTES`, so that a tiny store whose files are mostly headers
+    /// does not collect again and again).
     pub fn gc_due(&self) -> bool {
         let live = self.live_bytes.load(Ordering::Relaxed) as f64;
         let total = self.vlog_bytes.load(Ordering::Relaxed) as f64;
-        live > 0.0 && total > live * (1.0 + self.opts.over_provisioning)
+        live > 0.0
+            && total > live * (1.0 + self.opts.over_provisioning)
+            && total - live > GC_MIN_DEAD_BYTES as f64
     }
 }
 
@@ -232,6 +244,14 @@ impl Store {
         gc::run(&self.shared)
     }
 
+    /// Runs a range-query-assisted conversion now (seed paper 001, section 4.5.1): a new learned
+    /// tier over the LSM and the old tier, pointing at the values where they are (no value is
+    /// rewritten, no space reclaimed); returns when it is installed. `InvalidOption` for the
+    /// engines without a learned tier (lsm+, lsm+tier).
+    pub fn convert(&self) -> Result<()> {
+        convert::run(&self.shared)
+    }
+
     /// Syncs the value log and flushes the active LSM's memtables: without `sync`, every write
     /// acknowledged before this returns survives a crash.
     pub fn flush(&self) -> Result<()> {
@@ -251,6 +271,7 @@ impl Store {
             reads_missed: c.missed.load(Ordering::Relaxed),
             lsm_skipped: c.lsm_skipped.load(Ordering::Relaxed),
             gcs: c.gcs.load(Ordering::Relaxed),
+            conversions: c.conversions.load(Ordering::Relaxed),
             live_bytes_estimate: self.shared.live_bytes.load(Ordering::Relaxed),
             vlog_bytes: self.shared.vlog_bytes.load(Ordering::Relaxed),
         }

@@ -41,6 +41,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         lsm_dirs: vec![1],
         vlogs: vec![2],
         tier: None,
+        svlogs: Vec::new(),
         next_number: 3,
         live_bytes: 0,
     });
@@ -182,7 +183,7 @@ fn open_tier(
             for entry in t.keys()? {
                 all_keys.insert(&entry?.0);
             }
-            Tier::Learned(t)
+            return Ok(TierHandle::learned(t, dir, storage, &[]));
         }
         (TierKind::Lsm, true) => {
             let part = open_part_in(storage, dir, opts, g, 0)?;
@@ -214,6 +215,7 @@ fn open_tier(
         generation: g,
         storage: Arc::clone(storage),
         retired: AtomicBool::new(false),
+        svlogs: Vec::new(),
     }))
 }
 
@@ -231,7 +233,9 @@ fn refill_blooms(part: &LsmPart, all_keys: &MemBloom) -> Result<()> {
 }
 
 /// Removes value logs, tier files and LSM directories that `state` does not name (left by a crash
-/// mid-GC, or by a GC whose retired files were still in use at the crash).
+/// mid-GC or mid-conversion, or by a GC whose retired files were still in use at the crash). An
+/// svlog stays while `state.svlogs` names it (a converted tier reads it); a key list or model only
+/// if it is the tier's.
 fn sweep(storage: &dyn Storage, dir: &Path, state: &KvState) -> Result<()> {
     let vlogs: HashSet<u64> = state.vlogs.iter().copied().collect();
     let lsms: HashSet<u64> = state.lsm_dirs.iter().copied().chain(state.tier).collect();
@@ -240,7 +244,9 @@ fn sweep(storage: &dyn Storage, dir: &Path, state: &KvState) -> Result<()> {
         let path = dir.join(&name);
         let stale = if let Some(n) = number(&name, ".vlog") {
             !vlogs.contains(&n)
-        } else if let Some(n) = [".svlog", ".keys", ".model"]
+        } else if let Some(n) = number(&name, ".svlog") {
+            !state.svlogs.contains(&n)
+        } else if let Some(n) = [".keys", ".model"]
             .iter()
             .find_map(|suf| number(&name, suf))
         {

@@ -38,6 +38,11 @@ pub struct StoreOptions {
     pub sync: bool,
     /// O_DIRECT reads of value logs, key lists and tables.
     pub direct_io: bool,
+    /// Convert (range-query-assisted, no values moved) when the active LSM's tables reach this
+    /// many bytes; checked by the background thread (`auto_gc`). 0 = off. Learned tier only.
+    pub convert_at_lsm_bytes: u64,
+    /// Convert when the active LSM has this many non-empty levels. 0 = off. Learned tier only.
+    pub convert_at_lsm_levels: usize,
 }
 
 impl Default for StoreOptions {
@@ -54,6 +59,11 @@ impl Default for StoreOptions {
             lsm_bloom_bits_per_key: 10,
             sync: false,
             direct_io: false,
+            // Off: GC already converts whenever the logs outgrow the live data, and a conversion
+            // reclaims nothing while it makes scans read values one by one; the paper uses it for
+            // over-provisioned or rarely-updated stores, whose threshold depends on the workload.
+            convert_at_lsm_bytes: 0,
+            convert_at_lsm_levels: 0,
         }
     }
 }
@@ -66,6 +76,12 @@ impl StoreOptions {
                 "over-provisioning {} is not in (0, 10]",
                 self.over_provisioning
             )));
+        }
+        let converts = self.convert_at_lsm_bytes > 0 || self.convert_at_lsm_levels > 0;
+        if converts && !matches!(self.tier, TierKind::Learned { .. }) {
+            return Err(lidb_lsm::Error::InvalidOption(
+                "conversion thresholds need the learned tier (lsm+ and lsm+tier have no conversion)".into(),
+            ));
         }
         if let TierKind::Learned {
             page_boundary,

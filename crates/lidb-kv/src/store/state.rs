@@ -2,6 +2,11 @@
 //! [`Tiers`] (an `Arc`) and work on it; GC installs a new one. Every file a retired `Tiers` still
 //! names is deleted only when the last reader of that `Tiers` lets go (the handles' `Drop`), so a
 //! read that started before an install never finds its files gone.
+//!
+//! A learned tier's static value logs have handles of their own ([`SvlogFile`]), apart from its
+//! key list and model: a converted tier reads older generations' svlogs, so retiring a tier
+//! deletes its key list and model, and each svlog goes only when no tier of the next view reads it
+//! (the same handle is shared by every view that reads the file).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,6 +87,23 @@ impl Drop for VlogFile {
     }
 }
 
+/// A static value log `{n:06}.svlog` that the tier of some view reads.
+#[derive(Debug)]
+pub(crate) struct SvlogFile {
+    pub number: u64,
+    pub path: PathBuf,
+    pub storage: Arc<dyn Storage>,
+    pub retired: AtomicBool,
+}
+
+impl Drop for SvlogFile {
+    fn drop(&mut self) {
+        if self.retired.load(Ordering::SeqCst) {
+            let _ = self.storage.remove(&self.path);
+        }
+    }
+}
+
 /// What serves settled data.
 #[derive(Debug)]
 pub(crate) enum Tier {
@@ -96,14 +118,49 @@ pub(crate) struct TierHandle {
     pub generation: u64,
     pub storage: Arc<dyn Storage>,
     pub retired: AtomicBool,
+    /// The svlogs a learned tier reads (its file table's), empty for lsm+.
+    pub svlogs: Vec<Arc<SvlogFile>>,
+}
+
+impl TierHandle {
+    /// The handle of learned tier `tier` of directory `dir`. Its svlogs reuse the handles in
+    /// `known` with the same number (so one file has one handle across views), new ones otherwise.
+    pub fn learned(
+        tier: Arc<StaticTier>,
+        dir: &Path,
+        storage: &Arc<dyn Storage>,
+        known: &[Arc<SvlogFile>],
+    ) -> Arc<TierHandle> {
+        let svlogs = tier
+            .svlog_numbers()
+            .into_iter()
+            .map(|n| match known.iter().find(|k| k.number == n) {
+                Some(k) => Arc::clone(k),
+                None => Arc::new(SvlogFile {
+                    number: n,
+                    path: crate::static_tier::svlog_path(dir, n),
+                    storage: Arc::clone(storage),
+                    retired: AtomicBool::new(false),
+                }),
+            })
+            .collect();
+        Arc::new(TierHandle {
+            generation: tier.generation(),
+            tier: Tier::Learned(tier),
+            storage: Arc::clone(storage),
+            retired: AtomicBool::new(false),
+            svlogs,
+        })
+    }
 }
 
 impl Drop for TierHandle {
     fn drop(&mut self) {
         if self.retired.load(Ordering::SeqCst) {
             match &self.tier {
+                // Its svlogs go through their own handles.
                 Tier::Learned(t) => {
-                    for f in t.files() {
+                    for f in t.index_files() {
                         let _ = self.storage.remove(&f);
                     }
                 }
@@ -143,6 +200,15 @@ impl Tiers {
             && !next.tier.as_ref().is_some_and(|n| Arc::ptr_eq(n, t))
         {
             t.retired.store(true, Ordering::SeqCst);
+            for sv in &t.svlogs {
+                let read_next = next
+                    .tier
+                    .as_ref()
+                    .is_some_and(|n| n.svlogs.iter().any(|k| k.number == sv.number));
+                if !read_next {
+                    sv.retired.store(true, Ordering::SeqCst);
+                }
+            }
         }
         for v in &self.vlogs {
             if !next.vlogs.iter().any(|n| Arc::ptr_eq(n, v)) {

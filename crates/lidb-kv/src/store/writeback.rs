@@ -11,6 +11,7 @@
 //! `KVSTATE` drops the frozen LSM, so the written-back pointers are durable when it goes.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use lidb_lsm::Result;
 use lidb_lsm::batch::WriteBatch;
@@ -49,7 +50,9 @@ pub(crate) fn run(s: &Shared, view: &Arc<Tiers>) -> Result<()> {
     live += write_back(s, &mut out, &mut pending)?;
     // The written-back pointers must be durable before KVSTATE forgets the frozen LSM.
     s.current().active.db().flush()?;
-    install(s, None, vec![target], live, out.len())
+    install(s, None, vec![target], live, out.len())?;
+    s.counters.gcs.fetch_add(1, Ordering::Relaxed);
+    Ok(())
 }
 
 /// Makes the batch's records durable, then puts each pointer into the active LSM unless the key
