@@ -81,6 +81,11 @@ pub struct YcsbArgs {
     /// Worker threads splitting each phase's operations.
     #[arg(long, default_value_t = 1)]
     threads: u32,
+    /// What a read-only workload (c) runs after the load: gc (every engine, as the paper),
+    /// convert (learnedkv's range-query-assisted conversion: a learned tier over the values
+    /// where they are; other engines refuse) or none (reads go through what the load built).
+    #[arg(long, default_value = "gc")]
+    settle: String,
 }
 
 #[derive(Debug, Args)]
@@ -232,6 +237,7 @@ pub fn ycsb(a: YcsbArgs) -> Result<(), CliError> {
         ops_per_phase: count("--ops-per-phase", &a.ops_per_phase)?,
         phases: a.phases,
         threads: a.threads,
+        settle: kv::ycsb::Settle::from_name(&a.settle).map_err(CliError::KvBench)?,
         common: common(&a.common)?,
     };
     cfg.common.check_engines().map_err(CliError::KvBench)?;

@@ -233,3 +233,65 @@ fn rocksdb_without_the_feature_is_not_built_in() {
         "not built in",
     );
 }
+
+#[test]
+fn ycsb_c_settles_by_conversion_or_not_at_all() {
+    let args = |settle: &'static str| {
+        vec![
+            "bench",
+            "ycsb",
+            "--engine",
+            "learnedkv",
+            "--workload",
+            "c",
+            "--records",
+            "2000",
+            "--ops-per-phase",
+            "500",
+            "--phases",
+            "1",
+            "--value-size",
+            "100",
+            "--settle",
+            settle,
+        ]
+    };
+    let p1 = |rows: &[Value]| {
+        rows.iter()
+            .find(|r| r["phase"] == 1 && r["op"] == "all")
+            .unwrap()
+            .clone()
+    };
+    // A conversion builds the tier without a GC: every read is the tier's.
+    let (converted, err) = rows("ycsb-c-convert", &args("convert"));
+    assert!(err.contains("learnedkv: convert() after P0"), "{err}");
+    let row = p1(&converted);
+    assert!(row["key_list_bytes"].as_u64().unwrap() > 0, "{row}");
+    assert_eq!(
+        (row["reads_tier"].clone(), row["gcs"].clone()),
+        (500.into(), 0.into()),
+        "{row}"
+    );
+    // Without settling, the load's LSM answers every read.
+    let (unsettled, _) = rows("ycsb-c-none", &args("none"));
+    let row = p1(&unsettled);
+    assert_eq!(row["key_list_bytes"], 0, "{row}");
+    assert_eq!(row["reads_lsm"], 500, "{row}");
+    one_line_error(
+        &["bench", "ycsb", "--workload", "c", "--settle", "later"],
+        "expected gc, convert or none",
+    );
+    one_line_error(
+        &[
+            "bench",
+            "ycsb",
+            "--engine",
+            "lsm",
+            "--workload",
+            "c",
+            "--settle",
+            "convert",
+        ],
+        "no conversion",
+    );
+}

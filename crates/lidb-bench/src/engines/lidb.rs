@@ -158,6 +158,9 @@ impl Engine for TieredEngine {
     fn gc(&self) -> EngineResult<()> {
         Ok(self.store.gc()?)
     }
+    fn convert(&self) -> EngineResult<()> {
+        Ok(self.store.convert()?)
+    }
     fn flush(&self) -> EngineResult<()> {
         Ok(self.store.flush()?)
     }

@@ -125,6 +125,14 @@ pub trait Engine: Send + Sync {
     ) -> EngineResult<usize>;
     /// Garbage collection with conversion where the engine has one; a full compaction otherwise.
     fn gc(&self) -> EngineResult<()>;
+    /// Range-query-assisted conversion (learnedkv only): a learned tier over the data where it
+    /// is. Other engines have none and say so.
+    fn convert(&self) -> EngineResult<()> {
+        Err(EngineError(format!(
+            "engine {} has no conversion (learnedkv has)",
+            self.name()
+        )))
+    }
     fn flush(&self) -> EngineResult<()>;
     fn space(&self) -> Space;
     fn read_split(&self) -> ReadSplit;

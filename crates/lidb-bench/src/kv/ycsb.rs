@@ -40,6 +40,41 @@ pub struct Config {
     /// Phases after the load.
     pub phases: u32,
     pub threads: u32,
+    /// What a read-only workload runs after the load.
+    pub settle: Settle,
+}
+
+/// What runs between the load and P1 of a read-only workload (workloads with writes let GC run
+/// by itself).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// `gc()` on every engine, as the paper does.
+    Gc,
+    /// `convert()`: learnedkv's range-query-assisted conversion (no value moved).
+    Convert,
+    /// Nothing: reads go through whatever the load built.
+    Nothing,
+}
+
+impl Settle {
+    pub fn from_name(s: &str) -> Result<Settle, Error> {
+        match s {
+            "gc" => Ok(Settle::Gc),
+            "convert" => Ok(Settle::Convert),
+            "none" => Ok(Settle::Nothing),
+            other => Err(Error::Invalid(format!(
+                "--settle {other}: expected gc, convert or none"
+            ))),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Settle::Gc => "gc",
+            Settle::Convert => "convert",
+            Settle::Nothing => "none",
+        }
+    }
 }
 
 /// Operation types, in row order; index = slot of the per-type histograms.
@@ -95,7 +130,7 @@ impl Config {
         format!(
             "# lidb bench ycsb: engines={} workload={} distribution={dist} records={} \
              ops_per_phase={} phases={} threads={} keys={} key_size={} value_size={} seed={} \
-             (worker t seeded seed+t) {}",
+             (worker t seeded seed+t) settle={} {}",
             c.engines.join(","),
             self.workload,
             self.record_count,
@@ -106,6 +141,7 @@ impl Config {
             c.records.key_size,
             c.records.value_size,
             c.seed,
+            self.settle.name(),
             describe_engine(&c.engine),
         )
     }
@@ -135,11 +171,22 @@ pub fn run(cfg: &Config) -> Result<Report, Error> {
     let mix = cfg.workload.mix();
     let read_only = mix.update + mix.insert + mix.read_modify_write == 0.0;
     if read_only {
-        notes.push(format!(
-            "workload {} has no writes: every engine runs gc() after P0 (as the paper), so \
-             learnedkv's tier is built before P1",
-            cfg.workload
-        ));
+        notes.push(match cfg.settle {
+            Settle::Gc => format!(
+                "workload {} has no writes: every engine runs gc() after P0 (as the paper), so \
+                 learnedkv's tier is built before P1",
+                cfg.workload
+            ),
+            Settle::Convert => format!(
+                "workload {} has no writes: every engine runs convert() after P0 (a learned tier \
+                 over the values where they are)",
+                cfg.workload
+            ),
+            Settle::Nothing => format!(
+                "workload {} has no writes and --settle none: reads go through what the load built",
+                cfg.workload
+            ),
+        });
     } else {
         notes.push(
             "GC runs by itself in learnedkv, lsm+ and lsm+tier (over-provisioning trigger); the \
@@ -156,7 +203,14 @@ pub fn run(cfg: &Config) -> Result<Report, Error> {
         };
         let engine = engines::open(name, &ecfg)?;
         let started = Instant::now();
-        rows.extend(run_engine(cfg, engine.as_ref(), read_only)?);
+        let (engine_rows, settle_s) = run_engine(cfg, engine.as_ref(), read_only)?;
+        rows.extend(engine_rows);
+        if let Some(secs) = settle_s {
+            notes.push(format!(
+                "{name}: {}() after P0 in {secs:.1} s",
+                cfg.settle.name()
+            ));
+        }
         drop(engine);
         notes.push(format!(
             "{name}: all phases in {:.1} s",
@@ -213,7 +267,12 @@ fn ratio_notes(cfg: &Config, rows: &[YcsbRow]) -> Vec<String> {
 /// Per-type histograms of one worker or phase.
 pub(super) type Hists = [Histogram; 5];
 
-fn run_engine(cfg: &Config, engine: &dyn Engine, read_only: bool) -> Result<Vec<YcsbRow>, Error> {
+/// The engine's rows, and the seconds its settling step (`--settle`) took, if one ran.
+fn run_engine(
+    cfg: &Config,
+    engine: &dyn Engine,
+    read_only: bool,
+) -> Result<(Vec<YcsbRow>, Option<f64>), Error> {
     let name = engine.name();
     let mut rows = Vec::new();
     let mut split = engine.read_split();
@@ -221,8 +280,15 @@ fn run_engine(cfg: &Config, engine: &dyn Engine, read_only: bool) -> Result<Vec<
     let c = &cfg.common;
     let (hists, wall_s) = load(engine, &c.records, cfg.record_count, c.progress)?;
     rows.extend(phase_rows(name, 0, &hists, (wall_s, 1), engine, &mut split));
-    if read_only {
-        engine.gc()?;
+    let mut settle_s = None;
+    if read_only && cfg.settle != Settle::Nothing {
+        let started = Instant::now();
+        match cfg.settle {
+            Settle::Gc => engine.gc()?,
+            Settle::Convert => engine.convert()?,
+            Settle::Nothing => {}
+        }
+        settle_s = Some(started.elapsed().as_secs_f64());
         split = engine.read_split();
     }
 
@@ -290,7 +356,7 @@ fn run_engine(cfg: &Config, engine: &dyn Engine, read_only: bool) -> Result<Vec<
             &mut split,
         ));
     }
-    Ok(rows)
+    Ok((rows, settle_s))
 }
 
 /// P0: records `0..count` in record order (hashed or permuted keys), version 0, one thread.
