@@ -41,7 +41,18 @@ pub struct KvState {
     pub next_number: u64,
     /// Bytes of live data (input of the GC policy).
     pub live_bytes: u64,
+    /// The engine that wrote the store (`ENGINE_*`); `None` in a version-1 file, which predates
+    /// the field. A store is opened only by the engine that wrote it: their files differ in
+    /// meaning (lsm+'s GC output log, lsm+tier's tier LSM).
+    pub engine: Option<u8>,
 }
+
+/// `KvState::engine` of learnedkv.
+pub const ENGINE_LEARNED: u8 = 0;
+/// `KvState::engine` of lsm+tier (the tier is an LSM).
+pub const ENGINE_LSM_TIER: u8 = 1;
+/// `KvState::engine` of lsm+ (write-back GC, no tier).
+pub const ENGINE_WRITE_BACK: u8 = 2;
 
 /// `dir/KVSTATE`.
 pub fn state_path(dir: &Path) -> PathBuf {
@@ -72,6 +83,7 @@ pub fn encode_state(s: &KvState) -> Vec<u8> {
     }
     out.extend_from_slice(&s.next_number.to_le_bytes());
     out.extend_from_slice(&s.live_bytes.to_le_bytes());
+    out.push(s.engine.unwrap_or(ENGINE_LEARNED));
     let crc = crc32c::crc32c(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
@@ -115,6 +127,14 @@ pub fn decode_state(bytes: &[u8]) -> std::result::Result<KvState, String> {
     };
     let next_number = r.u64()?;
     let live_bytes = r.u64()?;
+    let engine = if version == 1 {
+        None
+    } else {
+        match r.u8()? {
+            e @ (ENGINE_LEARNED | ENGINE_LSM_TIER | ENGINE_WRITE_BACK) => Some(e),
+            e => return Err(format!("engine {e} is not 0, 1 or 2")),
+        }
+    };
     r.finish("state")?;
     Ok(KvState {
         lsm_dirs,
@@ -123,6 +143,7 @@ pub fn decode_state(bytes: &[u8]) -> std::result::Result<KvState, String> {
         svlogs,
         next_number,
         live_bytes,
+        engine,
     })
 }
 

@@ -26,7 +26,10 @@ fn setup() -> MemStorage {
 
 fn states() -> Vec<KvState> {
     vec![
-        KvState::default(),
+        KvState {
+            engine: Some(1),
+            ..KvState::default()
+        },
         KvState {
             lsm_dirs: vec![7, 5],
             vlogs: vec![2, 3, 4],
@@ -34,6 +37,7 @@ fn states() -> Vec<KvState> {
             svlogs: vec![6, 1],
             next_number: 8,
             live_bytes: 123_456_789,
+            engine: Some(0),
         },
         KvState {
             lsm_dirs: vec![u64::MAX],
@@ -42,6 +46,7 @@ fn states() -> Vec<KvState> {
             svlogs: vec![],
             next_number: u64::MAX,
             live_bytes: 0,
+            engine: Some(2),
         },
     ]
 }
@@ -255,6 +260,7 @@ fn a_version_1_state_still_reads_with_its_tier_svlog_retained() {
             svlogs: vec![7],
             next_number: 11,
             live_bytes: 4096,
+            engine: None,
         }
     );
 }

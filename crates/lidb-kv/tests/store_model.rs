@@ -325,3 +325,23 @@ fn gc_forgets_deleted_keys_in_the_live_estimate() {
         "re-inserted keys were not counted as live: {emptied} -> {grown}"
     );
 }
+
+#[test]
+fn a_store_opens_only_with_the_engine_that_wrote_it() {
+    let storage = MemStorage::new();
+    let open = |tier: TierKind| {
+        Store::open_with_storage(Arc::new(storage.clone()), Path::new("/kv"), small(tier))
+    };
+    let store = open(TierKind::WriteBack).unwrap();
+    store.put(b"k", b"v").unwrap();
+    drop(store);
+    // Even without a tier on disk, lsm+'s files mean something else to the other engines.
+    for other in [learned(), TierKind::Lsm] {
+        let err = open(other.clone()).unwrap_err().to_string();
+        assert!(err.contains("written by lsm+;"), "{other:?}: {err}");
+    }
+    assert_eq!(
+        open(TierKind::WriteBack).unwrap().get(b"k").unwrap(),
+        Some(b"v".to_vec())
+    );
+}

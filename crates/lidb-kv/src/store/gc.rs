@@ -23,7 +23,7 @@ use std::time::Duration;
 use lidb_lsm::batch::WriteBatch;
 use lidb_lsm::{Db, Result};
 
-use crate::manifest::{KvState, write_state};
+use crate::manifest::{ENGINE_LEARNED, ENGINE_LSM_TIER, ENGINE_WRITE_BACK, KvState, write_state};
 use crate::membloom::MemBloom;
 use crate::static_tier::{StaticTier, StaticTierBuilder, TierOptions};
 use crate::store::options::{StoreOptions, TierKind};
@@ -115,11 +115,40 @@ pub(crate) fn vlog_file(s: &Shared, number: u64) -> Arc<VlogFile> {
 
 /// The `KVSTATE` describing `view`.
 pub(crate) fn state_of(s: &Shared, view: &Tiers, live_bytes: u64) -> KvState {
-    state_with(view, s.next_number.load(Ordering::SeqCst), live_bytes)
+    state_with(
+        view,
+        &s.opts.tier,
+        s.next_number.load(Ordering::SeqCst),
+        live_bytes,
+    )
 }
 
-pub(crate) fn state_with(view: &Tiers, next_number: u64, live_bytes: u64) -> KvState {
+/// `KVSTATE`'s code of the engine of tier kind `tier`.
+pub(crate) fn engine_code(tier: &TierKind) -> u8 {
+    match tier {
+        TierKind::Learned { .. } => ENGINE_LEARNED,
+        TierKind::Lsm => ENGINE_LSM_TIER,
+        TierKind::WriteBack => ENGINE_WRITE_BACK,
+    }
+}
+
+/// The engine name of `KVSTATE`'s engine code.
+pub(crate) fn engine_name(code: u8) -> &'static str {
+    match code {
+        ENGINE_LEARNED => "learnedkv",
+        ENGINE_LSM_TIER => "lsm+tier",
+        _ => "lsm+",
+    }
+}
+
+pub(crate) fn state_with(
+    view: &Tiers,
+    tier: &TierKind,
+    next_number: u64,
+    live_bytes: u64,
+) -> KvState {
     KvState {
+        engine: Some(engine_code(tier)),
         lsm_dirs: [Some(&view.active), view.frozen.as_ref()]
             .into_iter()
             .flatten()

@@ -16,7 +16,9 @@ use crate::manifest::{KvState, read_state, write_state};
 use crate::membloom::MemBloom;
 use crate::static_tier::StaticTier;
 use crate::store::active_vlog::ActiveVlog;
-use crate::store::gc::{all_keys_capacity, open_part_in, state_with, tier_cache, vlog_file_in};
+use crate::store::gc::{
+    all_keys_capacity, engine_code, engine_name, open_part_in, state_with, tier_cache, vlog_file_in,
+};
 use crate::store::options::{StoreOptions, TierKind};
 use crate::store::state::{LsmPart, Tier, TierHandle, Tiers, lsm_dir, remove_tree};
 use crate::store::{ALL_KEYS_BITS, Counters, Shared, WriteState};
@@ -44,7 +46,18 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         svlogs: Vec::new(),
         next_number: 3,
         live_bytes: 0,
+        engine: Some(engine_code(&opts.tier)),
     });
+    if let Some(found) = state.engine
+        && found != engine_code(&opts.tier)
+    {
+        return Err(Error::InvalidOption(format!(
+            "{}: this store was written by {}; open it with that engine, not {}",
+            dir.display(),
+            engine_name(found),
+            engine_name(engine_code(&opts.tier))
+        )));
+    }
     if fresh {
         // Nothing can be named yet; clear leftovers of a store whose creation never finished.
         sweep(&*storage, dir, &state)?;
@@ -94,7 +107,11 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         vlogs,
     };
     if fresh {
-        write_state(&*storage, dir, &state_with(&view, state.next_number, 0))?;
+        write_state(
+            &*storage,
+            dir,
+            &state_with(&view, &opts.tier, state.next_number, 0),
+        )?;
     }
     let vlog_bytes: u64 = state
         .vlogs
