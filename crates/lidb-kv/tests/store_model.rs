@@ -164,11 +164,19 @@ fn every_tier_family_serves_reads_after_gc() {
 
 #[test]
 fn readers_and_writers_during_gc_see_the_latest_acknowledged_value() {
+    for tier in [learned(), TierKind::WriteBack, TierKind::Lsm] {
+        concurrent_gc(tier);
+    }
+}
+
+/// Two writers (one also running GCs), two readers and the background GC thread at once.
+fn concurrent_gc(tier: TierKind) {
     let opts = StoreOptions {
         auto_gc: true,
         over_provisioning: 0.2,
-        ..small(learned())
+        ..small(tier.clone())
     };
+    let name = format!("{tier:?}");
     let store = Arc::new(
         Store::open_with_storage(Arc::new(MemStorage::new()), Path::new("/kv"), opts).unwrap(),
     );
@@ -201,7 +209,7 @@ fn readers_and_writers_during_gc_see_the_latest_acknowledged_value() {
         .collect();
     let readers: Vec<_> = (0..2u64)
         .map(|r| {
-            let (store, done) = (Arc::clone(&store), Arc::clone(&done));
+            let (store, done, name) = (Arc::clone(&store), Arc::clone(&done), name.clone());
             std::thread::spawn(move || {
                 let mut rng = ChaCha8Rng::seed_from_u64(r);
                 for _ in 0..20_000 {
@@ -211,7 +219,7 @@ fn readers_and_writers_during_gc_see_the_latest_acknowledged_value() {
                     let version = got.map_or(0, |v| u32::from_le_bytes(v[..4].try_into().unwrap()));
                     assert!(
                         version >= floor,
-                        "key {i}: read version {version}, {floor} was acknowledged"
+                        "{name} key {i}: read version {version}, {floor} was acknowledged"
                     );
                 }
             })
@@ -220,7 +228,11 @@ fn readers_and_writers_during_gc_see_the_latest_acknowledged_value() {
     for t in writers.into_iter().chain(readers) {
         t.join().unwrap();
     }
-    assert!(store.stats().gcs >= 4, "GCs run: {}", store.stats().gcs);
+    assert!(
+        store.stats().gcs >= 4,
+        "{name}: GCs run: {}",
+        store.stats().gcs
+    );
     for i in 0..400usize {
         let v = store.get(format!("k{i:04}").as_bytes()).unwrap().unwrap();
         assert_eq!(
