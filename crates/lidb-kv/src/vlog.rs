@@ -564,6 +564,14 @@ impl VlogScan {
     }
 }
 
+/// One step of an iterator that stops for good after its end or its first error: `step`'s
+/// outcome as an `Iterator::next` item, setting `done` when there is nothing more to give.
+pub(crate) fn fused<T>(done: &mut bool, step: Result<Option<T>>) -> Option<Result<T>> {
+    let item = step.transpose();
+    *done = !matches!(item, Some(Ok(_)));
+    item
+}
+
 impl Iterator for VlogScan {
     type Item = Result<ScanItem>;
 
@@ -571,17 +579,8 @@ impl Iterator for VlogScan {
         if self.done {
             return None;
         }
-        match self.next_record() {
-            Ok(Some(r)) => Some(Ok(r)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let step = self.next_record();
+        fused(&mut self.done, step)
     }
 }
 

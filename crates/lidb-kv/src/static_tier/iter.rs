@@ -178,16 +178,7 @@ impl Iterator for TierIter {
         if self.done {
             return None;
         }
-        match self.step() {
-            Ok(Some(kv)) => Some(Ok(kv)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let step = self.step();
+        crate::vlog::fused(&mut self.done, step)
     }
 }

@@ -62,8 +62,10 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         // Nothing can be named yet; clear leftovers of a store whose creation never finished.
         sweep(&*storage, dir, &state)?;
     }
-    let capacity = all_keys_capacity(state.live_bytes) / 2;
-    let all_keys = Arc::new(MemBloom::new(capacity * 2, ALL_KEYS_BITS));
+    let all_keys_cap = all_keys_capacity(state.live_bytes);
+    let all_keys = Arc::new(MemBloom::new(all_keys_cap, ALL_KEYS_BITS));
+    // The LSMs' read filters: half as many keys (the every-key filter's headroom is 2x).
+    let capacity = all_keys_cap / 2;
     let reader = Arc::new(VlogReader::new(
         Arc::clone(&storage),
         dir.to_path_buf(),
