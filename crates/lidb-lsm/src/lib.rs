@@ -20,11 +20,16 @@ pub mod memtable;
 pub mod options;
 pub mod storage;
 pub mod table;
+pub mod tail;
 pub mod types;
 pub mod version;
 
-pub use db::{Db, DbIterator, DbStats, LevelStats, MemoryUsage, RecoveryReport, Source, Traced};
+pub use db::{
+    CutKind, Db, DbIterator, DbStats, LevelStats, LogCut, MemoryUsage, RecoveryReport, Source,
+    Traced,
+};
 pub use error::{Error, Result};
 pub use hooks::{FlushHook, ReplayFilter};
 pub use options::{Granularity, IndexOptions, Options};
+pub use tail::RecoveryMode;
 pub use types::{EntryKind, ReadStats, SortedIter, TableMeta};

@@ -17,12 +17,14 @@
 //!   because the file may now end in a partial record and records written after it would be
 //!   unreadable (recovery stops at the first bad record) although acknowledged.
 //! - [`read_log`] returns only records whose checksum matches, in order, and stops at the first
-//!   truncated or mismatching record; it never panics on any bytes.
+//!   truncated or mismatching record, which it classifies as a torn tail or damage
+//!   (`tail::classify`); it never panics on any bytes.
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result, corruption};
 use crate::storage::{Storage, WritableFile};
+use crate::tail::{BadTail, Framing, classify};
 
 /// First bytes of every log. DO NOT CHANGE: stored on disk.
 pub const LOG_MAGIC: &[u8; 7] = b"LIDBLOG";
@@ -152,22 +154,39 @@ impl LogWriter {
     }
 }
 
-/// Where and why reading a log stopped before its end.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TornTail {
-    /// Offset of the first byte not part of an intact record (equals `valid_len`).
-    pub offset: u64,
-    pub detail: String,
-}
-
 /// The intact records of a log.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LogContents {
     pub records: Vec<Vec<u8>>,
     /// Bytes from the start of the file through the last intact record (or the header).
     pub valid_len: u64,
-    /// Set when bytes follow `valid_len`; the caller truncates the file to `valid_len`.
-    pub torn_tail: Option<TornTail>,
+    /// Set when bytes follow `valid_len`: a torn tail or damage (`tail::classify`). The records
+    /// are those before it; recovery decides by its mode whether to cut the file to `valid_len`
+    /// or to fail.
+    pub bad_tail: Option<BadTail>,
+}
+
+/// The record framing, for `tail::classify`.
+struct LogFraming;
+
+impl Framing for LogFraming {
+    fn claimed_len(&self, rest: &[u8]) -> Option<u64> {
+        let (_, len_bytes) = split_header(rest)?;
+        let len = u64::from(u32::from_le_bytes(len_bytes));
+        (len <= MAX_RECORD_BYTES).then_some(RECORD_HEADER_BYTES + len)
+    }
+
+    fn intact(&self, rest: &[u8], len: u64) -> bool {
+        let Some((crc, len_bytes)) = split_header(rest) else {
+            return false;
+        };
+        rest.get(RECORD_HEADER_BYTES as usize..len as usize)
+            .is_some_and(|payload| record_crc(len_bytes, payload) == crc)
+    }
+
+    fn max_len(&self) -> u64 {
+        RECORD_HEADER_BYTES + MAX_RECORD_BYTES
+    }
 }
 
 /// Reads every intact record of the log at `path`.
@@ -198,13 +217,13 @@ pub fn parse_log(bytes: &[u8]) -> std::result::Result<LogContents, String> {
                 ));
             }
             // A zero version byte is a header torn before its last byte landed.
-            return Ok(torn_at(out, bytes.len(), 0, "the log header is torn"));
+            return Ok(bad_at(out, bytes, 0, "the log header is torn"));
         }
         _ => {
             let head = header.unwrap_or(bytes);
             let is_prefix = expected.starts_with(head);
             if is_prefix || head.iter().all(|&b| b == 0) {
-                return Ok(torn_at(out, bytes.len(), 0, "the log header is torn"));
+                return Ok(bad_at(out, bytes, 0, "the log header is torn"));
             }
             return Err(format!(
                 "not a lidb log: the file starts with {head:02x?}, expected the magic \"LIDBLOG\""
@@ -220,12 +239,12 @@ pub fn parse_log(bytes: &[u8]) -> std::result::Result<LogContents, String> {
         }
         let Some((crc, len_bytes)) = split_header(rest) else {
             let detail = format!("record header torn ({} of 8 bytes)", rest.len());
-            return Ok(torn_at(out, bytes.len(), pos, detail));
+            return Ok(bad_at(out, bytes, pos, detail));
         };
         let len = u32::from_le_bytes(len_bytes);
         if u64::from(len) > MAX_RECORD_BYTES {
             let detail = format!("record length {len} exceeds the limit of {MAX_RECORD_BYTES}");
-            return Ok(torn_at(out, bytes.len(), pos, detail));
+            return Ok(bad_at(out, bytes, pos, detail));
         }
         let body = RECORD_HEADER_BYTES as usize;
         let Some(payload) = rest.get(body..body + len as usize) else {
@@ -233,11 +252,11 @@ pub fn parse_log(bytes: &[u8]) -> std::result::Result<LogContents, String> {
                 "record of {len} bytes torn ({} bytes present)",
                 rest.len() - body
             );
-            return Ok(torn_at(out, bytes.len(), pos, detail));
+            return Ok(bad_at(out, bytes, pos, detail));
         };
         if record_crc(len_bytes, payload) != crc {
             let detail = format!("record of {len} bytes fails its checksum");
-            return Ok(torn_at(out, bytes.len(), pos, detail));
+            return Ok(bad_at(out, bytes, pos, detail));
         }
         out.records.push(payload.to_vec());
         pos += RECORD_HEADER_BYTES + u64::from(len);
@@ -251,20 +270,20 @@ fn split_header(rest: &[u8]) -> Option<(u32, [u8; 4])> {
     Some((u32::from_le_bytes(crc), len))
 }
 
-fn torn_at(
+fn bad_at(
     mut out: LogContents,
-    file_len: usize,
+    bytes: &[u8],
     offset: u64,
     detail: impl Into<String>,
 ) -> LogContents {
-    let dropped = (file_len as u64).saturating_sub(offset);
+    let tail = bytes.get(offset as usize..).unwrap_or_default();
     out.valid_len = offset;
-    out.torn_tail = Some(TornTail {
+    out.bad_tail = Some(classify(
+        &LogFraming,
+        tail,
         offset,
-        detail: format!(
-            "{} at offset {offset}; {dropped} bytes from there on are not intact",
-            detail.into()
-        ),
-    });
+        bytes.len() as u64,
+        &detail.into(),
+    ));
     out
 }

@@ -28,8 +28,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result, corruption};
-use crate::log::{LogWriter, TornTail, read_log};
+use crate::log::{LogWriter, read_log};
 use crate::storage::{Storage, join};
+use crate::tail::BadTail;
 use crate::types::TableMeta;
 
 /// Format version of an encoded edit, its first byte. DO NOT CHANGE the tags below: on disk.
@@ -255,8 +256,9 @@ pub struct RecoveredManifest {
     pub number: u64,
     /// The snapshot edit, then every intact delta, in order.
     pub edits: Vec<VersionEdit>,
-    /// Bytes after the last intact edit (an edit whose `log_edit` never returned Ok).
-    pub torn_tail: Option<TornTail>,
+    /// Bytes after the last intact edit: a torn tail (an edit whose `log_edit` never returned
+    /// Ok) or damage. The caller decides by its recovery mode whether to go on.
+    pub bad_tail: Option<BadTail>,
 }
 
 /// The manifest `CURRENT` names, if it exists and parses.
@@ -355,7 +357,7 @@ impl Manifest {
         }
         let log = read_log(storage, &path)?;
         if log.records.is_empty() {
-            let why = log.torn_tail.map(|t| t.detail).unwrap_or_default();
+            let why = log.bad_tail.map(|t| t.detail).unwrap_or_default();
             return Err(corruption(
                 &path,
                 format!(
@@ -373,7 +375,7 @@ impl Manifest {
         Ok(Some(RecoveredManifest {
             number,
             edits,
-            torn_tail: log.torn_tail,
+            bad_tail: log.bad_tail,
         }))
     }
 }

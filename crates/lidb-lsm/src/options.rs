@@ -5,6 +5,7 @@ use lidb_index::{Family, Params};
 
 use crate::error::{Error, Result};
 use crate::hooks::{FlushHook, ReplayFilter};
+use crate::tail::RecoveryMode;
 
 /// Whether learned models cover one table each, or a whole level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -89,6 +90,9 @@ pub struct Options {
     /// Consulted for each entry replayed from a WAL at open; replay stops at the first batch
     /// holding a rejected entry (see `hooks`).
     pub replay_filter: Option<ReplayFilter>,
+    /// What open does with a bad record in a WAL or the manifest: cut a torn tail and fail on
+    /// damage (the default), keep the prefix before any bad record, or fail on any.
+    pub recovery_mode: RecoveryMode,
 }
 
 pub const MIB: u64 = 1 << 20;
@@ -111,6 +115,7 @@ impl Default for Options {
             background_compaction: true,
             before_flush: None,
             replay_filter: None,
+            recovery_mode: RecoveryMode::TolerateTornTail,
         }
     }
 }

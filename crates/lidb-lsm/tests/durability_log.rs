@@ -6,6 +6,7 @@ use lidb_lsm::Error;
 use lidb_lsm::log::{LOG_HEADER_BYTES, LogWriter, parse_log, read_log};
 use lidb_lsm::storage::Storage;
 use lidb_lsm::storage::mem::{Fault, MemStorage};
+use lidb_lsm::tail::TailKind;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -49,19 +50,19 @@ fn round_trip_and_empty_logs() {
     let got = parse_log(&bytes).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(got.records, records);
     assert_eq!(got.valid_len, bytes.len() as u64);
-    assert_eq!(got.torn_tail, None);
+    assert_eq!(got.bad_tail, None);
 
     let (s, path) = setup();
     let w = LogWriter::new(ok(s.create(&path)), path.clone());
     drop(w);
     let empty = ok(read_log(&s, &path));
-    assert!(empty.records.is_empty() && empty.torn_tail.is_none() && empty.valid_len == 0);
+    assert!(empty.records.is_empty() && empty.bad_tail.is_none() && empty.valid_len == 0);
 
     let mut w = LogWriter::new(ok(s.create(&path)), path.clone());
     ok(w.sync());
     assert_eq!(w.len(), LOG_HEADER_BYTES);
     let header_only = ok(read_log(&s, &path));
-    assert!(header_only.records.is_empty() && header_only.torn_tail.is_none());
+    assert!(header_only.records.is_empty() && header_only.bad_tail.is_none());
     assert_eq!(header_only.valid_len, LOG_HEADER_BYTES);
 }
 
@@ -97,12 +98,17 @@ fn crash_keeps_synced_records_and_a_prefix_of_the_rest() {
             "seed {seed}: a returned record differs from the one written"
         );
         let file_len = ok(s.file_size(&path));
-        torn += usize::from(got.torn_tail.is_some());
+        torn += usize::from(got.bad_tail.is_some());
         beyond_synced += usize::from(got.records.len() > synced);
-        match &got.torn_tail {
+        match &got.bad_tail {
             None => assert_eq!(got.valid_len, file_len, "seed {seed}"),
             Some(t) => {
                 assert_eq!(t.offset, got.valid_len, "seed {seed}");
+                assert_eq!(
+                    t.kind,
+                    TailKind::Torn,
+                    "seed {seed}: a crash is never damage"
+                );
                 assert!(got.valid_len < file_len, "seed {seed}: {}", t.detail);
             }
         }
@@ -110,7 +116,7 @@ fn crash_keeps_synced_records_and_a_prefix_of_the_rest() {
         ok(s.truncate(&path, got.valid_len));
         let again = ok(read_log(&s, &path));
         assert_eq!(again.records, got.records, "seed {seed}");
-        assert_eq!(again.torn_tail, None, "seed {seed}");
+        assert_eq!(again.bad_tail, None, "seed {seed}");
     }
     // The seeds exercise both torn tails and unsynced records that survived.
     assert!(
@@ -132,10 +138,17 @@ fn every_truncation_returns_a_prefix() {
         );
         assert!(got.valid_len <= cut as u64, "cut {cut}");
         assert_eq!(
-            got.torn_tail.is_some(),
+            got.bad_tail.is_some(),
             got.valid_len < cut as u64,
             "cut {cut}"
         );
+        if let Some(t) = &got.bad_tail {
+            assert_eq!(
+                t.kind,
+                TailKind::Torn,
+                "cut {cut}: a truncation is a torn tail"
+            );
+        }
     }
 }
 
@@ -203,7 +216,7 @@ fn header_errors_are_corruption_naming_the_file() {
     for torn in [b"LID".as_slice(), &[0u8; 8], &[0u8; 30]] {
         let got = parse_log(torn).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(got.valid_len, 0);
-        assert!(got.torn_tail.is_some());
+        assert_eq!(got.bad_tail.map(|t| t.kind), Some(TailKind::Torn));
     }
     assert!(read_log(&s, Path::new("/db/missing.log")).is_err());
 }

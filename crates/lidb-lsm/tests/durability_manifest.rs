@@ -179,7 +179,7 @@ fn create_log_recover_round_trip() {
         .chain((0..5).map(delta))
         .collect();
     let got = ok(Manifest::recover(&s, &dir())).unwrap_or_else(|| panic!("no manifest"));
-    assert_eq!((got.number, &got.edits, &got.torn_tail), (1, &want, &None));
+    assert_eq!((got.number, &got.edits, &got.bad_tail), (1, &want, &None));
 
     // Every acknowledged edit survives a crash.
     s.crash(1);
@@ -238,13 +238,13 @@ fn unsynced_tail_after_crash_is_reported() {
         let size = ok(s.file_size(&manifest_path(&dir(), 3)));
         if got.edits.len() == 2 {
             assert_eq!(
-                got.torn_tail.is_some(),
+                got.bad_tail.is_some(),
                 size > intact_end,
                 "seed {seed}: size {size}, tail {:?}",
-                got.torn_tail
+                got.bad_tail
             );
         } else {
-            assert_eq!(got.torn_tail, None, "seed {seed}");
+            assert_eq!(got.bad_tail, None, "seed {seed}");
         }
     }
 }

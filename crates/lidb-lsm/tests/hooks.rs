@@ -16,7 +16,7 @@ use lidb_index::Family;
 use lidb_lsm::batch::WriteBatch;
 use lidb_lsm::storage::Storage;
 use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::{Db, EntryKind, Error, FlushHook, Options, ReplayFilter};
+use lidb_lsm::{CutKind, Db, EntryKind, Error, FlushHook, Options, ReplayFilter};
 use support::small_options;
 
 fn key(i: u32) -> Vec<u8> {
@@ -77,11 +77,15 @@ fn the_replay_filter_cuts_replay_at_the_first_rejected_batch() {
         "consulted up to the rejection"
     );
     let cut = report
-        .torn_wal_tails
+        .wal_cuts
         .iter()
-        .find(|(_, _, why)| why.contains("replay filter") && why.contains("k10 is gone"))
+        .find(|c| c.kind == CutKind::ReplayFilter && c.detail.contains("k10 is gone"))
         .unwrap_or_else(|| panic!("the cut is not reported: {report:?}"));
-    assert!(cut.1 > 8, "the cut is after the first records: {cut:?}");
+    assert!(
+        cut.offset > 8,
+        "the cut is after the first records: {cut:?}"
+    );
+    assert_eq!(cut.records, 3, "the rejected batch and the two after it: {cut:?}");
     for i in 0..10 {
         assert_eq!(db.get(&key(i)).unwrap(), Some(b"v".to_vec()), "k{i}");
     }

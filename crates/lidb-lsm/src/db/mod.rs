@@ -22,6 +22,7 @@ mod level_index;
 mod output;
 mod read;
 mod recover;
+pub mod report;
 mod state;
 mod write;
 
@@ -31,6 +32,7 @@ use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 
 pub use read::{DbIterator, Source, Traced};
+pub use report::{CutKind, LogCut};
 pub use state::{DbStats, LevelStats, MemoryUsage, RecoveryReport};
 
 use crate::batch::WriteBatch;

@@ -3,11 +3,14 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use crate::db::state::{Shared, TableHandle};
+use std::path::Path;
+
+use crate::db::state::{Shared, TableHandle, table_path};
 use crate::error::Result;
 use crate::options::{Granularity, Options};
-use crate::storage::ReadMode;
+use crate::storage::{ReadMode, Storage};
 use crate::table::builder::TableOptions;
+use crate::table::cache::PageCache;
 use crate::table::reader::Table;
 use crate::types::TableMeta;
 
@@ -26,7 +29,11 @@ pub(crate) fn table_options_for(opts: &Options, level: usize) -> TableOptions {
 }
 
 pub(crate) fn read_mode(s: &Shared) -> ReadMode {
-    if s.opts.direct_io {
+    read_mode_for(&s.opts)
+}
+
+pub(crate) fn read_mode_for(opts: &Options) -> ReadMode {
+    if opts.direct_io {
         ReadMode::Direct
     } else {
         ReadMode::Buffered
@@ -35,20 +42,31 @@ pub(crate) fn read_mode(s: &Shared) -> ReadMode {
 
 /// Opens table `meta` as a shared handle.
 pub(crate) fn open_handle(s: &Shared, meta: TableMeta) -> Result<Arc<TableHandle>> {
-    let path = s.table_path(meta.number);
+    open_handle_in(&s.storage, &s.dir, read_mode(s), &s.cache, meta)
+}
+
+/// Opens table `meta` of `dir` as a shared handle (recovery opens tables before `Shared` exists).
+pub(crate) fn open_handle_in(
+    storage: &Arc<dyn Storage>,
+    dir: &Path,
+    mode: ReadMode,
+    cache: &Arc<PageCache>,
+    meta: TableMeta,
+) -> Result<Arc<TableHandle>> {
+    let path = table_path(dir, meta.number);
     let table = Table::open(
-        &*s.storage,
+        &**storage,
         &path,
         meta.number,
-        read_mode(s),
-        Some(Arc::clone(&s.cache)),
+        mode,
+        Some(Arc::clone(cache)),
     )?;
     Ok(Arc::new(TableHandle {
         table: Arc::new(table),
         meta,
         path,
-        storage: Arc::clone(&s.storage),
+        storage: Arc::clone(storage),
         obsolete: AtomicBool::new(false),
-        cache: Arc::clone(&s.cache),
+        cache: Arc::clone(cache),
     }))
 }

@@ -1,10 +1,18 @@
-//! Opening a database: lock the directory, replay the manifest into a version, open its tables
-//! and level models, replay the WALs the manifest does not cover into a memtable (truncating a
-//! torn tail and reporting it; a batch `Options::replay_filter` rejects is cut like a torn tail,
-//! with everything after it, so what is replayed stays a prefix of the writes), flush that memtable, start a fresh WAL and a fresh manifest, and
-//! remove files nothing references.
+//! Opening a database, in two phases so that a failed open leaves every file as it was.
+//!
+//! 1. Read and check, writing nothing: lock the directory, replay the manifest into a version,
+//!    read the WALs the manifest does not cover into a memtable, open the version's tables and
+//!    level models. Every bad record is classified (`tail::classify`) as a torn tail or damage,
+//!    and `Options::recovery_mode` decides: cut it (and everything after it, so what is replayed
+//!    stays a prefix of the writes) or fail with `Corruption` naming the file and offset. A batch
+//!    `Options::replay_filter` rejects is cut like a torn tail.
+//! 2. Write: save the bytes a damage cut drops under `lost/`, truncate the cut WALs, flush the
+//!    replayed memtable to an L0 table, start a fresh manifest and WAL, and remove files nothing
+//!    references, but only when the manifest and every log were clean: after any cut of the
+//!    manifest or any damage, unreferenced files may be the only copy of data the lost edits
+//!    named, and are kept for `lidb repair`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
@@ -13,7 +21,8 @@ use crate::batch::BatchOp;
 use crate::db::compact::MAX_LEVELS;
 use crate::db::flush;
 use crate::db::level_index::LevelIndex;
-use crate::db::output::open_handle;
+use crate::db::output::{open_handle_in, read_mode_for};
+use crate::db::report::{CutKind, LogCut};
 use crate::db::state::{
     CompactionStats, ManifestState, RecoveryReport, Shared, SuperVersion, Tables, WriteState, lock,
 };
@@ -21,11 +30,12 @@ use crate::error::{Error, Result, corruption};
 use crate::log::{
     LOG_HEADER_BYTES, LogWriter, RECORD_HEADER_BYTES as LOG_RECORD_HEADER_BYTES, read_log,
 };
-use crate::manifest::{Manifest, VersionEdit};
+use crate::manifest::{Manifest, VersionEdit, manifest_path};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::storage::Storage;
 use crate::table::cache::PageCache;
+use crate::tail::{BadTail, RecoveryMode, TailKind};
 use crate::types::ReadStats;
 use crate::version::Version;
 
@@ -79,6 +89,202 @@ fn rejected(opts: &Options, ops: &[BatchOp]) -> Option<String> {
         .find_map(|op| filter.check(op.kind, &op.key, &op.value).err())
 }
 
+/// Where a log file's bytes go when a damage cut drops them: `dir/lost/{name}@{offset}`.
+pub const LOST_DIR: &str = "lost";
+
+/// The error for a bad tail the recovery mode does not allow.
+fn refused(file: &std::path::Path, t: &BadTail, mode: RecoveryMode) -> Error {
+    let advice = match (mode, t.kind) {
+        (RecoveryMode::Absolute, TailKind::Torn) => {
+            "the absolute recovery mode refuses even a torn tail; open with \
+             --recovery-mode tolerate-torn-tail to cut it"
+        }
+        _ => {
+            "acknowledged writes may follow it; open with --recovery-mode point-in-time to keep \
+             only what precedes it, or run `lidb repair`"
+        }
+    };
+    corruption(file, format!("{}; {advice}", t.detail))
+}
+
+/// Reads the manifest `CURRENT` names and folds it; `None` for a new database.
+fn read_manifest(
+    storage: &dyn Storage,
+    dir: &std::path::Path,
+    mode: RecoveryMode,
+) -> Result<Option<(Folded, Option<LogCut>)>> {
+    let Some(r) = Manifest::recover(storage, dir)? else {
+        return Ok(None);
+    };
+    let path = manifest_path(dir, r.number);
+    let cut = match &r.bad_tail {
+        None => None,
+        Some(t) if mode.allows(t.kind) => Some(LogCut::of_tail(path.clone(), t)),
+        Some(t) => return Err(refused(&path, t, mode)),
+    };
+    let folded = fold(&r.edits, &path)?;
+    // WALs are deleted only after the edit that retires them is durable. So if the WAL the last
+    // intact edit still needs is gone, an edit after it was durable once: the bad tail lost an
+    // acknowledged edit (whose tables hold the WAL's data), whatever its bytes look like.
+    if let Some(c) = &cut {
+        let wal = dir.join(format!("{:06}.log", folded.log_number));
+        if !storage.exists(&wal) {
+            return Err(corruption(
+                &path,
+                format!(
+                    "{}; the last intact edit needs {}, which is gone, so a later edit was \
+                     durable once and is lost: damage, not a torn tail; run `lidb repair`",
+                    c.detail,
+                    wal.display()
+                ),
+            ));
+        }
+    }
+    Ok(Some((folded, cut)))
+}
+
+/// A cut decided in phase 1 and carried out in phase 2.
+struct PendingCut {
+    cut: LogCut,
+    /// Whether the dropped bytes are saved under `lost/` first (damage, and what follows it).
+    save: bool,
+}
+
+/// What replaying the WALs produced.
+struct Replayed {
+    mem: Arc<MemTable>,
+    cuts: Vec<PendingCut>,
+}
+
+/// Replays the WALs numbered from `folded.log_number` on into a memtable (phase 1: reads only).
+fn replay_wals(
+    storage: &dyn Storage,
+    dir: &std::path::Path,
+    opts: &Options,
+    folded: &mut Folded,
+    report: &mut RecoveryReport,
+) -> Result<Replayed> {
+    let mut wals: Vec<u64> = storage
+        .list(dir)?
+        .iter()
+        .filter_map(|n| n.strip_suffix(".log")?.parse().ok())
+        .filter(|&n| n >= folded.log_number)
+        .collect();
+    wals.sort_unstable();
+    let mem = Arc::new(MemTable::new());
+    let mut cuts: Vec<PendingCut> = Vec::new();
+    // Set by the first cut: every later WAL is dropped whole, so the replay stays a prefix.
+    let mut after: Option<(String, bool)> = None;
+    for (i, &n) in wals.iter().enumerate() {
+        let path = dir.join(format!("{n:06}.log"));
+        let contents = read_log(storage, &path)?;
+        if let Some((why, save)) = &after {
+            let bytes = storage.file_size(&path)?;
+            if bytes > 0 {
+                let cut = LogCut {
+                    file: path,
+                    offset: 0,
+                    bytes,
+                    records: contents.records.len() as u64,
+                    kind: CutKind::AfterCut,
+                    detail: why.clone(),
+                };
+                cuts.push(PendingCut { cut, save: *save });
+            }
+            continue;
+        }
+        let mut offset = LOG_HEADER_BYTES;
+        for (r, rec) in contents.records.iter().enumerate() {
+            let (seq, ops) = crate::batch::decode(rec).map_err(|d| corruption(&path, d))?;
+            if let Some(why) = rejected(opts, &ops) {
+                let detail = format!("replay filter rejected the batch at offset {offset}: {why}");
+                let cut = LogCut {
+                    file: path.clone(),
+                    offset,
+                    bytes: storage.file_size(&path)?.saturating_sub(offset),
+                    records: (contents.records.len() - r) as u64,
+                    kind: CutKind::ReplayFilter,
+                    detail: detail.clone(),
+                };
+                cuts.push(PendingCut { cut, save: false });
+                after = Some((format!("{} was cut: {detail}", path.display()), false));
+                break;
+            }
+            for (i, op) in ops.iter().enumerate() {
+                mem.insert(seq + i as u64, op.kind, &op.key, &op.value);
+            }
+            let last = seq + (ops.len() as u64).saturating_sub(1);
+            folded.last_sequence = folded.last_sequence.max(last);
+            report.wal_records_replayed += 1;
+            offset += LOG_RECORD_HEADER_BYTES + rec.len() as u64;
+        }
+        if after.is_some() {
+            continue;
+        }
+        let Some(mut t) = contents.bad_tail else {
+            continue;
+        };
+        // A memtable switch syncs the old WAL before the new one takes writes, so only the last
+        // WAL holding records can have a torn tail.
+        if t.kind == TailKind::Torn
+            && later_wal_has_records(storage, dir, wals.get(i + 1..).unwrap_or_default())?
+        {
+            t.kind = TailKind::Damage;
+            t.detail = format!(
+                "{}; but a later WAL holds records, so it is damage",
+                t.detail
+            );
+        }
+        if !opts.recovery_mode.allows(t.kind) {
+            return Err(refused(&path, &t, opts.recovery_mode));
+        }
+        let save = t.kind == TailKind::Damage;
+        let cut = LogCut::of_tail(path.clone(), &t);
+        after = Some((format!("{} was cut: {}", path.display(), t.detail), save));
+        cuts.push(PendingCut { cut, save });
+    }
+    Ok(Replayed { mem, cuts })
+}
+
+fn later_wal_has_records(
+    storage: &dyn Storage,
+    dir: &std::path::Path,
+    later: &[u64],
+) -> Result<bool> {
+    for &n in later {
+        if !read_log(storage, &dir.join(format!("{n:06}.log")))?
+            .records
+            .is_empty()
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Copies the bytes of `file` from `offset` on to `dir/lost/{name}@{offset}`, durably.
+pub(crate) fn save_lost(
+    storage: &dyn Storage,
+    dir: &std::path::Path,
+    file: &std::path::Path,
+    offset: u64,
+) -> Result<PathBuf> {
+    let bytes = storage.read_all(file)?;
+    let lost = dir.join(LOST_DIR);
+    storage.create_dir_all(&lost)?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let to = lost.join(format!("{name}@{offset}"));
+    let mut out = storage.create(&to)?;
+    out.append(bytes.get(offset as usize..).unwrap_or_default())?;
+    out.sync()?;
+    storage.sync_dir(&lost)?;
+    storage.sync_dir(dir)?;
+    Ok(to)
+}
+
 pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Result<Shared> {
     let missing = || {
         Error::InvalidOption(format!(
@@ -94,12 +300,12 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
     }
     let lock_guard = storage.lock(&dir.join("LOCK"))?;
     let mut report = RecoveryReport::default();
-    let mut folded = match Manifest::recover(&*storage, &dir)? {
-        Some(r) => {
-            if let Some(t) = &r.torn_tail {
-                report.torn_manifest_tail = Some((t.offset, t.detail.clone()));
-            }
-            fold(&r.edits, &dir.join(format!("MANIFEST-{:06}", r.number)))?
+
+    // Phase 1: read and check; nothing is written.
+    let mut folded = match read_manifest(&*storage, &dir, opts.recovery_mode)? {
+        Some((f, cut)) => {
+            report.manifest_cut = cut;
+            f
         }
         None if opts.create_if_missing => {
             let mut f = Folded {
@@ -111,68 +317,51 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
         }
         None => return Err(missing()),
     };
-    let mut next = folded.next_file_number;
-
-    // 1. Replay the WALs the manifest does not cover into a memtable.
-    let mut wals: Vec<u64> = storage
-        .list(&dir)?
-        .iter()
-        .filter_map(|n| n.strip_suffix(".log")?.parse().ok())
-        .filter(|&n| n >= folded.log_number)
-        .collect();
-    wals.sort_unstable();
-    let replay = Arc::new(MemTable::new());
-    // Set once the replay filter rejected an entry: every later record and WAL is dropped.
-    let mut cut: Option<String> = None;
-    for &n in &wals {
-        let path = dir.join(format!("{n:06}.log"));
-        if let Some(why) = &cut {
-            report.torn_wal_tails.push((path.clone(), 0, why.clone()));
-            storage.truncate(&path, 0)?;
-            continue;
-        }
-        let contents = read_log(&*storage, &path)?;
-        if let Some(t) = &contents.torn_tail {
-            report
-                .torn_wal_tails
-                .push((path.clone(), t.offset, t.detail.clone()));
-            storage.truncate(&path, contents.valid_len)?;
-        }
-        let mut offset = LOG_HEADER_BYTES;
-        for rec in &contents.records {
-            let (seq, ops) = crate::batch::decode(rec).map_err(|d| corruption(&path, d))?;
-            if let Some(why) = rejected(&opts, &ops) {
-                let why = format!(
-                    "replay filter rejected the batch at offset {offset} of {}: {why}",
-                    path.display()
-                );
-                report
-                    .torn_wal_tails
-                    .push((path.clone(), offset, why.clone()));
-                storage.truncate(&path, offset)?;
-                cut = Some(why);
-                break;
-            }
-            for (i, op) in ops.iter().enumerate() {
-                replay.insert(seq + i as u64, op.kind, &op.key, &op.value);
-            }
-            let last = seq + (ops.len() as u64).saturating_sub(1);
-            folded.last_sequence = folded.last_sequence.max(last);
-            report.wal_records_replayed += 1;
-            offset += LOG_RECORD_HEADER_BYTES + rec.len() as u64;
-        }
+    let replayed = replay_wals(&*storage, &dir, &opts, &mut folded, &mut report)?;
+    let cache = Arc::new(PageCache::new(opts.block_cache_bytes));
+    let mode = read_mode_for(&opts);
+    let mut handles = HashMap::new();
+    for m in folded.version.levels.iter().flatten() {
+        let h = open_handle_in(&storage, &dir, mode, &cache, m.clone())?;
+        handles.insert(m.number, h);
     }
-    // 2. Write what was replayed to an L0 table. Until step 3 no manifest names it, so a crash
-    //    here replays the same WALs again and the orphan table is swept.
-    if !replay.is_empty() {
+    let mut level_indexes = Vec::new();
+    for n in &folded.level_index {
+        level_indexes.push(match n {
+            Some(n) => Some(Arc::new(LevelIndex::load(&*storage, &dir, *n)?)),
+            None => None,
+        });
+    }
+
+    // Phase 2: write.
+    let mut next = folded.next_file_number;
+    if let Some(c) = report
+        .manifest_cut
+        .as_ref()
+        .filter(|c| c.kind == CutKind::Damage)
+    {
+        save_lost(&*storage, &dir, &c.file, c.offset)?;
+    }
+    for p in &replayed.cuts {
+        if p.save {
+            save_lost(&*storage, &dir, &p.cut.file, p.cut.offset)?;
+        }
+        storage.truncate(&p.cut.file, p.cut.offset)?;
+    }
+    report.wal_cuts = replayed.cuts.into_iter().map(|p| p.cut).collect();
+    // Until the new manifest names it, a crash replays the same WALs again and the orphan table
+    // is swept.
+    if !replayed.mem.is_empty() {
         let number = next;
         next += 1;
-        let meta = flush::write_l0_table(&*storage, &dir, number, &replay, &opts)?;
+        let meta = flush::write_l0_table(&*storage, &dir, number, &replayed.mem, &opts)?;
         storage.sync_dir(&dir)?;
         folded.version = folded
             .version
-            .apply(&[(0, meta)], &[])
+            .apply(&[(0, meta.clone())], &[])
             .map_err(|d| corruption(&dir, format!("replayed table does not fit: {d}")))?;
+        let handle = open_handle_in(&storage, &dir, mode, &cache, meta.clone())?;
+        handles.insert(meta.number, handle);
     }
     // 3. A fresh manifest holding the whole version; switching CURRENT to it is the atomic step
     //    that retires the replayed WALs.
@@ -204,17 +393,36 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
     let wal = LogWriter::new(storage.create(&wal_path)?, wal_path);
     storage.sync_dir(&dir)?;
 
+    let mut levels = Vec::new();
+    for metas in &folded.version.levels {
+        let mut level = Vec::new();
+        for m in metas {
+            let h = handles.get(&m.number).ok_or_else(|| {
+                corruption(
+                    &dir,
+                    format!("table {} of the version was not opened", m.number),
+                )
+            })?;
+            level.push(Arc::clone(h));
+        }
+        levels.push(level);
+    }
+    let tables = Tables {
+        version: folded.version,
+        levels,
+        level_indexes,
+    };
     let s = Shared {
         dir: dir.clone(),
         storage: Arc::clone(&storage),
         opts: opts.clone(),
-        cache: Arc::new(PageCache::new(opts.block_cache_bytes)),
+        cache,
         _lock: lock_guard,
         current: RwLock::new(Arc::new(SuperVersion {
             mem: Arc::new(MemTable::new()),
             mem_wal: wal_number,
             imm: Vec::new(),
-            tables: Arc::new(Tables::default()),
+            tables: Arc::new(tables),
         })),
         write: Mutex::new(WriteState { wal, wal_number }),
         manifest: Mutex::new(ManifestState {
@@ -234,34 +442,16 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
         flush_lock: Mutex::new(()),
         compaction_lock: Mutex::new(()),
     };
-
-    // 5. Open the tables and level models of the version.
-    let mut levels = Vec::new();
-    for metas in &folded.version.levels {
-        let mut handles = Vec::new();
-        for m in metas {
-            handles.push(open_handle(&s, m.clone())?);
-        }
-        levels.push(handles);
+    if report.manifest_cut.is_none() && !report.found_damage() {
+        report.obsolete_files_removed = sweep(&s, manifest_number, wal_number)?;
     }
-    let mut level_indexes = Vec::new();
-    for n in &folded.level_index {
-        level_indexes.push(match n {
-            Some(n) => Some(Arc::new(LevelIndex::load(&*storage, &dir, *n)?)),
-            None => None,
-        });
-    }
-    let tables = Tables {
-        version: folded.version,
-        levels,
-        level_indexes,
-    };
-    s.update(|sv| SuperVersion {
-        tables: Arc::new(tables),
-        ..sv.clone()
-    });
+    *lock(&s.recovery) = report;
+    Ok(s)
+}
 
-    // 6. Remove what nothing references: old WALs and manifests, orphan tables and models.
+/// Removes what nothing references: old WALs and manifests, orphan tables and models, temporary
+/// files. Returns how many files went.
+fn sweep(s: &Shared, manifest_number: u64, wal_number: u64) -> Result<u64> {
     let sv = s.current();
     let live_tables: HashSet<u64> = sv
         .tables
@@ -279,7 +469,8 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
         .map(|l| l.number)
         .collect();
     let number = |name: &str, suffix: &str| name.strip_suffix(suffix)?.parse::<u64>().ok();
-    for name in storage.list(&dir)? {
+    let mut removed = 0;
+    for name in s.storage.list(&s.dir)? {
         let stale = if let Some(n) = number(&name, ".log") {
             n != wal_number
         } else if let Some(n) = number(&name, ".sst") {
@@ -294,11 +485,10 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
         } else {
             name.ends_with(".tmp")
         };
-        if stale && storage.remove(&dir.join(&name)).is_ok() {
-            report.obsolete_files_removed += 1;
+        if stale && s.storage.remove(&s.dir.join(&name)).is_ok() {
+            removed += 1;
         }
     }
-    storage.sync_dir(&dir)?;
-    *lock(&s.recovery) = report;
-    Ok(s)
+    s.storage.sync_dir(&s.dir)?;
+    Ok(removed)
 }

@@ -162,18 +162,7 @@ pub struct CompactionStats {
     pub stall_time: Duration,
 }
 
-/// What opening the database found and repaired.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RecoveryReport {
-    pub wal_records_replayed: u64,
-    /// Torn WAL tails that were truncated, and WAL tails dropped because `Options::replay_filter`
-    /// rejected a batch there (with every later WAL, at offset 0): (file, offset, why).
-    pub torn_wal_tails: Vec<(PathBuf, u64, String)>,
-    /// Torn manifest tail, if any.
-    pub torn_manifest_tail: Option<(u64, String)>,
-    /// Files removed because nothing referenced them.
-    pub obsolete_files_removed: u64,
-}
+pub use crate::db::report::RecoveryReport;
 
 pub(crate) struct Shared {
     pub dir: PathBuf,

@@ -1,0 +1,111 @@
+//! What an open found and cut: the recovery report every engine returns and the CLI prints on
+//! stderr before serving (file, offset, bytes and records dropped, and why).
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::tail::{BadTail, TailKind};
+
+/// Why recovery cut a log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CutKind {
+    /// A crash's torn tail: only unacknowledged (or unsynced) writes.
+    TornTail,
+    /// Damage, cut because the recovery mode is point-in-time: acknowledged writes may be lost.
+    /// The dropped bytes are saved under `lost/` in the database directory.
+    Damage,
+    /// `Options::replay_filter` rejected a batch (an embedding store's own torn tail).
+    ReplayFilter,
+    /// A later log, dropped whole because an earlier one was cut (what is kept stays a prefix).
+    AfterCut,
+}
+
+impl fmt::Display for CutKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CutKind::TornTail => "torn tail",
+            CutKind::Damage => "damage",
+            CutKind::ReplayFilter => "replay filter",
+            CutKind::AfterCut => "after an earlier cut",
+        })
+    }
+}
+
+/// One cut: the log `file` was truncated to `offset`, dropping `bytes` bytes that held `records`
+/// intact records (besides the bad one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogCut {
+    pub file: PathBuf,
+    pub offset: u64,
+    pub bytes: u64,
+    pub records: u64,
+    pub kind: CutKind,
+    pub detail: String,
+}
+
+impl LogCut {
+    /// The cut of a classified bad tail.
+    pub fn of_tail(file: PathBuf, t: &BadTail) -> LogCut {
+        LogCut {
+            file,
+            offset: t.offset,
+            bytes: t.bytes,
+            records: t.records_after,
+            kind: match t.kind {
+                TailKind::Torn => CutKind::TornTail,
+                TailKind::Damage => CutKind::Damage,
+            },
+            detail: t.detail.clone(),
+        }
+    }
+}
+
+impl fmt::Display for LogCut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} cut at offset {}: {} bytes and {} intact records dropped ({})",
+            self.file.display(),
+            self.kind,
+            self.offset,
+            self.bytes,
+            self.records,
+            self.detail
+        )
+    }
+}
+
+/// What opening the database found and repaired.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RecoveryReport {
+    pub wal_records_replayed: u64,
+    /// WAL cuts, in WAL order.
+    pub wal_cuts: Vec<LogCut>,
+    /// The manifest's cut, if it had a bad tail.
+    pub manifest_cut: Option<LogCut>,
+    /// Files removed because nothing referenced them (only after a recovery with no cut of the
+    /// manifest and no damage: otherwise unreferenced files are kept for `lidb repair`).
+    pub obsolete_files_removed: u64,
+}
+
+impl RecoveryReport {
+    /// Every cut, the manifest's first.
+    pub fn cuts(&self) -> impl Iterator<Item = &LogCut> {
+        self.manifest_cut.iter().chain(&self.wal_cuts)
+    }
+
+    /// Whether any cut dropped more than a crash's torn tail.
+    pub fn found_damage(&self) -> bool {
+        self.cuts().any(|c| c.kind == CutKind::Damage)
+    }
+}
+
+impl fmt::Display for RecoveryReport {
+    /// One line per cut; nothing when the open cut nothing.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.cuts() {
+            writeln!(f, "recovery: {c}")?;
+        }
+        Ok(())
+    }
+}

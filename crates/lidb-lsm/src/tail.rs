@@ -1,0 +1,223 @@
+//! Telling a torn tail from damage, for every log-like file (the record log of WALs and
+//! manifests, lidb-kv's value logs), and the recovery modes that decide what each one costs.
+//!
+//! Pure functions over bytes; callers run them at recovery, single-threaded.
+//!
+//! The storage contract (`storage/mod.rs`) says a crash keeps the synced bytes and a prefix of the
+//! unsynced ones; a file system may also leave the unsynced region zero-filled from a sector
+//! boundary. So after a crash, the bytes from the first bad record to the end of the file are a
+//! strict prefix of ONE record (every whole record that landed is intact), or zeros from a sector
+//! boundary on. Anything else is damage that no crash can leave:
+//!
+//! 1. an intact record somewhere after the bad one (found by a resynchronising scan that tries
+//!    every byte offset; a record's checksum covers its lengths, so a random match needs a 2^-32
+//!    coincidence), or
+//! 2. a bad record that is complete (its stated lengths end inside the file) whose bytes are not
+//!    zeros from a sector boundary to the end of the file.
+//!
+//! A damaged LAST record whose stated length was flipped past the end of the file, or whose tail
+//! happens to be zeros from a sector boundary, reads as a torn tail: the framing alone cannot tell
+//! them apart. The manifest adds its own check for that case (recover.rs: the WAL its last intact
+//! edit needs must still exist).
+
+use std::fmt;
+
+/// Bytes of a disk sector: a zero-filled crash tail starts at a multiple of it.
+pub const SECTOR_BYTES: u64 = 512;
+/// Checksummed bytes the resynchronising scan may verify beyond 4x the bytes it scans: the scan is
+/// bounded even when a long tail holds many plausible-looking lengths.
+const SCAN_BUDGET_BYTES: u64 = 64 << 20;
+
+/// What recovery does with a bad record (RocksDB's WAL recovery modes are the model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecoveryMode {
+    /// A torn tail is cut and reported; damage fails the open with `Corruption` (the default).
+    #[default]
+    TolerateTornTail,
+    /// Keep the intact prefix before the first bad record, torn or damaged, and report everything
+    /// dropped after it (with every later log of the same kind).
+    PointInTime,
+    /// Any bad record, a torn tail included, fails the open.
+    Absolute,
+}
+
+impl RecoveryMode {
+    /// The names the CLI takes.
+    pub const NAMES: [&'static str; 3] = ["tolerate-torn-tail", "point-in-time", "absolute"];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RecoveryMode::TolerateTornTail => "tolerate-torn-tail",
+            RecoveryMode::PointInTime => "point-in-time",
+            RecoveryMode::Absolute => "absolute",
+        }
+    }
+
+    /// Parses a CLI name.
+    pub fn parse(name: &str) -> Option<RecoveryMode> {
+        match name {
+            "tolerate-torn-tail" => Some(RecoveryMode::TolerateTornTail),
+            "point-in-time" => Some(RecoveryMode::PointInTime),
+            "absolute" => Some(RecoveryMode::Absolute),
+            _ => None,
+        }
+    }
+
+    /// Whether a bad record of `kind` may be cut (true) or must fail the open (false).
+    pub fn allows(self, kind: TailKind) -> bool {
+        match self {
+            RecoveryMode::TolerateTornTail => kind == TailKind::Torn,
+            RecoveryMode::PointInTime => true,
+            RecoveryMode::Absolute => false,
+        }
+    }
+}
+
+impl fmt::Display for RecoveryMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether a bad record can be the work of a crash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TailKind {
+    /// A crash can leave it: a strict prefix of one record, or a zero-filled tail.
+    Torn,
+    /// No crash leaves it: media or software damage.
+    Damage,
+}
+
+impl fmt::Display for TailKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TailKind::Torn => "torn tail",
+            TailKind::Damage => "damage",
+        })
+    }
+}
+
+/// The bad end of a log: where its intact prefix stops, and what lies after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadTail {
+    pub kind: TailKind,
+    /// Offset of the first byte not part of an intact record (the length of the intact prefix).
+    pub offset: u64,
+    /// Bytes from `offset` to the end of the file.
+    pub bytes: u64,
+    /// Intact records found after the bad one (they are dropped with it when the tail is cut).
+    pub records_after: u64,
+    /// Why the record at `offset` is bad, and what the classification found.
+    pub detail: String,
+}
+
+/// The framing of one kind of log, for the resynchronising scan.
+pub trait Framing {
+    /// The whole length of the record the bytes at the start of `rest` claim to be, if its
+    /// header is complete and its lengths are in range (cheap: no checksum).
+    fn claimed_len(&self, rest: &[u8]) -> Option<u64>;
+    /// Whether the first `len` bytes of `rest` are an intact record (verifies the checksum).
+    fn intact(&self, rest: &[u8], len: u64) -> bool;
+    /// The longest a whole record can be: a torn tail is shorter.
+    fn max_len(&self) -> u64;
+}
+
+/// Classifies the bad record at `offset` of a file whose bytes from `offset` on are `tail`
+/// (`tail` may be a prefix of them when the file is very long; `file_len` is the whole length).
+/// `detail` says why the record is bad.
+pub fn classify(
+    framing: &dyn Framing,
+    tail: &[u8],
+    offset: u64,
+    file_len: u64,
+    detail: &str,
+) -> BadTail {
+    let bytes = file_len.saturating_sub(offset);
+    let whole = tail.len() as u64 == bytes;
+    let claimed = framing.claimed_len(tail).filter(|&l| l > 0 && l <= bytes);
+    let found = resync(framing, tail, claimed);
+    let (kind, why) = if let Some((at, records)) = found {
+        let why = format!(
+            "{records} intact record(s) follow from offset {}",
+            offset + at as u64
+        );
+        (TailKind::Damage, why)
+    } else if whole && zero_filled(tail, offset, claimed) {
+        (
+            TailKind::Torn,
+            "zeros from a sector boundary to the end".to_string(),
+        )
+    } else if claimed.is_some() {
+        let why = "the record is whole (its lengths end inside the file), so no crash tore it";
+        (TailKind::Damage, why.to_string())
+    } else if bytes >= framing.max_len() {
+        let why = "the bad bytes are longer than any record, so no crash left them";
+        (TailKind::Damage, why.to_string())
+    } else {
+        (TailKind::Torn, "nothing intact follows".to_string())
+    };
+    BadTail {
+        kind,
+        offset,
+        bytes,
+        records_after: found.map_or(0, |(_, n)| n),
+        detail: format!("{detail} at offset {offset}; {kind}: {why}; {bytes} bytes from there on"),
+    }
+}
+
+/// The first intact record after the bad one (its offset in `tail`) and how many intact records
+/// follow each other from there.
+fn resync(framing: &dyn Framing, tail: &[u8], claimed: Option<u64>) -> Option<(usize, u64)> {
+    let intact_at = |at: usize| -> Option<u64> {
+        let rest = tail.get(at..)?;
+        let len = framing.claimed_len(rest)?;
+        (len > 0 && len <= rest.len() as u64 && framing.intact(rest, len)).then_some(len)
+    };
+    // Fast path: the bad record's own lengths are intact and a record follows it.
+    let mut first = claimed
+        .map(|l| l as usize)
+        .filter(|&at| intact_at(at).is_some());
+    if first.is_none() {
+        let mut budget = SCAN_BUDGET_BYTES + 4 * tail.len() as u64;
+        for at in 1..tail.len() {
+            let Some(rest) = tail.get(at..) else { break };
+            let Some(len) = framing.claimed_len(rest) else {
+                continue;
+            };
+            if len == 0 || len > rest.len() as u64 {
+                continue;
+            }
+            if len > budget {
+                break;
+            }
+            budget -= len;
+            if framing.intact(rest, len) {
+                first = Some(at);
+                break;
+            }
+        }
+    }
+    let first = first?;
+    let (mut at, mut records) = (first, 0u64);
+    while let Some(len) = intact_at(at) {
+        records += 1;
+        at += len as usize;
+    }
+    Some((first, records))
+}
+
+/// Whether `tail` is zeros from a sector boundary inside the bad record (or from its start) to the
+/// end: what a file system leaves when it grew the file but never wrote the blocks.
+fn zero_filled(tail: &[u8], offset: u64, claimed: Option<u64>) -> bool {
+    let zeros_from = tail.len() - tail.iter().rev().take_while(|&&b| b == 0).count();
+    if zeros_from == 0 {
+        return true;
+    }
+    if zeros_from == tail.len() {
+        return false;
+    }
+    let record_end = offset + claimed.unwrap_or(tail.len() as u64);
+    let first_zero = offset + zeros_from as u64;
+    let boundary = first_zero.div_ceil(SECTOR_BYTES) * SECTOR_BYTES;
+    boundary < record_end
+}
