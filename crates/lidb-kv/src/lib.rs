@@ -16,4 +16,4 @@ pub mod vlog;
 
 pub use lidb_lsm::{Error, Result};
 pub use pointer::Pointer;
-pub use store::{ReadSource, SpaceUsage, Store, StoreOptions, StoreStats, TierKind};
+pub use store::{ReadSource, SpaceUsage, Store, StoreOptions, StoreRecovery, StoreStats, TierKind};

@@ -2,7 +2,8 @@
 //! the only specification; the constants below are shared by reader and writer, DO NOT CHANGE).
 //!
 //! - [`VlogWriter`] appends records to one log; used by one thread at a time (`&mut self`).
-//!   `reopen` recovers a log after a crash: it cuts a torn tail and appends after it.
+//!   `reopen` recovers a log after a crash: it cuts a torn tail (damage only where the recovery
+//!   mode allows) and appends after it.
 //! - [`VlogReader`] reads records by [`Pointer`] from any thread (`&self`), caching one open
 //!   handle per file behind a mutex; `forget` drops a handle before its file is deleted.
 //! - [`VlogScan`] reads one log sequentially in large chunks (GC, recovery).
@@ -15,8 +16,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use lidb_lsm::db::report::{CutKind, LogCut, refused, save_lost};
 use lidb_lsm::error::corruption;
 use lidb_lsm::storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
+use lidb_lsm::tail::{BadTail, Framing, RecoveryMode, TailKind, classify};
 
 use crate::{Error, Pointer, Result};
 
@@ -194,14 +197,43 @@ pub fn decode_pointed(buf: &[u8], p: Pointer) -> std::result::Result<(&[u8], &[u
     }
 }
 
-/// What [`VlogWriter::reopen`] cut from the end of a log.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TornTail {
-    /// Where the cut starts: the end of the last intact record (or 0 for a torn header).
-    pub offset: u64,
-    /// Bytes removed.
-    pub bytes_cut: u64,
-    pub detail: String,
+/// The record framing, for `lidb_lsm::tail::classify`.
+struct VlogFraming;
+
+impl Framing for VlogFraming {
+    fn claimed_len(&self, rest: &[u8]) -> Option<u64> {
+        if (rest.len() as u64) < RECORD_HEADER_BYTES {
+            return None;
+        }
+        record_len(le_u32(rest, 4), le_u32(rest, 8))
+    }
+
+    fn intact(&self, rest: &[u8], len: u64) -> bool {
+        rest.get(4..len as usize)
+            .is_some_and(|body| crc32c::crc32c(body) == le_u32(rest, 0))
+    }
+
+    fn max_len(&self) -> u64 {
+        RECORD_HEADER_BYTES + MAX_KEY_BYTES + MAX_VALUE_BYTES
+    }
+}
+
+/// Bytes after a bad record that recovery reads to classify it; a longer tail is damage when
+/// nothing in this window settles it (a torn tail is shorter than one record).
+const CLASSIFY_WINDOW_BYTES: u64 = 256 << 20;
+
+/// Classifies the bad record at `offset` of the log at `path` (`detail` says why it is bad).
+fn classify_tail(
+    storage: &dyn Storage,
+    path: &Path,
+    offset: u64,
+    size: u64,
+    detail: &str,
+) -> Result<BadTail> {
+    let file = storage.open(path, ReadMode::Buffered)?;
+    let mut tail = vec![0u8; (size - offset).min(CLASSIFY_WINDOW_BYTES) as usize];
+    file.read_at(offset, &mut tail)?;
+    Ok(classify(&VlogFraming, &tail, offset, size, detail))
 }
 
 /// Appends records to one value log.
@@ -244,20 +276,42 @@ impl VlogWriter {
         })
     }
 
-    /// Recovers `{number:06}.vlog` after a crash: scans it, cuts a torn tail (durably) and opens
-    /// it to append after the last intact record. Returns what was cut, if anything.
+    /// Recovers `{number:06}.vlog` after a crash: [`VlogWriter::check_tail`], then
+    /// [`VlogWriter::reopen_cut`]. Returns what was cut, if anything.
     pub fn reopen(
         storage: &dyn Storage,
         dir: &Path,
         number: u64,
-    ) -> Result<(VlogWriter, Option<TornTail>)> {
+        mode: RecoveryMode,
+    ) -> Result<(VlogWriter, Option<LogCut>)> {
+        let cut = Self::check_tail(storage, dir, number, mode)?;
+        let w = Self::reopen_cut(storage, dir, number, cut.as_ref())?;
+        Ok((w, cut))
+    }
+
+    /// Scans `{number:06}.vlog` and classifies a bad record (`lidb_lsm::tail`); writes nothing.
+    /// Returns the cut `mode` allows, if the log has a bad tail.
+    ///
+    /// Errors: `Corruption` naming the file and offset when `mode` does not allow the cut (in the
+    /// default mode: damage, an intact record after a bad one or a whole record that fails its
+    /// checksum); `Corruption` when the header is not this log's.
+    pub fn check_tail(
+        storage: &dyn Storage,
+        dir: &Path,
+        number: u64,
+        mode: RecoveryMode,
+    ) -> Result<Option<LogCut>> {
         let path = vlog_path(dir, number);
         let size = storage.file_size(&path)?;
-        let torn = if size < VLOG_HEADER_BYTES {
-            Some(TornTail {
+        let bad = if size < VLOG_HEADER_BYTES {
+            // The header is synced when the log is created: a shorter file is a torn creation.
+            let detail = format!("file of {size} bytes is shorter than its header");
+            (size > 0).then_some(BadTail {
+                kind: TailKind::Torn,
                 offset: 0,
-                bytes_cut: size,
-                detail: format!("file of {size} bytes is shorter than its header"),
+                bytes: size,
+                records_after: 0,
+                detail,
             })
         } else {
             let file = storage.open(&path, ReadMode::Buffered)?;
@@ -274,14 +328,32 @@ impl VlogWriter {
                 }
             }
             let valid = scan.offset;
-            (valid < size).then(|| TornTail {
-                offset: valid,
-                bytes_cut: size - valid,
-                detail: stop.unwrap_or_else(|| "unreadable tail".to_string()),
-            })
+            match stop {
+                Some(d) if valid < size => Some(classify_tail(storage, &path, valid, size, &d)?),
+                _ => None,
+            }
         };
-        if let Some(t) = &torn {
-            storage.truncate(&path, t.offset)?;
+        match &bad {
+            None => Ok(None),
+            Some(t) if mode.allows(t.kind) => Ok(Some(LogCut::of_tail(path, t))),
+            Some(t) => Err(refused(&path, t, mode)),
+        }
+    }
+
+    /// Carries out `cut` (from [`VlogWriter::check_tail`]) durably, saving the bytes of a damage
+    /// cut under `lost/` first, and opens the log to append after its last intact record.
+    pub fn reopen_cut(
+        storage: &dyn Storage,
+        dir: &Path,
+        number: u64,
+        cut: Option<&LogCut>,
+    ) -> Result<VlogWriter> {
+        let path = vlog_path(dir, number);
+        if let Some(c) = cut {
+            if c.kind == CutKind::Damage {
+                save_lost(storage, dir, &path, c.offset)?;
+            }
+            storage.truncate(&path, c.offset)?;
         }
         let mut file = storage.open_append(&path)?;
         // What survived may sit only in the OS cache (a process crash): the first `sync` syncs.
@@ -291,14 +363,13 @@ impl VlogWriter {
             file.sync()?;
             synced_len = file.len();
         }
-        let w = VlogWriter {
+        Ok(VlogWriter {
             file,
             path,
             number,
             poisoned: false,
             synced_len,
-        };
-        Ok((w, torn))
+        })
     }
 
     /// Appends one record; the pointer is valid at once and durable after `sync`.

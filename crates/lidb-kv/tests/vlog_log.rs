@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use lidb_kv::vlog::{VLOG_HEADER_BYTES, VlogReader, VlogWriter, vlog_path};
 use lidb_kv::{Error, Pointer};
+use lidb_lsm::RecoveryMode;
 use lidb_lsm::storage::mem::{Fault, MemStorage};
 use lidb_lsm::storage::{ReadMode, Storage};
 use rand::{Rng, SeedableRng};
@@ -73,7 +74,7 @@ fn append_read_scan_round_trip() {
     assert_eq!(scanned, written);
     // Reopen: nothing torn, appends continue after the last record.
     drop(w);
-    let (mut w, torn) = VlogWriter::reopen(&s, &dir(), 3).expect("reopen");
+    let (mut w, torn) = VlogWriter::reopen(&s, &dir(), 3, RecoveryMode::default()).expect("reopen");
     assert_eq!(torn, None);
     let p = w.append(b"after", b"reopen").expect("append");
     assert_eq!(
@@ -109,7 +110,8 @@ fn crash_at_random_points_keeps_synced_records_and_cuts_torn_tails() {
             }
         }
         s.crash(seed);
-        let (mut w, torn) = VlogWriter::reopen(&s, &dir(), 1).expect("reopen");
+        let (mut w, torn) =
+            VlogWriter::reopen(&s, &dir(), 1, RecoveryMode::default()).expect("reopen");
         let r = reader(&s);
         let scanned: Vec<_> = r
             .scan(1)
@@ -129,7 +131,7 @@ fn crash_at_random_points_keeps_synced_records_and_cuts_torn_tails() {
         assert_eq!(w.len(), end, "seed {seed}");
         if let Some(t) = &torn {
             assert_eq!(t.offset, end, "seed {seed}");
-            assert!(t.bytes_cut > 0, "seed {seed}");
+            assert!(t.bytes > 0, "seed {seed}");
         }
         for (p, k, v) in all.iter().take(synced) {
             assert_eq!(
@@ -163,7 +165,7 @@ fn a_failed_append_poisons_the_writer() {
     assert!(w.append(b"b", b"2").is_err());
     assert!(matches!(w.append(b"c", b"3"), Err(Error::Closed(_))));
     drop(w);
-    let (_, torn) = VlogWriter::reopen(&s, &dir(), 2).expect("reopen");
+    let (_, torn) = VlogWriter::reopen(&s, &dir(), 2, RecoveryMode::default()).expect("reopen");
     assert!(torn.is_some(), "the half record is cut");
     assert_eq!(reader(&s).scan(2).expect("scan").count(), 1);
 }
@@ -239,7 +241,7 @@ fn every_truncation_and_bit_flip_is_an_error_or_the_right_data() {
         let s = setup();
         small_log(&s);
         s.truncate(&path, cut).expect("truncate");
-        match VlogWriter::reopen(&s, &dir(), 9) {
+        match VlogWriter::reopen(&s, &dir(), 9, RecoveryMode::default()) {
             Ok((w, _)) => {
                 let n = reader(&s)
                     .scan(9)
@@ -275,7 +277,7 @@ fn every_truncation_and_bit_flip_is_an_error_or_the_right_data() {
                     assert!(recs.contains(&(p, k, v)), "byte {byte}: garbage record");
                 }
             }
-            let _ = VlogWriter::reopen(&s, &dir(), 9);
+            let _ = VlogWriter::reopen(&s, &dir(), 9, RecoveryMode::default());
         }
     }
 }
@@ -294,7 +296,7 @@ fn wrong_file_number_or_missing_file() {
     };
     assert!(matches!(r.read(p), Err(Error::Corruption { .. })));
     assert!(matches!(
-        VlogWriter::reopen(&s, &dir(), 10),
+        VlogWriter::reopen(&s, &dir(), 10, RecoveryMode::default()),
         Err(Error::Corruption { .. })
     ));
     assert!(matches!(

@@ -85,7 +85,10 @@ fn the_replay_filter_cuts_replay_at_the_first_rejected_batch() {
         cut.offset > 8,
         "the cut is after the first records: {cut:?}"
     );
-    assert_eq!(cut.records, 3, "the rejected batch and the two after it: {cut:?}");
+    assert_eq!(
+        cut.records, 3,
+        "the rejected batch and the two after it: {cut:?}"
+    );
     for i in 0..10 {
         assert_eq!(db.get(&key(i)).unwrap(), Some(b"v".to_vec()), "k{i}");
     }

@@ -25,6 +25,7 @@ mod convert;
 mod gc;
 mod open;
 mod read;
+pub mod recovery;
 mod write;
 mod writeback;
 
@@ -42,6 +43,7 @@ use lidb_lsm::storage::fs::FsStorage;
 
 pub use options::{StoreOptions, TierKind};
 pub use read::{KvIterator, ReadSource};
+pub use recovery::StoreRecovery;
 use state::{Tiers, lock};
 
 use crate::membloom::MemBloom;
@@ -110,6 +112,8 @@ pub(crate) struct Shared {
     pub closing: AtomicBool,
     pub bg_error: Mutex<Option<String>>,
     pub counters: Counters,
+    /// What the open found and cut.
+    pub recovery: StoreRecovery,
 }
 
 #[derive(Debug, Default)]
@@ -279,6 +283,11 @@ impl Store {
 
     pub fn space(&self) -> SpaceUsage {
         read::space(&self.shared)
+    }
+
+    /// What the open found and cut (torn tails, and damage in point-in-time mode).
+    pub fn recovery_report(&self) -> StoreRecovery {
+        self.shared.recovery.clone()
     }
 
     pub fn close(mut self) -> Result<()> {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use lidb_lsm::storage::{ReadMode, Storage};
-use lidb_lsm::{Error, ReplayFilter, Result, error::corruption};
+use lidb_lsm::{Db, Error, ReplayFilter, Result, error::corruption};
 
 use crate::Pointer;
 use crate::manifest::{KvState, read_state, write_state};
@@ -20,6 +20,7 @@ use crate::store::gc::{
     all_keys_capacity, engine_code, engine_name, open_part_in, state_with, tier_cache, vlog_file_in,
 };
 use crate::store::options::{StoreOptions, TierKind};
+use crate::store::recovery::StoreRecovery;
 use crate::store::state::{LsmPart, Tier, TierHandle, Tiers, lsm_dir, remove_tree};
 use crate::store::{ALL_KEYS_BITS, Counters, Shared, WriteState};
 use crate::vlog::{VlogReader, VlogWriter, vlog_path};
@@ -75,17 +76,50 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         .vlogs
         .first()
         .ok_or_else(|| corruption(dir.join("KVSTATE"), "no value log is named"))?;
+    // Read and check everything before writing anything, so that a failed open changes no
+    // file: the active value log's tail, then every LSM (with the replay filter bound to the
+    // log's length after its cut).
+    let recovery_mode = opts.lsm.recovery_mode;
+    let vlog_cut = if fresh {
+        None
+    } else {
+        VlogWriter::check_tail(&*storage, dir, active_n, recovery_mode)?
+    };
+    let vlog_len = match &vlog_cut {
+        Some(c) => c.offset,
+        None if fresh => 0,
+        None => storage.file_size(&vlog_path(dir, active_n))?,
+    };
+    let opts = with_replay_filter(opts, active_n, vlog_len);
+    let mut lsm_dirs = state.lsm_dirs.clone();
+    if let (TierKind::Lsm, Some(g)) = (&opts.tier, state.tier) {
+        lsm_dirs.push(g);
+    }
+    for &n in &lsm_dirs {
+        let part = lsm_dir(dir, n);
+        if storage.exists(&part) {
+            Db::check_with_storage(Arc::clone(&storage), &part, &opts.lsm)?;
+        }
+    }
     let active_vlog = ActiveVlog::new(if fresh {
         VlogWriter::create(&*storage, dir, active_n)?
     } else {
-        VlogWriter::reopen(&*storage, dir, active_n)?.0
+        VlogWriter::reopen_cut(&*storage, dir, active_n, vlog_cut.as_ref())?
     });
-    let opts = with_vlog_hooks(opts, &active_vlog, active_n);
+    let opts = with_flush_hook(opts, &active_vlog);
+    let tier = match state.tier {
+        None => None,
+        Some(g) => Some(open_tier(&storage, dir, &opts, g, mode, &all_keys)?),
+    };
 
     let mut parts = Vec::new();
+    let mut lsm_reports = Vec::new();
     for &n in &state.lsm_dirs {
         let part = open_part_in(&storage, dir, &opts, n, capacity)?;
         refill_blooms(&part, &all_keys)?;
+        if let Some(db) = &part.db {
+            lsm_reports.push((lsm_dir(dir, n), db.recovery_report()));
+        }
         parts.push(part);
     }
     let mut parts = parts.into_iter();
@@ -93,10 +127,6 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         .next()
         .ok_or_else(|| corruption(dir.join("KVSTATE"), "no LSM is named"))?;
     let frozen = parts.next();
-    let tier = match state.tier {
-        None => None,
-        Some(g) => Some(open_tier(&storage, dir, &opts, g, mode, &all_keys)?),
-    };
     let vlogs = state
         .vlogs
         .iter()
@@ -130,7 +160,12 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         state.live_bytes
     };
     let appended = active_vlog.len();
-    if !fresh {
+    let recovery = StoreRecovery {
+        vlog_cut,
+        lsms: lsm_reports,
+    };
+    // After damage, files KVSTATE does not name are kept for `lidb repair`.
+    if !fresh && !recovery.found_damage() {
         sweep(&*storage, dir, &state)?;
     }
     Ok(Shared {
@@ -153,18 +188,18 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         closing: AtomicBool::new(false),
         bg_error: Mutex::new(None),
         counters: Counters::default(),
+        recovery,
         opts,
     })
 }
 
-/// `opts` with the LSM hooks that keep the LSMs consistent with the active value log `number`
-/// (already reopened, its torn tail cut): every flush first syncs the log, and WAL replay stops at
-/// the first pointer past the log's end, so a crash without `sync` recovers a prefix of the
-/// writes instead of pointers to lost records. Deletions and pointers into other logs (synced
-/// when a GC switched away from them, or a tier's) pass. Only the LSMs opened now have WALs to
-/// replay; those a GC creates later start empty.
-fn with_vlog_hooks(opts: StoreOptions, vlog: &ActiveVlog, number: u64) -> StoreOptions {
-    let valid_len = vlog.len();
+/// `opts` with the replay filter that keeps the LSMs consistent with the active value log
+/// `number`, `valid_len` bytes long once its bad tail is cut: WAL replay stops at the first
+/// pointer past the log's end, so a crash without `sync` recovers a prefix of the writes instead
+/// of pointers to lost records. Deletions and pointers into other logs (synced when a GC switched
+/// away from them, or a tier's) pass. Only the LSMs opened now have WALs to replay; those a GC
+/// creates later start empty.
+fn with_replay_filter(opts: StoreOptions, number: u64, valid_len: u64) -> StoreOptions {
     let filter = ReplayFilter::new(move |_, _, value| match Pointer::decode(value) {
         Some(p) if p.file == number && p.offset.saturating_add(u64::from(p.len)) > valid_len => {
             Err(format!(
@@ -176,8 +211,17 @@ fn with_vlog_hooks(opts: StoreOptions, vlog: &ActiveVlog, number: u64) -> StoreO
         _ => Ok(()),
     });
     let lsm = lidb_lsm::Options {
-        before_flush: Some(vlog.flush_hook()),
         replay_filter: Some(filter),
+        ..opts.lsm
+    };
+    StoreOptions { lsm, ..opts }
+}
+
+/// `opts` with the flush hook that syncs the active value log before any memtable becomes a
+/// table (a table must never point past the log's durable end).
+fn with_flush_hook(opts: StoreOptions, vlog: &ActiveVlog) -> StoreOptions {
+    let lsm = lidb_lsm::Options {
+        before_flush: Some(vlog.flush_hook()),
         ..opts.lsm
     };
     StoreOptions { lsm, ..opts }

@@ -33,7 +33,8 @@ pub(crate) fn run(s: &Shared, view: &Arc<Tiers>) -> Result<()> {
             "a write-back GC is running but no output value log is named",
         )
     })?;
-    let (mut out, _) = VlogWriter::reopen(&*s.storage, &s.dir, target.number)?;
+    let (mut out, _) =
+        VlogWriter::reopen(&*s.storage, &s.dir, target.number, s.opts.lsm.recovery_mode)?;
     let mut it = collect(s, view)?;
     let mut pending: Vec<(Vec<u8>, Pointer)> = Vec::with_capacity(BATCH);
     let mut live = 0u64;

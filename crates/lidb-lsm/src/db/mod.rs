@@ -56,6 +56,18 @@ impl Db {
         Db::open_with_storage(Arc::new(FsStorage), dir.as_ref(), opts)
     }
 
+    /// Runs the read-only half of [`Db::open_with_storage`]: returns what the open would cut, or
+    /// the error it would fail with, and writes nothing. A store of several databases checks
+    /// them all before opening any, so that a failed open changes no file.
+    pub fn check_with_storage(
+        storage: Arc<dyn Storage>,
+        dir: &Path,
+        opts: &Options,
+    ) -> Result<RecoveryReport> {
+        opts.validate()?;
+        Ok(recover::check(&storage, dir, opts)?.report)
+    }
+
     /// Opens the database in `dir` through `storage` (tests pass an in-memory storage).
     pub fn open_with_storage(storage: Arc<dyn Storage>, dir: &Path, opts: Options) -> Result<Db> {
         opts.validate()?;

@@ -13,7 +13,7 @@
 //!    named, and are kept for `lidb repair`.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
@@ -22,9 +22,10 @@ use crate::db::compact::MAX_LEVELS;
 use crate::db::flush;
 use crate::db::level_index::LevelIndex;
 use crate::db::output::{open_handle_in, read_mode_for};
-use crate::db::report::{CutKind, LogCut};
+use crate::db::report::{CutKind, LogCut, refused, save_lost};
 use crate::db::state::{
-    CompactionStats, ManifestState, RecoveryReport, Shared, SuperVersion, Tables, WriteState, lock,
+    CompactionStats, ManifestState, RecoveryReport, Shared, SuperVersion, TableHandle, Tables,
+    WriteState, lock,
 };
 use crate::error::{Error, Result, corruption};
 use crate::log::{
@@ -35,7 +36,7 @@ use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::storage::Storage;
 use crate::table::cache::PageCache;
-use crate::tail::{BadTail, RecoveryMode, TailKind};
+use crate::tail::{RecoveryMode, TailKind};
 use crate::types::ReadStats;
 use crate::version::Version;
 
@@ -87,24 +88,6 @@ fn rejected(opts: &Options, ops: &[BatchOp]) -> Option<String> {
     let filter = opts.replay_filter.as_ref()?;
     ops.iter()
         .find_map(|op| filter.check(op.kind, &op.key, &op.value).err())
-}
-
-/// Where a log file's bytes go when a damage cut drops them: `dir/lost/{name}@{offset}`.
-pub const LOST_DIR: &str = "lost";
-
-/// The error for a bad tail the recovery mode does not allow.
-fn refused(file: &std::path::Path, t: &BadTail, mode: RecoveryMode) -> Error {
-    let advice = match (mode, t.kind) {
-        (RecoveryMode::Absolute, TailKind::Torn) => {
-            "the absolute recovery mode refuses even a torn tail; open with \
-             --recovery-mode tolerate-torn-tail to cut it"
-        }
-        _ => {
-            "acknowledged writes may follow it; open with --recovery-mode point-in-time to keep \
-             only what precedes it, or run `lidb repair`"
-        }
-    };
-    corruption(file, format!("{}; {advice}", t.detail))
 }
 
 /// Reads the manifest `CURRENT` names and folds it; `None` for a new database.
@@ -262,47 +245,37 @@ fn later_wal_has_records(
     Ok(false)
 }
 
-/// Copies the bytes of `file` from `offset` on to `dir/lost/{name}@{offset}`, durably.
-pub(crate) fn save_lost(
-    storage: &dyn Storage,
-    dir: &std::path::Path,
-    file: &std::path::Path,
-    offset: u64,
-) -> Result<PathBuf> {
-    let bytes = storage.read_all(file)?;
-    let lost = dir.join(LOST_DIR);
-    storage.create_dir_all(&lost)?;
-    let name = file
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let to = lost.join(format!("{name}@{offset}"));
-    let mut out = storage.create(&to)?;
-    out.append(bytes.get(offset as usize..).unwrap_or_default())?;
-    out.sync()?;
-    storage.sync_dir(&lost)?;
-    storage.sync_dir(dir)?;
-    Ok(to)
+/// What phase 1 read and checked: everything the open needs, nothing written yet.
+pub(crate) struct Checked {
+    lock_guard: Box<dyn Send + Sync + std::fmt::Debug>,
+    pub report: RecoveryReport,
+    folded: Folded,
+    replayed: Replayed,
+    cache: Arc<PageCache>,
+    handles: HashMap<u64, Arc<TableHandle>>,
+    level_indexes: Vec<Option<Arc<LevelIndex>>>,
 }
 
-pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Result<Shared> {
+/// Phase 1 of an open (the module documentation): reads and checks everything, writes nothing
+/// (but the directory of a new database). The directory stays locked while the result lives.
+pub(crate) fn check(storage: &Arc<dyn Storage>, dir: &Path, opts: &Options) -> Result<Checked> {
     let missing = || {
         Error::InvalidOption(format!(
             "{}: no database here (create_if_missing is off)",
             dir.display()
         ))
     };
-    if !storage.exists(&dir) {
+    if !storage.exists(dir) {
         if !opts.create_if_missing {
             return Err(missing());
         }
-        storage.create_dir_all(&dir)?;
+        storage.create_dir_all(dir)?;
     }
     let lock_guard = storage.lock(&dir.join("LOCK"))?;
     let mut report = RecoveryReport::default();
 
     // Phase 1: read and check; nothing is written.
-    let mut folded = match read_manifest(&*storage, &dir, opts.recovery_mode)? {
+    let mut folded = match read_manifest(&**storage, dir, opts.recovery_mode)? {
         Some((f, cut)) => {
             report.manifest_cut = cut;
             f
@@ -317,23 +290,44 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
         }
         None => return Err(missing()),
     };
-    let replayed = replay_wals(&*storage, &dir, &opts, &mut folded, &mut report)?;
+    let replayed = replay_wals(&**storage, dir, opts, &mut folded, &mut report)?;
     let cache = Arc::new(PageCache::new(opts.block_cache_bytes));
-    let mode = read_mode_for(&opts);
+    let mode = read_mode_for(opts);
     let mut handles = HashMap::new();
     for m in folded.version.levels.iter().flatten() {
-        let h = open_handle_in(&storage, &dir, mode, &cache, m.clone())?;
+        let h = open_handle_in(storage, dir, mode, &cache, m.clone())?;
         handles.insert(m.number, h);
     }
     let mut level_indexes = Vec::new();
     for n in &folded.level_index {
         level_indexes.push(match n {
-            Some(n) => Some(Arc::new(LevelIndex::load(&*storage, &dir, *n)?)),
+            Some(n) => Some(Arc::new(LevelIndex::load(&**storage, dir, *n)?)),
             None => None,
         });
     }
+    Ok(Checked {
+        lock_guard,
+        report,
+        folded,
+        replayed,
+        cache,
+        handles,
+        level_indexes,
+    })
+}
 
-    // Phase 2: write.
+/// Opens the database: phase 1 ([`check`]), then phase 2, which writes.
+pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Result<Shared> {
+    let Checked {
+        lock_guard,
+        mut report,
+        mut folded,
+        replayed,
+        cache,
+        mut handles,
+        level_indexes,
+    } = check(&storage, &dir, &opts)?;
+    let mode = read_mode_for(&opts);
     let mut next = folded.next_file_number;
     if let Some(c) = report
         .manifest_cut

@@ -2,9 +2,14 @@
 //! stderr before serving (file, offset, bytes and records dropped, and why).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::tail::{BadTail, TailKind};
+use crate::error::{Error, Result, corruption};
+use crate::storage::Storage;
+use crate::tail::{BadTail, RecoveryMode, TailKind};
+
+/// Where a log file's bytes go when a damage cut drops them: `dir/lost/{name}@{offset}`.
+pub const LOST_DIR: &str = "lost";
 
 /// Why recovery cut a log.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,4 +113,37 @@ impl fmt::Display for RecoveryReport {
         }
         Ok(())
     }
+}
+
+/// The `Corruption` error for a bad tail of `file` that the recovery mode does not allow.
+pub fn refused(file: &Path, t: &BadTail, mode: RecoveryMode) -> Error {
+    let advice = match (mode, t.kind) {
+        (RecoveryMode::Absolute, TailKind::Torn) => {
+            "the absolute recovery mode refuses even a torn tail; open with \
+             --recovery-mode tolerate-torn-tail to cut it"
+        }
+        _ => {
+            "acknowledged writes may follow it; open with --recovery-mode point-in-time to keep \
+             only what precedes it, or run `lidb repair`"
+        }
+    };
+    corruption(file, format!("{}; {advice}", t.detail))
+}
+
+/// Copies the bytes of `file` from `offset` on to `dir/lost/{name}@{offset}`, durably.
+pub fn save_lost(storage: &dyn Storage, dir: &Path, file: &Path, offset: u64) -> Result<PathBuf> {
+    let bytes = storage.read_all(file)?;
+    let lost = dir.join(LOST_DIR);
+    storage.create_dir_all(&lost)?;
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let to = lost.join(format!("{name}@{offset}"));
+    let mut out = storage.create(&to)?;
+    out.append(bytes.get(offset as usize..).unwrap_or_default())?;
+    out.sync()?;
+    storage.sync_dir(&lost)?;
+    storage.sync_dir(dir)?;
+    Ok(to)
 }
