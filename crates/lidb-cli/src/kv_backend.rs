@@ -59,6 +59,14 @@ impl Backend {
         }
     }
 
+    /// What the open cut, one `recovery: ...` line per cut (empty when nothing was cut).
+    pub fn recovery_report(&self) -> String {
+        match self {
+            Backend::Lsm(db) => db.recovery_report().to_string(),
+            Backend::Tiered(s) => s.recovery_report().to_string(),
+        }
+    }
+
     pub fn put(&self, k: &[u8], v: &[u8]) -> R<()> {
         match self {
             Backend::Lsm(db) => db.put(k, v),

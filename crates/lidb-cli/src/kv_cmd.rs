@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use lidb_index::Family;
-use lidb_lsm::{IndexOptions, Options};
+use lidb_lsm::{IndexOptions, Options, RecoveryMode};
 
 use crate::error::{CliError, io};
 use crate::kv_backend::Backend;
@@ -49,6 +49,23 @@ pub struct KvArgs {
     /// learnedkv: convert in the background when the LSM has this many non-empty levels; 0 = off.
     #[arg(long, default_value_t = 0)]
     convert_at_lsm_levels: usize,
+    /// What the open does with a bad record in a log (WAL, manifest, value log):
+    /// tolerate-torn-tail cuts a crash's torn tail and refuses damage (a record that fails its
+    /// checksum with intact records after it); point-in-time keeps the intact prefix before any
+    /// bad record, drops the rest and saves it under DIR/lost/; absolute refuses any bad record.
+    /// Whatever is cut is printed on stderr before serving.
+    #[arg(long, default_value = "tolerate-torn-tail", value_parser = parse_recovery_mode)]
+    recovery_mode: RecoveryMode,
+}
+
+/// Parses a `--recovery-mode` name.
+pub fn parse_recovery_mode(name: &str) -> Result<RecoveryMode, String> {
+    RecoveryMode::parse(name).ok_or_else(|| {
+        format!(
+            "unknown recovery mode \"{name}\" (known: {})",
+            RecoveryMode::NAMES.join(", ")
+        )
+    })
 }
 
 pub fn run(a: KvArgs) -> Result<(), CliError> {
@@ -63,10 +80,12 @@ pub fn run(a: KvArgs) -> Result<(), CliError> {
         direct_io: a.direct_io,
         write_buffer_bytes: a.write_buffer,
         sst_size_bytes: a.sst_size,
+        recovery_mode: a.recovery_mode,
         ..Options::default()
     };
     let convert = (a.convert_at_lsm_bytes, a.convert_at_lsm_levels);
     let db = Backend::open(&a.engine, &a.db, opts, convert).map_err(CliError::Usage)?;
+    eprint!("{}", db.recovery_report());
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
     for line in stdin.lock().lines() {

@@ -290,8 +290,13 @@ impl Store {
         self.shared.recovery.clone()
     }
 
+    /// Closes the store cleanly: stops the GC thread (waiting for a running GC), syncs the
+    /// value log and flushes the active LSM, so every write is in the value log and in a table a
+    /// manifest names. Dropping a `Store` only syncs the value log and the WALs.
     pub fn close(mut self) -> Result<()> {
-        self.shutdown()
+        let stopped = self.shutdown();
+        let flushed = write::flush(&self.shared);
+        stopped.and(flushed)
     }
 
     fn shutdown(&mut self) -> Result<()> {

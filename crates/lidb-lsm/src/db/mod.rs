@@ -197,8 +197,14 @@ impl Db {
     }
 
     /// Stops background work and syncs the WAL. Dropping the database does the same.
+    /// Closes the database cleanly: flushes the memtables (so the WAL holds nothing the
+    /// manifest does not name), syncs the WAL and stops the background thread. After a clean
+    /// close every write is in a table the manifest names; damage to any file is then a
+    /// `Corruption` error, never a silently shorter log. Dropping a `Db` only syncs the WAL.
     pub fn close(mut self) -> Result<()> {
-        self.shutdown()
+        let flushed = self.flush();
+        let stopped = self.shutdown();
+        flushed.and(stopped)
     }
 
     fn shutdown(&mut self) -> Result<()> {

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicBool;
 use std::path::Path;
 
 use crate::db::state::{Shared, TableHandle, table_path};
-use crate::error::Result;
+use crate::error::{Result, corruption};
 use crate::options::{Granularity, Options};
 use crate::storage::{ReadMode, Storage};
 use crate::table::builder::TableOptions;
@@ -54,6 +54,12 @@ pub(crate) fn open_handle_in(
     meta: TableMeta,
 ) -> Result<Arc<TableHandle>> {
     let path = table_path(dir, meta.number);
+    if !storage.exists(&path) {
+        return Err(corruption(
+            &path,
+            "the manifest names this table, but the file is missing",
+        ));
+    }
     let table = Table::open(
         &**storage,
         &path,
