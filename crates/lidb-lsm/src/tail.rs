@@ -221,3 +221,105 @@ fn zero_filled(tail: &[u8], offset: u64, claimed: Option<u64>) -> bool {
     let boundary = first_zero.div_ceil(SECTOR_BYTES) * SECTOR_BYTES;
     boundary < record_end
 }
+
+#[cfg(test)]
+#[allow(clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    /// A toy framing: [len u8][payload len bytes][sum u8 = wrapping sum of len and payload], so
+    /// that, as in the real framings, zeros are never a record.
+    struct Toy;
+
+    impl Framing for Toy {
+        fn claimed_len(&self, rest: &[u8]) -> Option<u64> {
+            rest.first().map(|&l| u64::from(l) + 2)
+        }
+        fn intact(&self, rest: &[u8], len: u64) -> bool {
+            let Some(body) = rest.get(1..len as usize - 1) else {
+                return false;
+            };
+            let sum = body.iter().fold(rest[0], |a, &b| a.wrapping_add(b));
+            rest.get(len as usize - 1) == Some(&sum) && !body.is_empty()
+        }
+        fn max_len(&self) -> u64 {
+            257
+        }
+    }
+
+    fn rec(payload: &[u8]) -> Vec<u8> {
+        let mut r = vec![payload.len() as u8];
+        r.extend_from_slice(payload);
+        r.push(payload.iter().fold(r[0], |a, &b| a.wrapping_add(b)));
+        r
+    }
+
+    fn kind(tail: &[u8]) -> TailKind {
+        classify(&Toy, tail, 100, 100 + tail.len() as u64, "bad").kind
+    }
+
+    #[test]
+    fn a_truncated_record_is_torn() {
+        let r = rec(b"hello world");
+        for cut in 1..r.len() - 1 {
+            assert_eq!(kind(&r[..cut]), TailKind::Torn, "cut {cut}");
+        }
+    }
+
+    #[test]
+    fn a_whole_record_failing_its_check_is_damage() {
+        let mut r = rec(b"hello world");
+        r[3] ^= 1;
+        assert_eq!(kind(&r), TailKind::Damage);
+    }
+
+    #[test]
+    fn an_intact_record_after_the_bad_one_is_damage() {
+        let mut tail = rec(b"first");
+        tail[0] = 200; // its length now runs past the end
+        tail.extend(rec(b"second"));
+        let t = classify(&Toy, &tail, 100, 100 + tail.len() as u64, "bad");
+        assert_eq!(
+            (t.kind, t.records_after),
+            (TailKind::Damage, 1),
+            "{}",
+            t.detail
+        );
+    }
+
+    #[test]
+    fn zeros_from_a_sector_boundary_are_torn_and_elsewhere_damage() {
+        // Offset 500: the sector boundary 512 lies 12 bytes in.
+        let mut tail = rec(&[7u8; 40]);
+        for b in tail.iter_mut().skip(12) {
+            *b = 0;
+        }
+        let at = |offset: u64| classify(&Toy, &tail, offset, offset + tail.len() as u64, "bad");
+        assert_eq!(at(500).kind, TailKind::Torn, "{}", at(500).detail);
+        // From offset 1030 the zeros start at 1042, and the next boundary (1536) is past the
+        // record's end (1030 + 42): a whole record with a zeroed tail is damage.
+        assert_eq!(at(1030).kind, TailKind::Damage, "{}", at(1030).detail);
+        assert_eq!(kind(&[0u8; 64]), TailKind::Torn);
+    }
+
+    #[test]
+    fn bad_bytes_longer_than_any_record_are_damage() {
+        let mut tail = vec![255u8];
+        tail.extend(std::iter::repeat_n(3u8, 400));
+        assert_eq!(kind(&tail), TailKind::Damage);
+    }
+
+    #[test]
+    fn modes_allow_what_they_say() {
+        use RecoveryMode::*;
+        assert!(
+            TolerateTornTail.allows(TailKind::Torn) && !TolerateTornTail.allows(TailKind::Damage)
+        );
+        assert!(PointInTime.allows(TailKind::Torn) && PointInTime.allows(TailKind::Damage));
+        assert!(!Absolute.allows(TailKind::Torn) && !Absolute.allows(TailKind::Damage));
+        for name in RecoveryMode::NAMES {
+            assert_eq!(RecoveryMode::parse(name).map(|m| m.name()), Some(name));
+        }
+        assert_eq!(RecoveryMode::parse("lenient"), None);
+    }
+}

@@ -98,18 +98,27 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
     for &n in &lsm_dirs {
         let part = lsm_dir(dir, n);
         if storage.exists(&part) {
-            Db::check_with_storage(Arc::clone(&storage), &part, &opts.lsm)?;
+            Db::verify_with_storage(Arc::clone(&storage), &part, &opts.lsm)?;
         }
     }
+    // A learned tier opens read-only (its whole key list is read): before anything is written.
+    let learned_tier = match (state.tier, &opts.tier) {
+        (Some(g), TierKind::Learned { .. }) => {
+            Some(open_tier(&storage, dir, &opts, g, mode, &all_keys)?)
+        }
+        _ => None,
+    };
+
     let active_vlog = ActiveVlog::new(if fresh {
         VlogWriter::create(&*storage, dir, active_n)?
     } else {
         VlogWriter::reopen_cut(&*storage, dir, active_n, vlog_cut.as_ref())?
     });
     let opts = with_flush_hook(opts, &active_vlog);
-    let tier = match state.tier {
-        None => None,
-        Some(g) => Some(open_tier(&storage, dir, &opts, g, mode, &all_keys)?),
+    let tier = match (learned_tier, state.tier) {
+        (Some(t), _) => Some(t),
+        (None, None) => None,
+        (None, Some(g)) => Some(open_tier(&storage, dir, &opts, g, mode, &all_keys)?),
     };
 
     let mut parts = Vec::new();

@@ -56,16 +56,19 @@ impl Db {
         Db::open_with_storage(Arc::new(FsStorage), dir.as_ref(), opts)
     }
 
-    /// Runs the read-only half of [`Db::open_with_storage`]: returns what the open would cut, or
-    /// the error it would fail with, and writes nothing. A store of several databases checks
-    /// them all before opening any, so that a failed open changes no file.
-    pub fn check_with_storage(
+    /// Runs the read-only half of [`Db::open_with_storage`] and then reads every entry of every
+    /// table: returns what the open would cut, or the error it (or a later full read) would fail
+    /// with, and writes nothing. A store of several databases that reads all their keys at open
+    /// anyway verifies them all before opening any, so that a failed open changes no file.
+    pub fn verify_with_storage(
         storage: Arc<dyn Storage>,
         dir: &Path,
         opts: &Options,
     ) -> Result<RecoveryReport> {
         opts.validate()?;
-        Ok(recover::check(&storage, dir, opts)?.report)
+        let checked = recover::check(&storage, dir, opts)?;
+        checked.verify_tables()?;
+        Ok(checked.report)
     }
 
     /// Opens the database in `dir` through `storage` (tests pass an in-memory storage).

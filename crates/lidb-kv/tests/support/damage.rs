@@ -1,0 +1,249 @@
+// Shared by the damage test files (included): every engine behind one small enum, a seeded
+// workload with its model, file snapshots, and the three kinds of damage.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lidb_kv::{Error, Store};
+use lidb_lsm::storage::Storage;
+use lidb_lsm::storage::mem::MemStorage;
+use lidb_lsm::{Db, RecoveryMode};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+pub type Files = BTreeMap<PathBuf, Vec<u8>>;
+pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    Lsm,
+    LearnedKv,
+    LsmPlus,
+    LsmTier,
+}
+
+pub const ENGINES: [Engine; 4] = [Engine::Lsm, Engine::LearnedKv, Engine::LsmPlus, Engine::LsmTier];
+
+pub fn root() -> PathBuf {
+    PathBuf::from("/store")
+}
+
+pub enum Open {
+    Lsm(Db),
+    Kv(Store),
+}
+
+impl Engine {
+    fn tier(self) -> Option<TierKind> {
+        match self {
+            Engine::Lsm => None,
+            Engine::LearnedKv => Some(learned()),
+            Engine::LsmPlus => Some(TierKind::WriteBack),
+            Engine::LsmTier => Some(TierKind::Lsm),
+        }
+    }
+
+    pub fn open(self, storage: &MemStorage, mode: RecoveryMode) -> Result<Open, Error> {
+        let s: Arc<dyn Storage> = Arc::new(storage.clone());
+        match self.tier() {
+            None => {
+                let mut opts = small(TierKind::WriteBack).lsm;
+                opts.recovery_mode = mode;
+                Db::open_with_storage(s, &root(), opts).map(Open::Lsm)
+            }
+            Some(tier) => {
+                let mut opts = small(tier);
+                opts.lsm.recovery_mode = mode;
+                Store::open_with_storage(s, &root(), opts).map(Open::Kv)
+            }
+        }
+    }
+}
+
+impl Open {
+    pub fn put(&self, k: &[u8], v: &[u8]) -> Result<(), Error> {
+        match self {
+            Open::Lsm(d) => d.put(k, v),
+            Open::Kv(s) => s.put(k, v),
+        }
+    }
+
+    pub fn delete(&self, k: &[u8]) -> Result<(), Error> {
+        match self {
+            Open::Lsm(d) => d.delete(k),
+            Open::Kv(s) => s.delete(k),
+        }
+    }
+
+    pub fn get(&self, k: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+        match self {
+            Open::Lsm(d) => d.get(k),
+            Open::Kv(s) => s.get(k),
+        }
+    }
+
+    pub fn flush(&self) -> Result<(), Error> {
+        match self {
+            Open::Lsm(d) => d.flush(),
+            Open::Kv(s) => s.flush(),
+        }
+    }
+
+    /// A compaction for lsm, a GC for the tiered engines.
+    pub fn settle(&self) -> Result<(), Error> {
+        match self {
+            Open::Lsm(d) => d.compact(),
+            Open::Kv(s) => s.gc(),
+        }
+    }
+
+    /// Every pair in key order, or the first error.
+    pub fn scan_all(&self) -> Result<Pairs, Error> {
+        let mut out = Vec::new();
+        match self {
+            Open::Lsm(d) => {
+                let mut it = d.scan(b"", None)?;
+                while it.valid() {
+                    out.push((it.key().to_vec(), it.value().to_vec()));
+                    it.next()?;
+                }
+            }
+            Open::Kv(s) => {
+                let mut it = s.scan(b"", None)?;
+                while it.valid() {
+                    out.push((it.key().to_vec(), it.value().to_vec()));
+                    it.next()?;
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The cuts of the open's recovery report, one line each.
+    pub fn cuts(&self) -> Vec<lidb_lsm::LogCut> {
+        match self {
+            Open::Lsm(d) => d.recovery_report().cuts().cloned().collect(),
+            Open::Kv(s) => s.recovery_report().cuts().cloned().collect(),
+        }
+    }
+
+    pub fn close(self) -> Result<(), Error> {
+        match self {
+            Open::Lsm(d) => d.close(),
+            Open::Kv(s) => s.close(),
+        }
+    }
+}
+
+pub fn key(i: u32) -> Vec<u8> {
+    format!("key{i:05}").into_bytes()
+}
+
+/// Applies `ops` seeded writes (puts of 0..300-byte values, a fifth deletes) over 300 keys,
+/// flushing every 120 and settling (compaction or GC) at the middle; returns the model after each
+/// write (`models[i]` is the state after `i` writes) and the write count at the last flush.
+pub fn workload(db: &Open, seed: u64, ops: usize) -> (Vec<Model>, usize) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut model = Model::new();
+    let mut models = vec![model.clone()];
+    let mut flushed = 0;
+    for i in 0..ops {
+        let k = key(rng.gen_range(0..300));
+        if rng.gen_bool(0.2) {
+            db.delete(&k).unwrap_or_else(|e| panic!("seed {seed}: delete: {e}"));
+            model.remove(&k);
+        } else {
+            let len = rng.gen_range(0..300);
+            let v: Vec<u8> = (0..len).map(|_| rng.r#gen()).collect();
+            db.put(&k, &v).unwrap_or_else(|e| panic!("seed {seed}: put: {e}"));
+            model.insert(k, v);
+        }
+        models.push(model.clone());
+        if (i + 1) % 120 == 0 {
+            db.flush().unwrap_or_else(|e| panic!("seed {seed}: flush: {e}"));
+            flushed = i + 1;
+        }
+        if i + 1 == ops / 2 {
+            db.settle().unwrap_or_else(|e| panic!("seed {seed}: settle: {e}"));
+            flushed = i + 1;
+        }
+    }
+    (models, flushed)
+}
+
+/// `n` more seeded writes with no flush, appending to `models`.
+pub fn tail_writes(db: &Open, models: &mut Vec<Model>, seed: u64, n: usize) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0x5eed);
+    let mut model = models.last().cloned().unwrap_or_default();
+    for _ in 0..n {
+        let k = key(rng.gen_range(0..300));
+        let v: Vec<u8> = (0..rng.gen_range(1..200)).map(|_| rng.r#gen()).collect();
+        db.put(&k, &v).unwrap_or_else(|e| panic!("seed {seed}: put: {e}"));
+        model.insert(k, v);
+        models.push(model.clone());
+    }
+}
+
+/// Every file of the storage with its bytes.
+pub fn snapshot(s: &MemStorage) -> Files {
+    s.files()
+        .into_iter()
+        .filter(|p| !p.ends_with("LOCK"))
+        .map(|p| {
+            let b = s.read_all(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
+            (p, b)
+        })
+        .collect()
+}
+
+/// A fresh storage holding `files`.
+pub fn restore(files: &Files) -> MemStorage {
+    let s = MemStorage::new();
+    for (p, b) in files {
+        if let Some(dir) = p.parent() {
+            s.create_dir_all(dir).unwrap_or_else(|e| panic!("mkdir: {e}"));
+        }
+        let mut f = s.create(p).unwrap_or_else(|e| panic!("create: {e}"));
+        f.append(b).unwrap_or_else(|e| panic!("append: {e}"));
+        f.sync().unwrap_or_else(|e| panic!("sync: {e}"));
+    }
+    for p in files.keys() {
+        if let Some(dir) = p.parent() {
+            s.sync_dir(dir).unwrap_or_else(|e| panic!("sync dir: {e}"));
+        }
+    }
+    s
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Damage {
+    /// One bit flipped.
+    Flip,
+    /// 512 bytes zeroed (fewer where the file ends first).
+    Zeros,
+    /// The file cut at the offset.
+    Truncate,
+}
+
+/// Damages `path` at `offset` (the file must be non-empty).
+pub fn damage(s: &MemStorage, path: &Path, offset: u64, kind: Damage, bit: u8) {
+    let bytes = s.read_all(path).unwrap_or_else(|e| panic!("read: {e}"));
+    match kind {
+        Damage::Flip => s.corrupt(path, offset, 1 << (bit % 8)).unwrap_or_else(|e| panic!("{e}")),
+        Damage::Zeros => {
+            for (i, &b) in bytes.iter().enumerate().skip(offset as usize).take(512) {
+                if b != 0 {
+                    s.corrupt(path, i as u64, b).unwrap_or_else(|e| panic!("{e}"));
+                }
+            }
+        }
+        Damage::Truncate => s.truncate(path, offset).unwrap_or_else(|e| panic!("{e}")),
+    }
+}
+
+/// Whether `e` is a Corruption error naming a file of the store.
+pub fn is_corruption_in_store(e: &Error) -> bool {
+    matches!(e, Error::Corruption { file, .. } if file.starts_with(root()))
+}
