@@ -1,0 +1,171 @@
+//! Damage through the CLI, as a user meets it (issue 14): a `lidb kv` child writes and is killed,
+//! a byte in the middle of its log is flipped, and the next `lidb kv` must fail loudly (exit
+//! non-zero, the file and offset on stderr, no file changed); `--recovery-mode point-in-time`
+//! serves the prefix and prints what it dropped.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+fn lidb_kv(dir: &Path, engine: &str, extra: &[&str], input: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .args(["kv", "--engine", engine, "--db", dir.to_str().unwrap()])
+        .args(extra)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// Writes 200 puts (100 keys, twice) through a child with `--sync`, then kills it: its log holds
+/// every record, with no clean close to flush them into tables.
+fn write_and_kill(dir: &Path, engine: &str) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .args([
+            "kv",
+            "--engine",
+            engine,
+            "--sync",
+            "--db",
+            dir.to_str().unwrap(),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    for round in 1..=2 {
+        for i in 0..100 {
+            writeln!(stdin, "put k{i:03} value-{round}-{i}").unwrap();
+            stdin.flush().unwrap();
+            assert_eq!(lines.next().unwrap().unwrap(), "OK");
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if !p.ends_with("LOCK") {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// The log holding the writes: the newest WAL (lsm) or the active value log (learnedkv).
+fn log_of(dir: &Path, engine: &str) -> PathBuf {
+    let suffix = if engine == "lsm" { ".log" } else { ".vlog" };
+    files(dir)
+        .into_iter()
+        .filter(|(p, b)| p.to_string_lossy().ends_with(suffix) && b.len() > 1000)
+        .map(|(p, _)| p)
+        .max()
+        .unwrap()
+}
+
+fn damaged_log_is_loud(engine: &str) {
+    let dir = std::env::temp_dir().join(format!("lidb-damage-cli-{engine}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    write_and_kill(&dir, engine);
+    let log = log_of(&dir, engine);
+    let mut bytes = std::fs::read(&log).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x04;
+    std::fs::write(&log, &bytes).unwrap();
+    let before = files(&dir);
+
+    let out = lidb_kv(&dir, engine, &[], "get k000\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "{engine}: the open succeeded: {stderr}"
+    );
+    let name = log.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        stderr.contains("corruption") && stderr.contains(&name) && stderr.contains("offset"),
+        "{engine}: {stderr}"
+    );
+    assert!(
+        files(&dir) == before,
+        "{engine}: the failed open changed files"
+    );
+
+    let out = lidb_kv(
+        &dir,
+        engine,
+        &["--recovery-mode", "point-in-time"],
+        "get k000\nget k099\n",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{engine}: {stderr}");
+    assert!(
+        stderr.contains("recovery:") && stderr.contains("damage cut"),
+        "{engine}: {stderr}"
+    );
+    assert!(stdout.starts_with("value-"), "{engine}: {stdout}");
+    assert!(
+        dir.join("lost").is_dir()
+            || files(&dir)
+                .keys()
+                .any(|p| p.to_string_lossy().contains("/lost/"))
+    );
+    // The cut is permanent and the store is clean again: the default mode opens it silently.
+    let out = lidb_kv(&dir, engine, &[], "get k000\n");
+    assert!(
+        out.status.success(),
+        "{engine}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{engine}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_flipped_bit_mid_wal_fails_lidb_kv_and_point_in_time_serves_the_prefix() {
+    damaged_log_is_loud("lsm");
+}
+
+#[test]
+fn a_flipped_bit_mid_value_log_fails_lidb_kv_and_point_in_time_serves_the_prefix() {
+    damaged_log_is_loud("learnedkv");
+}
+
+#[test]
+fn an_unknown_recovery_mode_is_a_clear_error() {
+    let dir = std::env::temp_dir().join(format!("lidb-damage-cli-mode-{}", std::process::id()));
+    let out = lidb_kv(&dir, "lsm", &["--recovery-mode", "lenient"], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("point-in-time") && stderr.contains("lenient"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
