@@ -22,6 +22,7 @@ mod level_index;
 mod output;
 mod read;
 mod recover;
+mod replay;
 pub mod report;
 mod state;
 mod write;

@@ -17,26 +17,24 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use crate::batch::BatchOp;
 use crate::db::compact::MAX_LEVELS;
 use crate::db::flush;
 use crate::db::level_index::LevelIndex;
 use crate::db::output::{open_handle_in, read_mode_for};
+use crate::db::replay::{Replayed, replay_wals};
 use crate::db::report::{CutKind, LogCut, refused, save_lost};
 use crate::db::state::{
     CompactionStats, ManifestState, RecoveryReport, Shared, SuperVersion, TableHandle, Tables,
     WriteState, lock,
 };
 use crate::error::{Error, Result, corruption};
-use crate::log::{
-    LOG_HEADER_BYTES, LogWriter, RECORD_HEADER_BYTES as LOG_RECORD_HEADER_BYTES, read_log,
-};
+use crate::log::LogWriter;
 use crate::manifest::{Manifest, VersionEdit, manifest_path};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::storage::Storage;
 use crate::table::cache::PageCache;
-use crate::tail::{RecoveryMode, TailKind};
+use crate::tail::RecoveryMode;
 use crate::types::{ReadStats, SortedIter};
 use crate::version::Version;
 
@@ -83,17 +81,10 @@ fn fold(edits: &[VersionEdit], manifest_file: &PathBuf) -> Result<Folded> {
     Ok(f)
 }
 
-/// Why `Options::replay_filter` rejects a batch (its first rejected entry), if it does.
-fn rejected(opts: &Options, ops: &[BatchOp]) -> Option<String> {
-    let filter = opts.replay_filter.as_ref()?;
-    ops.iter()
-        .find_map(|op| filter.check(op.kind, &op.key, &op.value).err())
-}
-
 /// Reads the manifest `CURRENT` names and folds it; `None` for a new database.
 fn read_manifest(
     storage: &dyn Storage,
-    dir: &std::path::Path,
+    dir: &Path,
     mode: RecoveryMode,
 ) -> Result<Option<(Folded, Option<LogCut>)>> {
     let Some(r) = Manifest::recover(storage, dir)? else {
@@ -124,125 +115,6 @@ fn read_manifest(
         }
     }
     Ok(Some((folded, cut)))
-}
-
-/// A cut decided in phase 1 and carried out in phase 2.
-struct PendingCut {
-    cut: LogCut,
-    /// Whether the dropped bytes are saved under `lost/` first (damage, and what follows it).
-    save: bool,
-}
-
-/// What replaying the WALs produced.
-struct Replayed {
-    mem: Arc<MemTable>,
-    cuts: Vec<PendingCut>,
-}
-
-/// Replays the WALs numbered from `folded.log_number` on into a memtable (phase 1: reads only).
-fn replay_wals(
-    storage: &dyn Storage,
-    dir: &std::path::Path,
-    opts: &Options,
-    folded: &mut Folded,
-    report: &mut RecoveryReport,
-) -> Result<Replayed> {
-    let mut wals: Vec<u64> = storage
-        .list(dir)?
-        .iter()
-        .filter_map(|n| n.strip_suffix(".log")?.parse().ok())
-        .filter(|&n| n >= folded.log_number)
-        .collect();
-    wals.sort_unstable();
-    let mem = Arc::new(MemTable::new());
-    let mut cuts: Vec<PendingCut> = Vec::new();
-    // Set by the first cut: every later WAL is dropped whole, so the replay stays a prefix.
-    let mut after: Option<(String, bool)> = None;
-    for (i, &n) in wals.iter().enumerate() {
-        let path = dir.join(format!("{n:06}.log"));
-        let contents = read_log(storage, &path)?;
-        if let Some((why, save)) = &after {
-            let bytes = storage.file_size(&path)?;
-            if bytes > 0 {
-                let cut = LogCut {
-                    file: path,
-                    offset: 0,
-                    bytes,
-                    records: contents.records.len() as u64,
-                    kind: CutKind::AfterCut,
-                    detail: why.clone(),
-                };
-                cuts.push(PendingCut { cut, save: *save });
-            }
-            continue;
-        }
-        let mut offset = LOG_HEADER_BYTES;
-        for (r, rec) in contents.records.iter().enumerate() {
-            let (seq, ops) = crate::batch::decode(rec).map_err(|d| corruption(&path, d))?;
-            if let Some(why) = rejected(opts, &ops) {
-                let detail = format!("replay filter rejected the batch at offset {offset}: {why}");
-                let cut = LogCut {
-                    file: path.clone(),
-                    offset,
-                    bytes: storage.file_size(&path)?.saturating_sub(offset),
-                    records: (contents.records.len() - r) as u64,
-                    kind: CutKind::ReplayFilter,
-                    detail: detail.clone(),
-                };
-                cuts.push(PendingCut { cut, save: false });
-                after = Some((format!("{} was cut: {detail}", path.display()), false));
-                break;
-            }
-            for (i, op) in ops.iter().enumerate() {
-                mem.insert(seq + i as u64, op.kind, &op.key, &op.value);
-            }
-            let last = seq + (ops.len() as u64).saturating_sub(1);
-            folded.last_sequence = folded.last_sequence.max(last);
-            report.wal_records_replayed += 1;
-            offset += LOG_RECORD_HEADER_BYTES + rec.len() as u64;
-        }
-        if after.is_some() {
-            continue;
-        }
-        let Some(mut t) = contents.bad_tail else {
-            continue;
-        };
-        // A memtable switch syncs the old WAL before the new one takes writes, so only the last
-        // WAL holding records can have a torn tail.
-        if t.kind == TailKind::Torn
-            && later_wal_has_records(storage, dir, wals.get(i + 1..).unwrap_or_default())?
-        {
-            t.kind = TailKind::Damage;
-            t.detail = format!(
-                "{}; but a later WAL holds records, so it is damage",
-                t.detail
-            );
-        }
-        if !opts.recovery_mode.allows(t.kind) {
-            return Err(refused(&path, &t, opts.recovery_mode));
-        }
-        let save = t.kind == TailKind::Damage;
-        let cut = LogCut::of_tail(path.clone(), &t);
-        after = Some((format!("{} was cut: {}", path.display(), t.detail), save));
-        cuts.push(PendingCut { cut, save });
-    }
-    Ok(Replayed { mem, cuts })
-}
-
-fn later_wal_has_records(
-    storage: &dyn Storage,
-    dir: &std::path::Path,
-    later: &[u64],
-) -> Result<bool> {
-    for &n in later {
-        if !read_log(storage, &dir.join(format!("{n:06}.log")))?
-            .records
-            .is_empty()
-        {
-            return Ok(true);
-        }
-    }
-    Ok(false)
 }
 
 /// What phase 1 read and checked: everything the open needs, nothing written yet.
@@ -290,7 +162,14 @@ pub(crate) fn check(storage: &Arc<dyn Storage>, dir: &Path, opts: &Options) -> R
         }
         None => return Err(missing()),
     };
-    let replayed = replay_wals(&**storage, dir, opts, &mut folded, &mut report)?;
+    let replayed = replay_wals(
+        &**storage,
+        dir,
+        opts,
+        folded.log_number,
+        &mut folded.last_sequence,
+        &mut report,
+    )?;
     let cache = Arc::new(PageCache::new(opts.block_cache_bytes));
     let mode = read_mode_for(opts);
     let mut handles = HashMap::new();
