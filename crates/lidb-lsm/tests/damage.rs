@@ -302,3 +302,55 @@ fn a_clean_close_leaves_no_tail_to_lose() {
         assert_eq!(db.get(&key(i)).unwrap(), Some(format!("v{i}").into_bytes()));
     }
 }
+
+/// Found by the campaign: a manifest cut exactly at a record boundary has no bad tail at all,
+/// and read as a clean manifest that had lost its last edits.
+#[test]
+fn regression_a_manifest_cut_at_a_record_boundary_fails_the_open() {
+    let s = MemStorage::new();
+    store_with_a_flush(&s);
+    let manifest = current_manifest(&s);
+    let bytes = s.read_all(&manifest).unwrap();
+    let (at, _) = *records(&bytes).last().unwrap();
+    s.truncate(&manifest, at as u64).unwrap();
+    let before = files(&s);
+    let detail = expect_corruption_naming(open(&s, RecoveryMode::default()), &manifest, "boundary");
+    assert!(
+        detail.contains("no bad tail") && detail.contains("is gone"),
+        "{detail}"
+    );
+    assert!(files(&s) == before);
+}
+
+/// Versions before the lost-edit check created an open's WAL after its manifest: a crash in
+/// between leaves a manifest of one snapshot naming the missing WAL numbered after it. Nothing
+/// was lost, and such a store still opens.
+#[test]
+fn a_missing_wal_from_an_older_versions_open_crash_is_not_damage() {
+    use lidb_lsm::manifest::{Manifest, VersionEdit};
+    let s = MemStorage::new();
+    s.create_dir_all(&dir()).unwrap();
+    let snapshot = VersionEdit {
+        log_number: Some(8),
+        next_file_number: Some(9),
+        last_sequence: Some(0),
+        ..VersionEdit::default()
+    };
+    drop(Manifest::create(Arc::new(s.clone()), &dir(), 7, &snapshot).unwrap());
+    let db = open(&s, RecoveryMode::Absolute).unwrap();
+    db.put(b"a", b"1").unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+    // The same manifest naming a WAL an edit would have retired is damage.
+    let t = MemStorage::new();
+    t.create_dir_all(&dir()).unwrap();
+    let snapshot = VersionEdit {
+        log_number: Some(5),
+        ..snapshot
+    };
+    drop(Manifest::create(Arc::new(t.clone()), &dir(), 7, &snapshot).unwrap());
+    expect_corruption_naming(
+        open(&t, RecoveryMode::default()),
+        &manifest_path(&dir(), 7),
+        "old",
+    );
+}

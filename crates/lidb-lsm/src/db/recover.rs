@@ -97,22 +97,26 @@ fn read_manifest(
         Some(t) => return Err(refused(&path, t, mode)),
     };
     let folded = fold(&r.edits, &path)?;
-    // WALs are deleted only after the edit that retires them is durable. So if the WAL the last
-    // intact edit still needs is gone, an edit after it was durable once: the bad tail lost an
-    // acknowledged edit (whose tables hold the WAL's data), whatever its bytes look like.
-    if let Some(c) = &cut {
-        let wal = dir.join(format!("{:06}.log", folded.log_number));
-        if !storage.exists(&wal) {
-            return Err(corruption(
-                &path,
-                format!(
-                    "{}; the last intact edit needs {}, which is gone, so a later edit was \
-                     durable once and is lost: damage, not a torn tail; run `lidb repair`",
-                    c.detail,
-                    wal.display()
-                ),
-            ));
-        }
+    // WALs are deleted only after an edit that retires them is durable, and a WAL exists before
+    // any edit names it. So if the WAL the last intact edit needs is gone, a later edit was
+    // durable once and is lost, whether the manifest has a bad tail (a damaged last edit can look
+    // torn) or was cut exactly at a record boundary. Exempt: a manifest holding only its snapshot
+    // and naming the WAL numbered after it, which versions before this check created after the
+    // manifest (a crash in between lost nothing).
+    let wal = dir.join(format!("{:06}.log", folded.log_number));
+    let legacy_open_crash = r.edits.len() == 1 && folded.log_number == r.number + 1;
+    if !storage.exists(&wal) && !legacy_open_crash {
+        let tail = cut
+            .as_ref()
+            .map_or_else(|| "no bad tail".to_string(), |c| c.detail.clone());
+        return Err(corruption(
+            &path,
+            format!(
+                "the last intact edit needs {}, which is gone, so a later edit was durable once \
+                 and is lost ({tail}): damage, not a torn tail; run `lidb repair`",
+                wal.display()
+            ),
+        ));
     }
     Ok(Some((folded, cut)))
 }
@@ -253,11 +257,16 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
         let handle = open_handle_in(&storage, &dir, mode, &cache, meta.clone())?;
         handles.insert(meta.number, handle);
     }
-    // 3. A fresh manifest holding the whole version; switching CURRENT to it is the atomic step
-    //    that retires the replayed WALs.
-    let manifest_number = next;
-    let wal_number = next + 1;
+    // 3. The new WAL, durably created before any manifest names it: the WAL a durable manifest
+    //    needs always exists (the lost-edit check at open relies on it).
+    let wal_number = next;
+    let manifest_number = next + 1;
     next += 2;
+    let wal_path = dir.join(format!("{wal_number:06}.log"));
+    let wal = LogWriter::new(storage.create(&wal_path)?, wal_path);
+    storage.sync_dir(&dir)?;
+    // 4. A fresh manifest holding the whole version; switching CURRENT to it is the atomic step
+    //    that retires the replayed WALs.
     let snapshot = VersionEdit {
         log_number: Some(wal_number),
         next_file_number: Some(next),
@@ -278,11 +287,6 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
             .collect(),
     };
     let manifest = Manifest::create(Arc::clone(&storage), &dir, manifest_number, &snapshot)?;
-    // 4. The new WAL.
-    let wal_path = dir.join(format!("{wal_number:06}.log"));
-    let wal = LogWriter::new(storage.create(&wal_path)?, wal_path);
-    storage.sync_dir(&dir)?;
-
     let mut levels = Vec::new();
     for metas in &folded.version.levels {
         let mut level = Vec::new();
