@@ -19,12 +19,11 @@ fn lidb_kv(dir: &Path, engine: &str, extra: &[&str], input: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
+    // A child whose open fails exits without reading its input: a broken pipe is its answer.
+    let written = child.stdin.take().unwrap().write_all(input.as_bytes());
+    if let Err(e) = written {
+        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "writing to lidb kv: {e}");
+    }
     child.wait_with_output().unwrap()
 }
 
