@@ -15,7 +15,10 @@ use lidb_lsm::RecoveryMode;
 use lidb_lsm::storage::Storage;
 use lidb_lsm::storage::mem::MemStorage;
 
-#[expect(dead_code, reason = "the shared support module serves several test files")]
+#[expect(
+    dead_code,
+    reason = "the shared support module serves several test files"
+)]
 mod support {
     include!("support/store_options.rs");
     include!("support/damage.rs");
