@@ -155,6 +155,12 @@ fn campaign(engine: Engine, seed: u64, trials: u64) -> Tally {
                 let (_, loud) = exact_or_loud(&db, &model, &ctx);
                 tally.opened += 1;
                 tally.loud_reads += loud;
+                // Damage found only by a read (a table the open does not read whole): repair
+                // sets it aside, and then no read fails.
+                if loud > 0 {
+                    drop(db);
+                    after_repair(engine, &s, &model, &ever, path, &ctx);
+                }
             }
         }
     }
@@ -166,6 +172,7 @@ fn damage_after_a_clean_close_is_exact_answers_or_a_corruption_error() {
     for engine in ENGINES {
         for seed in [1, 2, 5] {
             let t = campaign(engine, seed, 150);
+            eprintln!("{engine:?} seed {seed}: {t:?}");
             // The campaign must exercise both outcomes, or it checks less than it says.
             assert!(
                 t.refused > 0 && t.opened > 0,
