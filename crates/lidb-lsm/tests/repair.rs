@@ -255,37 +255,54 @@ fn repair_twice_is_fine() {
     assert_exact(&db, &h, "twice");
 }
 
-/// A power cut at every storage operation of a repair: the directory then opens, or a second
+/// A power cut at every storage operation of a repair, of a database that lost its manifest and
+/// of a healthy one: the directory then opens (as before the repair, or repaired), or a second
 /// repair fixes it, and every key reads exact (nothing was damaged but the manifest).
 #[test]
 fn a_crash_during_repair_leaves_a_directory_that_opens_or_repairs() {
     let o = opts();
-    let base = MemStorage::new();
-    let h = build(&base, &o);
-    base.remove(&current_manifest(&base)).unwrap();
-    let total = {
-        let p = PowerCut::new(copy_of(&base), u64::MAX, 0);
-        let st: Arc<dyn Storage> = Arc::new(p.clone());
-        repair_db(&st, &dir(), &o).unwrap();
-        p.ops()
-    };
-    for cut_at in 1..=total {
-        let ctx = format!("power cut at operation {cut_at} of {total}");
-        let mem = copy_of(&base);
-        let p = PowerCut::new(mem.clone(), cut_at, cut_at);
-        let st: Arc<dyn Storage> = Arc::new(p.clone());
-        let r = repair_db(&st, &dir(), &o);
-        assert!(r.is_err() || !p.is_cut(), "{ctx}");
-        if !p.is_cut() {
-            mem.crash(cut_at);
+    for manifest_lost in [true, false] {
+        let base = MemStorage::new();
+        let h = build(&base, &o);
+        if manifest_lost {
+            base.remove(&current_manifest(&base)).unwrap();
         }
-        let db = match open(&mem, &o) {
-            Ok(db) => db,
-            Err(_) => {
-                repair(&mem, &o);
-                open(&mem, &o).unwrap_or_else(|e| panic!("{ctx}: after a second repair: {e}"))
-            }
+        let total = {
+            let p = PowerCut::new(copy_of(&base), u64::MAX, 0);
+            let st: Arc<dyn Storage> = Arc::new(p.clone());
+            repair_db(&st, &dir(), &o).unwrap();
+            p.ops()
         };
-        assert_exact(&db, &h, &ctx);
+        let mut opened_without_repair = 0;
+        for cut_at in 1..=total {
+            let ctx = format!(
+                "manifest lost {manifest_lost}: power cut at operation {cut_at} of {total}"
+            );
+            let mem = copy_of(&base);
+            let p = PowerCut::new(mem.clone(), cut_at, cut_at);
+            let st: Arc<dyn Storage> = Arc::new(p.clone());
+            let r = repair_db(&st, &dir(), &o);
+            assert!(r.is_err() || !p.is_cut(), "{ctx}");
+            if !p.is_cut() {
+                mem.crash(cut_at);
+            }
+            let db = match open(&mem, &o) {
+                Ok(db) => {
+                    opened_without_repair += 1;
+                    db
+                }
+                Err(_) => {
+                    repair(&mem, &o);
+                    open(&mem, &o).unwrap_or_else(|e| panic!("{ctx}: after a second repair: {e}"))
+                }
+            };
+            assert_exact(&db, &h, &ctx);
+        }
+        if !manifest_lost {
+            assert_eq!(
+                opened_without_repair, total,
+                "a healthy database always opens"
+            );
+        }
     }
 }
