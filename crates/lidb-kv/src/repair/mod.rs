@@ -15,7 +15,10 @@
 //!
 //! Caller: one thread, no store open on the directory. Nothing is removed: what does not read is
 //! renamed or copied into `lost/`. A crash during a repair leaves a store that a second repair
-//! fixes (each step is atomic or idempotent). Limit: step 6 holds every key in memory.
+//! fixes (each step is atomic or idempotent). Limits: step 6 holds every key in memory; when a GC
+//! was interrupted (two LSMs) and the active value log is damaged, the GC the temporary open
+//! resumes keeps only the new value log, so keys the active LSM points into the old one are
+//! dropped (reported and listed; the whole old log is copied to `lost/`).
 
 mod report;
 mod state;
@@ -106,6 +109,12 @@ fn repair_active_vlog(
                 None => false,
                 Some((offset, detail)) => {
                     save_lost(storage, dir, &path, offset)?;
+                    if st.lsm_dirs.len() > 1 && offset > 0 {
+                        // A GC was interrupted: the open resumes it, and its install keeps only
+                        // the newest value log, so the active LSM's pointers into this one will
+                        // not read (step 6 drops and lists those keys). Keep the whole log.
+                        save_lost(storage, dir, &path, 0)?;
+                    }
                     report.vlog_tail = Some((path, offset, size - offset, detail));
                     true
                 }
