@@ -6,6 +6,23 @@ use lidb_kv::{Store, StoreOptions, TierKind};
 use lidb_lsm::{Db, Options};
 use serde_json::{Value, json};
 
+/// The tier of `engine` ("lsm", "learnedkv", "lsm+" or "lsm+tier"): `None` for the LSM engine.
+pub fn tier_of(engine: &str) -> Result<Option<TierKind>, String> {
+    match engine {
+        "lsm" => Ok(None),
+        "learnedkv" => Ok(Some(TierKind::Learned {
+            family: Family::Plr,
+            page_boundary: 2,
+            params: Params::new(2),
+        })),
+        "lsm+" => Ok(Some(TierKind::WriteBack)),
+        "lsm+tier" => Ok(Some(TierKind::Lsm)),
+        other => Err(format!(
+            "unknown engine \"{other}\" (known: lsm, learnedkv, lsm+, lsm+tier)"
+        )),
+    }
+}
+
 /// An open engine behind the line protocol.
 pub enum Backend {
     Lsm(Db),
@@ -42,20 +59,11 @@ impl Backend {
                 .map(Backend::Tiered)
                 .map_err(|e| e.to_string())
         };
-        match engine {
-            "lsm" => Db::open(dir, lsm.clone())
+        match tier_of(engine)? {
+            None => Db::open(dir, lsm.clone())
                 .map(Backend::Lsm)
                 .map_err(|e| e.to_string()),
-            "learnedkv" => tiered(TierKind::Learned {
-                family: Family::Plr,
-                page_boundary: 2,
-                params: Params::new(2),
-            }),
-            "lsm+" => tiered(TierKind::WriteBack),
-            "lsm+tier" => tiered(TierKind::Lsm),
-            other => Err(format!(
-                "unknown engine \"{other}\" (known: lsm, learnedkv, lsm+, lsm+tier)"
-            )),
+            Some(tier) => tiered(tier),
         }
     }
 

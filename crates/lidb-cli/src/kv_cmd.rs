@@ -14,22 +14,49 @@ use lidb_lsm::{IndexOptions, Options, RecoveryMode};
 use crate::error::{CliError, io};
 use crate::kv_backend::Backend;
 
+/// The options that say which store a command works on and how it writes tables: shared by
+/// `lidb kv` and `lidb repair`.
 #[derive(Debug, Args)]
-pub struct KvArgs {
-    /// Database directory (created if missing).
+pub struct StoreArgs {
+    /// Database directory (`lidb kv` creates it if missing).
     #[arg(long)]
-    db: PathBuf,
+    pub db: PathBuf,
     /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC),
     /// lsm+ (values in a value log, every pointer in one LSM, GC writes them back: the paper's
     /// RocksDB+) or lsm+tier (learnedkv with an LSM in place of the learned index).
     #[arg(long, default_value = "lsm")]
-    engine: String,
+    pub engine: String,
     /// Index family of new tables.
     #[arg(long, default_value = "pgm")]
-    index: String,
+    pub index: String,
     /// Position boundary B of new tables' indexes.
     #[arg(long, default_value_t = 16)]
-    boundary: u64,
+    pub boundary: u64,
+    /// Target SSTable size (4MiB to 128MiB).
+    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
+    pub sst_size: u64,
+}
+
+impl StoreArgs {
+    /// LSM options with these tables' index and size (the rest default).
+    pub fn lsm_options(&self) -> Result<Options, CliError> {
+        let family = Family::from_name(&self.index)?;
+        Ok(Options {
+            index: IndexOptions {
+                family,
+                params: lidb_index::Params::new(self.boundary),
+                level_boundaries: Vec::new(),
+            },
+            sst_size_bytes: self.sst_size,
+            ..Options::default()
+        })
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct KvArgs {
+    #[command(flatten)]
+    store: StoreArgs,
     /// Make every write durable before answering OK.
     #[arg(long)]
     sync: bool,
@@ -39,9 +66,6 @@ pub struct KvArgs {
     /// Memtable size that triggers a flush (e.g. 64MiB, 256KiB).
     #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
     write_buffer: u64,
-    /// Target SSTable size (4MiB to 128MiB).
-    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
-    sst_size: u64,
     /// learnedkv: convert in the background (no values moved) when the LSM's tables reach this
     /// size (e.g. 256MiB); 0 = off.
     #[arg(long, default_value = "0", value_parser = crate::size::parse_size)]
@@ -69,22 +93,15 @@ pub fn parse_recovery_mode(name: &str) -> Result<RecoveryMode, String> {
 }
 
 pub fn run(a: KvArgs) -> Result<(), CliError> {
-    let family = Family::from_name(&a.index)?;
     let opts = Options {
-        index: IndexOptions {
-            family,
-            params: lidb_index::Params::new(a.boundary),
-            level_boundaries: Vec::new(),
-        },
         sync: a.sync,
         direct_io: a.direct_io,
         write_buffer_bytes: a.write_buffer,
-        sst_size_bytes: a.sst_size,
         recovery_mode: a.recovery_mode,
-        ..Options::default()
+        ..a.store.lsm_options()?
     };
     let convert = (a.convert_at_lsm_bytes, a.convert_at_lsm_levels);
-    let db = Backend::open(&a.engine, &a.db, opts, convert).map_err(CliError::Usage)?;
+    let db = Backend::open(&a.store.engine, &a.store.db, opts, convert).map_err(CliError::Usage)?;
     eprint!("{}", db.recovery_report());
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();

@@ -10,6 +10,7 @@ mod index_cmd;
 mod kv_backend;
 mod kv_cmd;
 mod kvbench_cmd;
+mod repair_cmd;
 mod size;
 
 use std::process::ExitCode;
@@ -36,6 +37,12 @@ enum Command {
     /// Serve a database over stdin/stdout, one command per line: put K V, get K, del K,
     /// scan START END [LIMIT], flush, compact, gc (tiered engines), convert (learnedkv), stats.
     Kv(kv_cmd::KvArgs),
+    /// Rebuild a store that does not open (RocksDB's RepairDB is the model): keep every table,
+    /// log record and value that reads cleanly, move or copy what does not to DIR/lost/, write a
+    /// new manifest (and KVSTATE), and print what was kept and what was set aside. New tables
+    /// are written with --index, --boundary and --sst-size (as `lidb kv`). Run it with no other
+    /// process using the store.
+    Repair(repair_cmd::RepairArgs),
     /// Experiments on whole engines: `lidb bench lsm` runs the LSM papers' experiments.
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
@@ -51,6 +58,7 @@ fn main() -> ExitCode {
         Command::Data(cmd) => data_cmd::run(cmd),
         Command::Kv(args) => kv_cmd::run(args),
         Command::Bench(cmd) => bench_cmd::run(cmd),
+        Command::Repair(args) => repair_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -19,11 +19,8 @@ fn lidb_kv(dir: &Path, engine: &str, extra: &[&str], input: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // A child whose open fails exits without reading its input: a broken pipe is its answer.
-    let written = child.stdin.take().unwrap().write_all(input.as_bytes());
-    if let Err(e) = written {
-        assert_eq!(e.kind(), std::io::ErrorKind::BrokenPipe, "writing to lidb kv: {e}");
-    }
+    // A child that fails its open exits without reading: a broken pipe is its answer, not ours.
+    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
     child.wait_with_output().unwrap()
 }
 

@@ -10,6 +10,7 @@
 pub mod manifest;
 pub mod membloom;
 pub mod pointer;
+pub mod repair;
 pub mod static_tier;
 pub mod store;
 pub mod vlog;

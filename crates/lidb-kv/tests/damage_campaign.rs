@@ -21,7 +21,7 @@ mod support {
 }
 use support::{
     Damage, ENGINES, Engine, Model, Open, damage, is_corruption_in_store, key, restore, snapshot,
-    tail_writes, workload,
+    tail_writes, values_ever, workload,
 };
 
 /// Every answer of `db` equals `model`, or is a Corruption error naming a store file.
@@ -50,9 +50,62 @@ fn exact_or_loud(db: &Open, model: &Model, ctx: &str) -> (u64, u64) {
     (exact, loud)
 }
 
+/// Whether `path` is a manifest, `CURRENT` or `KVSTATE`: damage there loses no data.
+fn is_manifest(path: &std::path::Path) -> bool {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    name == "CURRENT" || name == "KVSTATE" || name.starts_with("MANIFEST-")
+}
+
+/// Repairs a store whose open failed; the store then opens and every key reads, without an
+/// error, its final value, an older value of that key, or nothing; all final values when only a
+/// manifest or KVSTATE was damaged. Returns whether every key was exact.
+fn after_repair(
+    engine: Engine,
+    s: &MemStorage,
+    model: &Model,
+    ever: &std::collections::BTreeMap<Vec<u8>, Vec<Vec<u8>>>,
+    path: &std::path::Path,
+    ctx: &str,
+) -> bool {
+    let report = engine
+        .repair(s)
+        .unwrap_or_else(|e| panic!("{ctx}: repair failed: {e}"));
+    let db = engine
+        .open(s, RecoveryMode::default())
+        .unwrap_or_else(|e| panic!("{ctx}: the open after repair failed: {e}\n{report}"));
+    let mut exact = true;
+    for i in 0..300 {
+        let k = key(i);
+        let got = db
+            .get(&k)
+            .unwrap_or_else(|e| panic!("{ctx}: key {i} after repair: {e}\n{report}"));
+        if got.as_ref() == model.get(&k) {
+            continue;
+        }
+        exact = false;
+        if let Some(v) = &got {
+            let older = ever.get(&k).is_some_and(|vs| vs.contains(v));
+            assert!(older, "{ctx}: key {i} reads a value it never had\n{report}");
+        }
+    }
+    if is_manifest(path) {
+        assert!(
+            exact,
+            "{ctx}: only a manifest was damaged, yet a key differs\n{report}"
+        );
+    }
+    db.close()
+        .unwrap_or_else(|e| panic!("{ctx}: close after repair: {e}"));
+    exact
+}
+
 #[derive(Debug, Default)]
 struct Tally {
     refused: u64,
+    repaired_exact: u64,
     opened: u64,
     loud_reads: u64,
 }
@@ -63,6 +116,7 @@ fn campaign(engine: Engine, seed: u64, trials: u64) -> Tally {
     let (models, _) = workload(&db, seed, 480);
     db.close().unwrap();
     let model = models.last().cloned().unwrap_or_default();
+    let ever = values_ever(&models);
     let clean = snapshot(&storage);
     let files: Vec<_> = clean
         .iter()
@@ -94,11 +148,19 @@ fn campaign(engine: Engine, seed: u64, trials: u64) -> Tally {
                     "{ctx}: the failed open changed files ({e})"
                 );
                 tally.refused += 1;
+                let exact = after_repair(engine, &s, &model, &ever, path, &ctx);
+                tally.repaired_exact += u64::from(exact);
             }
             Ok(db) => {
                 let (_, loud) = exact_or_loud(&db, &model, &ctx);
                 tally.opened += 1;
                 tally.loud_reads += loud;
+                // Damage found only by a read (a table the open does not read whole): repair
+                // sets it aside, and then no read fails.
+                if loud > 0 {
+                    drop(db);
+                    after_repair(engine, &s, &model, &ever, path, &ctx);
+                }
             }
         }
     }
@@ -110,6 +172,7 @@ fn damage_after_a_clean_close_is_exact_answers_or_a_corruption_error() {
     for engine in ENGINES {
         for seed in [1, 2, 5] {
             let t = campaign(engine, seed, 150);
+            eprintln!("{engine:?} seed {seed}: {t:?}");
             // The campaign must exercise both outcomes, or it checks less than it says.
             assert!(
                 t.refused > 0 && t.opened > 0,

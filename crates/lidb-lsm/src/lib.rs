@@ -18,6 +18,7 @@ pub mod log;
 pub mod manifest;
 pub mod memtable;
 pub mod options;
+pub mod repair;
 pub mod storage;
 pub mod table;
 pub mod tail;

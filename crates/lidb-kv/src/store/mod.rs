@@ -22,7 +22,7 @@
 
 mod active_vlog;
 mod convert;
-mod gc;
+pub(crate) mod gc;
 mod open;
 mod read;
 pub mod recovery;

@@ -23,7 +23,7 @@ use crate::store::options::{StoreOptions, TierKind};
 use crate::store::recovery::StoreRecovery;
 use crate::store::state::{LsmPart, Tier, TierHandle, Tiers, lsm_dir, remove_tree};
 use crate::store::{ALL_KEYS_BITS, Counters, Shared, WriteState};
-use crate::vlog::{VlogReader, VlogWriter, vlog_path};
+use crate::vlog::{VLOG_HEADER_BYTES, VlogReader, VlogWriter, vlog_path};
 
 pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) -> Result<Shared> {
     if !storage.exists(dir) {
@@ -60,6 +60,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         )));
     }
     if fresh {
+        refuse_lost_state(&*storage, dir)?;
         // Nothing can be named yet; clear leftovers of a store whose creation never finished.
         sweep(&*storage, dir, &state)?;
     }
@@ -300,6 +301,31 @@ fn refill_blooms(part: &LsmPart, all_keys: &MemBloom) -> Result<()> {
         }
         all_keys.insert(it.key());
         it.next()?;
+    }
+    Ok(())
+}
+
+/// Fails when `KVSTATE` is missing but the directory holds a store's data: a value log with a
+/// record, or a tier. A creation that crashed before writing `KVSTATE` leaves only empty files
+/// (no write is accepted before it), which the sweep clears; data means `KVSTATE` was lost, and
+/// sweeping would delete the store.
+fn refuse_lost_state(storage: &dyn Storage, dir: &Path) -> Result<()> {
+    for name in storage.list(dir)? {
+        let path = dir.join(&name);
+        let data = if name.ends_with(".vlog") {
+            storage.file_size(&path)? > VLOG_HEADER_BYTES
+        } else {
+            name.ends_with(".keys") || name.ends_with(".svlog")
+        };
+        if data {
+            return Err(corruption(
+                dir.join("KVSTATE"),
+                format!(
+                    "missing, but {} holds a store's data: run `lidb repair` to rebuild it",
+                    path.display()
+                ),
+            ));
+        }
     }
     Ok(())
 }

@@ -62,6 +62,36 @@ impl Engine {
     }
 }
 
+impl Engine {
+    /// Runs `lidb repair`'s library call for this engine; the report's text.
+    pub fn repair(self, storage: &MemStorage) -> Result<String, Error> {
+        let s: Arc<dyn Storage> = Arc::new(storage.clone());
+        match self.tier() {
+            None => {
+                let opts = small(TierKind::WriteBack).lsm;
+                lidb_lsm::repair::repair_db(&s, &root(), &opts).map(|r| r.to_string())
+            }
+            Some(tier) => {
+                lidb_kv::repair::repair_store(&s, &root(), &small(tier)).map(|r| r.to_string())
+            }
+        }
+    }
+}
+
+/// Every value each key had in any of `models`.
+pub fn values_ever(models: &[Model]) -> BTreeMap<Vec<u8>, Vec<Vec<u8>>> {
+    let mut out: BTreeMap<Vec<u8>, Vec<Vec<u8>>> = BTreeMap::new();
+    for m in models {
+        for (k, v) in m {
+            let vs = out.entry(k.clone()).or_default();
+            if vs.last() != Some(v) && !vs.contains(v) {
+                vs.push(v.clone());
+            }
+        }
+    }
+    out
+}
+
 impl Open {
     pub fn put(&self, k: &[u8], v: &[u8]) -> Result<(), Error> {
         match self {

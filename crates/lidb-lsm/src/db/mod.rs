@@ -16,15 +16,15 @@
 //!    (newest first), then L1, L2, ...; the first source holding a key decides its value.
 
 mod background;
-mod compact;
+pub(crate) mod compact;
 mod flush;
-mod level_index;
-mod output;
+pub(crate) mod level_index;
+pub(crate) mod output;
 mod read;
 mod recover;
 mod replay;
 pub mod report;
-mod state;
+pub(crate) mod state;
 mod write;
 
 use std::path::Path;

@@ -1,0 +1,53 @@
+//! `lidb repair`: rebuilds a store that does not open from what reads cleanly (lidb_lsm::repair
+//! for lsm, lidb_kv::repair for the tiered engines), sets aside in DIR/lost/ what does not, and
+//! prints what it kept and what it set aside on stdout.
+
+use std::sync::Arc;
+
+use clap::Args;
+use lidb_kv::StoreOptions;
+use lidb_lsm::storage::Storage;
+use lidb_lsm::storage::fs::FsStorage;
+
+use crate::error::CliError;
+use crate::kv_backend::tier_of;
+use crate::kv_cmd::StoreArgs;
+
+/// Options of `lidb repair`: the store and how its new tables are written (as `lidb kv`).
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    #[command(flatten)]
+    store: StoreArgs,
+}
+
+pub fn run(a: RepairArgs) -> Result<(), CliError> {
+    let dir = &a.store.db;
+    if !dir.is_dir() {
+        return Err(CliError::Usage(format!(
+            "--db: {} is not a directory",
+            dir.display()
+        )));
+    }
+    if a.store.engine == "lsm" && dir.join(lidb_kv::manifest::STATE_FILE).exists() {
+        return Err(CliError::Usage(format!(
+            "--engine: {} holds a tiered store (it has KVSTATE); name its engine \
+             (learnedkv, lsm+ or lsm+tier)",
+            dir.display()
+        )));
+    }
+    let lsm = a.store.lsm_options()?;
+    let storage: Arc<dyn Storage> = Arc::new(FsStorage);
+    let text = match tier_of(&a.store.engine).map_err(CliError::Usage)? {
+        None => lidb_lsm::repair::repair_db(&storage, dir, &lsm)?.to_string(),
+        Some(tier) => {
+            let opts = StoreOptions {
+                lsm,
+                tier,
+                ..StoreOptions::default()
+            };
+            lidb_kv::repair::repair_store(&storage, dir, &opts)?.to_string()
+        }
+    };
+    print!("{text}");
+    Ok(())
+}
