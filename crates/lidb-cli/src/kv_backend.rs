@@ -55,16 +55,21 @@ impl Backend {
                 tier,
                 ..StoreOptions::default()
             };
-            Store::open(dir, opts)
-                .map(Backend::Tiered)
-                .map_err(|e| e.to_string())
+            Store::open(dir, opts).map(Backend::Tiered)
         };
-        match tier_of(engine)? {
-            None => Db::open(dir, lsm.clone())
-                .map(Backend::Lsm)
-                .map_err(|e| e.to_string()),
+        let opened = match tier_of(engine)? {
+            None => Db::open(dir, lsm.clone()).map(Backend::Lsm),
             Some(tier) => tiered(tier),
-        }
+        };
+        opened.map_err(|e| match e {
+            lidb_lsm::Error::Corruption { .. } => format!(
+                "{e}\n(`--recovery-mode point-in-time` opens the intact \
+                 prefix of a damaged log, and `lidb repair --engine {engine} --db {}` rebuilds \
+                 the store from what reads cleanly)",
+                dir.display()
+            ),
+            e => e.to_string(),
+        })
     }
 
     /// What the open cut, one `recovery: ...` line per cut (empty when nothing was cut).

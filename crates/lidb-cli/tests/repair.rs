@@ -18,7 +18,13 @@ fn lidb(args: &[&str], input: &str) -> Output {
         .spawn()
         .unwrap();
     // A child that fails its open exits without reading: a broken pipe is its answer, not ours.
-    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+    if let Err(e) = child.stdin.take().unwrap().write_all(input.as_bytes()) {
+        assert_eq!(
+            e.kind(),
+            std::io::ErrorKind::BrokenPipe,
+            "writing to lidb: {e}"
+        );
+    }
     child.wait_with_output().unwrap()
 }
 
