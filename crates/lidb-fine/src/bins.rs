@@ -1,0 +1,572 @@
+//! Level bins (the paper's section 3.2): the two-level structure under one trained record that
+//! takes the keys inserted between it and the next trained key.
+//!
+//! Shape: at first the root bin (m slots) holds entries itself ("flat"). When it overflows it
+//! becomes an index ("tree"): its slots then hold, in key order, the first key and the id of up
+//! to m child bins of n slots each, which hold the entries. An insert into a full child bin first
+//! moves that bin's smallest entry to the end of the previous child bin if it has room (at most
+//! n + 1 moves), else splits the bin in two like a B-tree node (a new root slot); when the root
+//! has no free slot either, the insert reports [`Shape::upsert`] = `false` and the caller retrains
+//! the whole set into a small model (level-bin retraining). Never deeper than two levels.
+//!
+//! Concurrency: one [`SeqLock`] guards the root bin and all its child bins. Writers (one at a
+//! time, holding the latch's write section) read the set into a [`Shape`], change it and store it
+//! back; readers read optimistically ([`LevelBins::get`], [`LevelBins::snapshot`]) and retry when
+//! the version moved. Every word is an `AtomicU64` accessed `Relaxed` inside the seqlock protocol
+//! (orderings in `seqlock.rs`), so a torn read is harmless: it is bounds-checked, then discarded by
+//! validation. Child bins are allocated lazily, once per id, and reused after they empty; a reader
+//! that follows a stale id reads some other bin and fails validation.
+//!
+//! Deviation: the paper takes the child bin's lock and the root's only when needed; one latch for
+//! the set is coarser but keeps sets of different trained records independent, which is where the
+//! paper finds its low conflict rate.
+
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+
+use crate::seqlock::{RETIRED, SeqLock, SeqWrite};
+
+/// What an optimistic read found.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Read<T> {
+    Done(T),
+    /// The set was retrained into a small model: read there.
+    Retired,
+    /// A writer interfered: back off and read again.
+    Retry,
+}
+
+#[derive(Debug)]
+struct ChildBin {
+    len: AtomicU64,
+    keys: Box<[AtomicU64]>,
+    vals: Box<[AtomicU64]>,
+}
+
+fn atomics(n: usize) -> Box<[AtomicU64]> {
+    (0..n).map(|_| AtomicU64::new(0)).collect()
+}
+
+impl ChildBin {
+    fn new(n: usize) -> ChildBin {
+        ChildBin {
+            len: AtomicU64::new(0),
+            keys: atomics(n),
+            vals: atomics(n),
+        }
+    }
+}
+
+/// A root bin and its child bins.
+#[derive(Debug)]
+pub(crate) struct LevelBins {
+    pub latch: SeqLock,
+    /// 0: the root holds entries; 1: the root holds (first key, child id) per child bin.
+    tree: AtomicU64,
+    root_len: AtomicU64,
+    root_keys: Box<[AtomicU64]>,
+    root_vals: Box<[AtomicU64]>,
+    children: Box<[OnceLock<ChildBin>]>,
+    child_slots: usize,
+}
+
+/// One child bin as a writer sees it.
+#[derive(Debug, Clone)]
+pub(crate) struct Child {
+    id: usize,
+    items: Vec<(u64, u64)>,
+    dirty: bool,
+}
+
+/// The whole set as a writer sees it (read under the write section, stored back after).
+#[derive(Debug, Clone)]
+pub(crate) enum Shape {
+    Flat(Vec<(u64, u64)>),
+    Tree(Vec<Child>),
+}
+
+/// Reads `len` entries of parallel key/value atomics into `out`; `false` if `len` is torn.
+fn read_entries(
+    keys: &[AtomicU64],
+    vals: &[AtomicU64],
+    len: usize,
+    out: &mut Vec<(u64, u64)>,
+) -> bool {
+    let (Some(ks), Some(vs)) = (keys.get(..len), vals.get(..len)) else {
+        return false;
+    };
+    out.extend(
+        ks.iter()
+            .zip(vs)
+            .map(|(k, v)| (k.load(Relaxed), v.load(Relaxed))),
+    );
+    true
+}
+
+/// Finds `q` among `len` sorted entries: `None` if `len` is torn.
+fn find_entry(keys: &[AtomicU64], vals: &[AtomicU64], len: usize, q: u64) -> Option<Option<u64>> {
+    let ks = keys.get(..len)?;
+    for (i, k) in ks.iter().enumerate() {
+        let k = k.load(Relaxed);
+        if k >= q {
+            return Some(if k == q {
+                Some(vals.get(i)?.load(Relaxed))
+            } else {
+                None
+            });
+        }
+    }
+    Some(None)
+}
+
+impl LevelBins {
+    /// An empty set of `root_slots` root slots whose child bins will have `child_slots` slots.
+    pub fn new(root_slots: usize, child_slots: usize) -> LevelBins {
+        LevelBins {
+            latch: SeqLock::default(),
+            tree: AtomicU64::new(0),
+            root_len: AtomicU64::new(0),
+            root_keys: atomics(root_slots),
+            root_vals: atomics(root_slots),
+            children: (0..root_slots).map(|_| OnceLock::new()).collect(),
+            child_slots,
+        }
+    }
+
+    /// Lock-free point read.
+    pub fn get(&self, q: u64) -> Read<Option<u64>> {
+        let Some(v) = self.latch.read_begin() else {
+            return Read::Retry;
+        };
+        if v & RETIRED != 0 {
+            return Read::Retired;
+        }
+        let found = self.find_optimistic(q);
+        if !self.latch.validate(v) {
+            return Read::Retry;
+        }
+        match found {
+            Some(x) => Read::Done(x),
+            None => {
+                debug_assert!(false, "a validated read of level bins was torn");
+                Read::Retry
+            }
+        }
+    }
+
+    fn find_optimistic(&self, q: u64) -> Option<Option<u64>> {
+        let len = self.root_len.load(Relaxed) as usize;
+        if self.tree.load(Relaxed) == 0 {
+            return find_entry(&self.root_keys, &self.root_vals, len, q);
+        }
+        // The last child whose first key is <= q, or the first child.
+        let mut at = 0;
+        for (i, k) in self.root_keys.get(..len)?.iter().enumerate().skip(1) {
+            if k.load(Relaxed) <= q {
+                at = i;
+            } else {
+                break;
+            }
+        }
+        let id = self.root_vals.get(at)?.load(Relaxed) as usize;
+        let child = self.children.get(id)?.get()?;
+        let clen = child.len.load(Relaxed) as usize;
+        find_entry(&child.keys, &child.vals, clen, q)
+    }
+
+    /// Lock-free read of every entry in key order into `out` (cleared first).
+    pub fn snapshot(&self, out: &mut Vec<(u64, u64)>) -> Read<()> {
+        out.clear();
+        let Some(v) = self.latch.read_begin() else {
+            return Read::Retry;
+        };
+        if v & RETIRED != 0 {
+            return Read::Retired;
+        }
+        let ok = self.snapshot_optimistic(out);
+        if !self.latch.validate(v) {
+            return Read::Retry;
+        }
+        if ok {
+            Read::Done(())
+        } else {
+            debug_assert!(false, "a validated snapshot of level bins was torn");
+            Read::Retry
+        }
+    }
+
+    fn snapshot_optimistic(&self, out: &mut Vec<(u64, u64)>) -> bool {
+        let len = self.root_len.load(Relaxed) as usize;
+        if self.tree.load(Relaxed) == 0 {
+            return read_entries(&self.root_keys, &self.root_vals, len, out);
+        }
+        let Some(ids) = self.root_vals.get(..len) else {
+            return false;
+        };
+        for id in ids {
+            let Some(child) = self
+                .children
+                .get(id.load(Relaxed) as usize)
+                .and_then(OnceLock::get)
+            else {
+                return false;
+            };
+            let clen = child.len.load(Relaxed) as usize;
+            if !read_entries(&child.keys, &child.vals, clen, out) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The set as it is; the write section proves no other writer changes it meanwhile.
+    pub fn load_shape(&self, _w: &SeqWrite<'_>) -> Shape {
+        let len = self.root_len.load(Relaxed) as usize;
+        let mut items = Vec::new();
+        if self.tree.load(Relaxed) == 0 {
+            let ok = read_entries(&self.root_keys, &self.root_vals, len, &mut items);
+            debug_assert!(ok, "root length {len} out of range under the write section");
+            return Shape::Flat(items);
+        }
+        let mut children = Vec::with_capacity(len);
+        for id in self.root_vals.iter().take(len) {
+            let id = id.load(Relaxed) as usize;
+            let mut items = Vec::new();
+            if let Some(child) = self.children.get(id).and_then(OnceLock::get) {
+                let clen = child.len.load(Relaxed) as usize;
+                let ok = read_entries(&child.keys, &child.vals, clen, &mut items);
+                debug_assert!(
+                    ok,
+                    "child length {clen} out of range under the write section"
+                );
+            } else {
+                debug_assert!(false, "root names child bin {id}, which does not exist");
+            }
+            children.push(Child {
+                id,
+                items,
+                dirty: false,
+            });
+        }
+        Shape::Tree(children)
+    }
+
+    /// Stores `shape` (a changed [`LevelBins::load_shape`]) back, writing only changed child bins.
+    pub fn store_shape(&self, _w: &SeqWrite<'_>, shape: &Shape) {
+        let store = |keys: &[AtomicU64], vals: &[AtomicU64], items: &[(u64, u64)]| {
+            debug_assert!(items.len() <= keys.len());
+            for ((k, v), &(key, value)) in keys.iter().zip(vals).zip(items) {
+                k.store(key, Relaxed);
+                v.store(value, Relaxed);
+            }
+        };
+        match shape {
+            Shape::Flat(items) => {
+                self.tree.store(0, Relaxed);
+                self.root_len.store(items.len() as u64, Relaxed);
+                store(&self.root_keys, &self.root_vals, items);
+            }
+            Shape::Tree(children) => {
+                self.tree.store(1, Relaxed);
+                self.root_len.store(children.len() as u64, Relaxed);
+                for ((k, v), c) in self
+                    .root_keys
+                    .iter()
+                    .zip(self.root_vals.iter())
+                    .zip(children)
+                {
+                    k.store(c.items.first().map_or(0, |e| e.0), Relaxed);
+                    v.store(c.id as u64, Relaxed);
+                }
+                for c in children.iter().filter(|c| c.dirty) {
+                    let Some(slot) = self.children.get(c.id) else {
+                        debug_assert!(false, "child id {} out of range", c.id);
+                        continue;
+                    };
+                    let child = slot.get_or_init(|| ChildBin::new(self.child_slots));
+                    child.len.store(c.items.len() as u64, Relaxed);
+                    store(&child.keys, &child.vals, &c.items);
+                }
+            }
+        }
+    }
+
+    /// Occupied and allocated data slots (root slots of a flat set, child slots of a tree) and
+    /// the number of child bins in use.
+    pub fn occupancy(&self) -> (u64, u64, u64) {
+        let w = self.latch.write();
+        if w.is_retired() {
+            return (0, 0, 0);
+        }
+        match self.load_shape(&w) {
+            Shape::Flat(items) => (items.len() as u64, self.root_keys.len() as u64, 0),
+            Shape::Tree(children) => {
+                let used: usize = children.iter().map(|c| c.items.len()).sum();
+                let n = children.len() as u64;
+                (used as u64, n * self.child_slots as u64, n)
+            }
+        }
+    }
+}
+
+impl Shape {
+    /// The value of `q`, if present.
+    pub fn find(&self, q: u64) -> Option<u64> {
+        let items = match self {
+            Shape::Flat(items) => items,
+            Shape::Tree(children) => &children.get(route(children, q))?.items,
+        };
+        let i = items.binary_search_by_key(&q, |e| e.0).ok()?;
+        items.get(i).map(|e| e.1)
+    }
+
+    /// Every entry in key order.
+    pub fn into_items(self) -> Vec<(u64, u64)> {
+        match self {
+            Shape::Flat(items) => items,
+            Shape::Tree(children) => children.into_iter().flat_map(|c| c.items).collect(),
+        }
+    }
+
+    /// Inserts or overwrites `q` in a set of `m` root and `n` child slots; `false` when the set is
+    /// full (the caller retrains it) and nothing changed.
+    pub fn upsert(&mut self, q: u64, v: u64, m: usize, n: usize) -> bool {
+        match self {
+            Shape::Flat(items) => match items.binary_search_by_key(&q, |e| e.0) {
+                Ok(i) => {
+                    if let Some(e) = items.get_mut(i) {
+                        e.1 = v;
+                    }
+                    true
+                }
+                Err(i) if items.len() < m => {
+                    items.insert(i, (q, v));
+                    true
+                }
+                Err(i) => {
+                    // The root bin overflows: its entries go to two new child bins.
+                    let mut all = std::mem::take(items);
+                    all.insert(i, (q, v));
+                    let right = all.split_off(all.len() / 2);
+                    *self = Shape::Tree(vec![
+                        Child {
+                            id: 0,
+                            items: all,
+                            dirty: true,
+                        },
+                        Child {
+                            id: 1,
+                            items: right,
+                            dirty: true,
+                        },
+                    ]);
+                    true
+                }
+            },
+            Shape::Tree(children) => tree_upsert(children, q, v, m, n),
+        }
+    }
+
+    /// Removes `q`; the old value if it was present. An emptied child bin leaves the root unless
+    /// it is the last one.
+    pub fn remove(&mut self, q: u64) -> Option<u64> {
+        match self {
+            Shape::Flat(items) => {
+                let i = items.binary_search_by_key(&q, |e| e.0).ok()?;
+                Some(items.remove(i).1)
+            }
+            Shape::Tree(children) => {
+                let at = route(children, q);
+                let child = children.get_mut(at)?;
+                let i = child.items.binary_search_by_key(&q, |e| e.0).ok()?;
+                let old = child.items.remove(i).1;
+                child.dirty = true;
+                if child.items.is_empty() && children.len() > 1 {
+                    children.remove(at);
+                }
+                Some(old)
+            }
+        }
+    }
+}
+
+/// The child bin for `q`: the last whose first key is <= q, or the first.
+fn route(children: &[Child], q: u64) -> usize {
+    children
+        .iter()
+        .skip(1)
+        .take_while(|c| c.items.first().is_some_and(|e| e.0 <= q))
+        .count()
+}
+
+fn tree_upsert(children: &mut Vec<Child>, q: u64, v: u64, m: usize, n: usize) -> bool {
+    let at = route(children, q);
+    let prev_has_room = at
+        .checked_sub(1)
+        .and_then(|p| children.get(p))
+        .is_some_and(|p| p.items.len() < n);
+    let root_has_room = children.len() < m;
+    let Some(child) = children.get_mut(at) else {
+        debug_assert!(false, "a tree of level bins without children");
+        return false;
+    };
+    let pos = match child.items.binary_search_by_key(&q, |e| e.0) {
+        Ok(i) => {
+            if let Some(e) = child.items.get_mut(i) {
+                e.1 = v;
+            }
+            child.dirty = true;
+            return true;
+        }
+        Err(i) => i,
+    };
+    if child.items.len() < n {
+        child.items.insert(pos, (q, v));
+        child.dirty = true;
+        return true;
+    }
+    if prev_has_room {
+        // Prefer the previous child bin: its last slot takes this bin's smallest entry (q itself
+        // when q is the smallest), n + 1 moves at most.
+        child.items.insert(pos, (q, v));
+        let first = child.items.remove(0);
+        child.dirty = true;
+        if let Some(prev) = at.checked_sub(1).and_then(|p| children.get_mut(p)) {
+            prev.items.push(first);
+            prev.dirty = true;
+        }
+        return true;
+    }
+    if !root_has_room {
+        return false;
+    }
+    // Split like a B-tree node: the upper half goes to a free child bin after this one.
+    child.items.insert(pos, (q, v));
+    let right = child.items.split_off(child.items.len() / 2);
+    child.dirty = true;
+    let Some(id) = (0..m).find(|id| children.iter().all(|c| c.id != *id)) else {
+        debug_assert!(false, "fewer than m children but no free child id");
+        return false;
+    };
+    children.insert(
+        at + 1,
+        Child {
+            id,
+            items: right,
+            dirty: true,
+        },
+    );
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn write_all(bins: &LevelBins, keys: &[u64], m: usize, n: usize) -> usize {
+        let mut stored = 0;
+        for &k in keys {
+            let w = bins.latch.write();
+            let mut shape = bins.load_shape(&w);
+            if !shape.upsert(k, k * 10, m, n) {
+                break;
+            }
+            bins.store_shape(&w, &shape);
+            stored += 1;
+        }
+        stored
+    }
+
+    #[test]
+    fn ascending_inserts_fill_through_the_previous_child_bin() {
+        let (m, n) = (8, 16);
+        let bins = LevelBins::new(m, n);
+        let keys: Vec<u64> = (1..=200).collect();
+        let stored = write_all(&bins, &keys, m, n);
+        // Ascending keys split the last child each time (the previous one is full): the set
+        // holds m bins half full plus the last one full.
+        assert!(stored >= m * n / 2, "stored {stored}");
+        assert!(stored <= m * n);
+        let mut out = Vec::new();
+        assert_eq!(bins.snapshot(&mut out), Read::Done(()));
+        assert_eq!(out.len(), stored);
+        assert!(out.windows(2).all(|w| w[0].0 < w[1].0));
+        for &k in &keys[..stored] {
+            assert_eq!(bins.get(k), Read::Done(Some(k * 10)));
+        }
+        assert_eq!(bins.get(0), Read::Done(None));
+    }
+
+    #[test]
+    fn random_inserts_and_removes_match_a_btreemap() {
+        use rand::{Rng, SeedableRng};
+        let (m, n) = (4, 4);
+        for seed in 0..50u64 {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            let bins = LevelBins::new(m, n);
+            let mut model = BTreeMap::new();
+            for _ in 0..200 {
+                let k = rng.gen_range(0..40u64);
+                let w = bins.latch.write();
+                let mut shape = bins.load_shape(&w);
+                if rng.gen_bool(0.3) {
+                    assert_eq!(shape.remove(k), model.remove(&k), "seed {seed}");
+                } else if shape.upsert(k, k + 1000, m, n) {
+                    model.insert(k, k + 1000);
+                } else {
+                    // Full: the target child bin, the one before it and the root are full
+                    // (the paper's fill order may stop below m * n entries).
+                    assert!(!model.contains_key(&k), "seed {seed}");
+                    assert!(
+                        model.len() > n,
+                        "full with {} entries, seed {seed}",
+                        model.len()
+                    );
+                }
+                bins.store_shape(&w, &shape);
+                drop(w);
+                let mut out = Vec::new();
+                assert_eq!(bins.snapshot(&mut out), Read::Done(()));
+                let want: Vec<(u64, u64)> = model.iter().map(|(&k, &v)| (k, v)).collect();
+                assert_eq!(out, want, "seed {seed}");
+                for q in 0..41 {
+                    assert_eq!(
+                        bins.get(q),
+                        Read::Done(model.get(&q).copied()),
+                        "seed {seed}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn previous_child_bin_takes_the_smallest_entry() {
+        let (m, n) = (4, 4);
+        let mut shape = Shape::Tree(vec![
+            Child {
+                id: 0,
+                items: vec![(1, 1), (2, 2)],
+                dirty: false,
+            },
+            Child {
+                id: 1,
+                items: vec![(10, 10), (11, 11), (12, 12), (13, 13)],
+                dirty: false,
+            },
+        ]);
+        assert!(shape.upsert(14, 14, m, n));
+        let Shape::Tree(children) = &shape else {
+            panic!("not a tree")
+        };
+        assert_eq!(
+            children.len(),
+            2,
+            "no split while the previous bin has room"
+        );
+        assert_eq!(children[0].items, vec![(1, 1), (2, 2), (10, 10)]);
+        assert_eq!(children[1].items.first(), Some(&(11, 11)));
+    }
+}

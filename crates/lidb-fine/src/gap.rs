@@ -1,0 +1,151 @@
+//! The gap below a trained record: its level bins, created on the first write, and, once they
+//! filled up and were retrained (level-bin retraining, the paper's section 3.3.1), the small
+//! model that took their entries.
+//!
+//! Who may do what: any thread reads ([`GapSlot::get`], [`GapSlot::snapshot`]) without locks;
+//! any thread writes through [`GapSlot::modify`], which holds the bins' write section. Only a
+//! writer inside the write section retrains, so a slot's `sub` is set at most once.
+//!
+//! Protocol of level-bin retraining (all inside the bins' write section, so only this set is
+//! locked): build the small model from the bins' entries plus the new one; set `sub` (a
+//! `OnceLock`: a release store); empty the bins and retire the latch (its final version is a
+//! release store). A reader that sees the retired version (acquire) therefore finds `sub` set,
+//! and a reader that validated a read of the bins before retirement read a state that was
+//! current at that moment. A writer that enters the write section and finds the latch retired
+//! leaves and follows `sub`. Entries live in exactly one place at every instant, so no write is
+//! lost and none is seen twice.
+
+use std::sync::{Arc, OnceLock};
+
+use crate::bins::{LevelBins, Read, Shape};
+use crate::config::Config;
+use crate::node::Node;
+use crate::seqlock::Backoff;
+
+/// Level bins, then possibly a small model.
+#[derive(Debug, Default)]
+pub(crate) struct GapSlot {
+    bins: OnceLock<Box<LevelBins>>,
+    sub: OnceLock<Arc<Node>>,
+}
+
+/// The answer of a read or write that may have to go on in a small model.
+#[derive(Debug)]
+pub(crate) enum Step<'a, T> {
+    Done(T),
+    Descend(&'a Arc<Node>),
+}
+
+/// A finished write.
+#[derive(Debug)]
+pub(crate) struct Written {
+    pub old: Option<u64>,
+    /// This write retrained the level bins into a small model.
+    pub retrained: bool,
+}
+
+impl GapSlot {
+    /// The small model retrained from these bins, if any.
+    pub fn sub(&self) -> Option<&Arc<Node>> {
+        self.sub.get()
+    }
+
+    /// The bins, if a write ever created them (for statistics).
+    pub fn bins(&self) -> Option<&LevelBins> {
+        self.bins.get().map(|b| &**b)
+    }
+
+    /// Lock-free point read.
+    pub fn get(&self, q: u64) -> Step<'_, Option<u64>> {
+        let mut backoff = Backoff::default();
+        loop {
+            if let Some(sub) = self.sub.get() {
+                return Step::Descend(sub);
+            }
+            let Some(bins) = self.bins.get() else {
+                return Step::Done(None);
+            };
+            match bins.get(q) {
+                Read::Done(v) => return Step::Done(v),
+                // `sub` is set now (module protocol); the next turn follows it.
+                Read::Retired => {}
+                Read::Retry => backoff.snooze(),
+            }
+        }
+    }
+
+    /// Lock-free read of all entries in key order into `out` (cleared first).
+    pub fn snapshot(&self, out: &mut Vec<(u64, u64)>) -> Step<'_, ()> {
+        let mut backoff = Backoff::default();
+        loop {
+            if let Some(sub) = self.sub.get() {
+                return Step::Descend(sub);
+            }
+            let Some(bins) = self.bins.get() else {
+                out.clear();
+                return Step::Done(());
+            };
+            match bins.snapshot(out) {
+                Read::Done(()) => return Step::Done(()),
+                Read::Retired => {}
+                Read::Retry => backoff.snooze(),
+            }
+        }
+    }
+
+    /// Applies `op` to key `q` of this gap (below a record of key `parent < q`): `op` gets the
+    /// current value and returns the new one (`None` removes). Retrains the bins into a small
+    /// model when the new key does not fit.
+    pub fn modify(
+        &self,
+        parent: u64,
+        q: u64,
+        op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
+        cfg: &Config,
+    ) -> Step<'_, Written> {
+        debug_assert!(parent < q);
+        let (m, n) = (cfg.root_slots as usize, cfg.child_slots as usize);
+        loop {
+            if let Some(sub) = self.sub.get() {
+                return Step::Descend(sub);
+            }
+            let bins = self.bins.get_or_init(|| Box::new(LevelBins::new(m, n)));
+            let mut w = bins.latch.write();
+            if w.is_retired() {
+                continue;
+            }
+            let mut shape = bins.load_shape(&w);
+            let old = shape.find(q);
+            let Some(v) = op(old) else {
+                if old.is_some() {
+                    shape.remove(q);
+                    bins.store_shape(&w, &shape);
+                }
+                return Step::Done(Written {
+                    old,
+                    retrained: false,
+                });
+            };
+            if shape.upsert(q, v, m, n) {
+                bins.store_shape(&w, &shape);
+                return Step::Done(Written {
+                    old,
+                    retrained: false,
+                });
+            }
+            // Level-bin retraining: the full set and the new entry become a small model.
+            let mut entries = shape.into_items();
+            let at = entries.partition_point(|e| e.0 < q);
+            entries.insert(at, (q, v));
+            let node = Arc::new(Node::retrained(parent, &entries, cfg));
+            let set = self.sub.set(node);
+            debug_assert!(set.is_ok(), "a gap was retrained twice");
+            bins.store_shape(&w, &Shape::Flat(Vec::new()));
+            w.retire();
+            return Step::Done(Written {
+                old,
+                retrained: true,
+            });
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! [`FineIndex`]: the concurrent index. Point operations, and model retraining (the paper's
+//! section 3.3.2) which publishes a new model layout.
+//!
+//! Threads: every method takes `&self` and may be called from any number of threads at once.
+//! Readers take no lock; writers lock one trained record or one level-bin set; model retraining
+//! runs on one thread at a time (`retrain_lock`) and blocks nobody.
+//!
+//! Model retraining: take the current layout (the top [`Node`]); flatten it, in key order, into
+//! the list of its records followed, after each record whose gap was retrained, by the records of
+//! that small model (recursively); train LPA models over their keys; publish the new top node
+//! with `ArcSwap::store`. The new layout holds the SAME `Arc<Record>`s, hence the same values,
+//! flags, level bins and small models: a write made through the old layout during or after the
+//! retraining lands in an object the new layout reads, so none is lost. A key finds the same
+//! record or gap through either layout: the flattened list is exactly the set of records reachable
+//! from the old top at the snapshot, in order, and a gap retrained after the snapshot is reached
+//! through its `sub` from both. Because nothing is copied, the old layout never has to be
+//! quiesced: `ArcSwap` frees it when its last reader drops its guard (the RCU barrier's job of
+//! keeping it alive while read, without waiting for anyone).
+//!
+//! Removed trained records stay in the flattened list (a concurrent insert through the old layout
+//! may revive one); nothing compacts them yet.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+
+use crate::config::Config;
+use crate::error::{FineError, Result};
+use crate::gap::Step;
+use crate::node::{Home, Node};
+use crate::record::Record;
+
+/// The concurrent learned index over u64 keys and u64 values.
+#[derive(Debug)]
+pub struct FineIndex {
+    pub(crate) layout: ArcSwap<Node>,
+    pub(crate) cfg: Config,
+    retrain_lock: Mutex<()>,
+    /// Level-bin retrainings below a small model since the last model retraining.
+    nested_small_models: AtomicU64,
+    /// Entries moved into small models since the last model retraining.
+    retrained_entries: AtomicU64,
+    pub(crate) level_bin_retrains: AtomicU64,
+    pub(crate) model_retrains: AtomicU64,
+}
+
+/// What one model retraining did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRetrain {
+    /// Trained records in the new layout (removed ones and placeholders included).
+    pub records: u64,
+    /// LPA models of the new layout.
+    pub models: u64,
+    /// Wall time of flattening, training and publishing, in microseconds.
+    pub took_us: u64,
+}
+
+impl FineIndex {
+    /// An empty index.
+    pub fn new(cfg: Config) -> Result<FineIndex> {
+        FineIndex::bulk_load(&[], cfg)
+    }
+
+    /// An index trained over `entries` (keys strictly increasing): they become the trained data.
+    pub fn bulk_load(entries: &[(u64, u64)], cfg: Config) -> Result<FineIndex> {
+        cfg.validate()?;
+        if let Some(i) = entries
+            .windows(2)
+            .position(|w| matches!(w, [a, b] if b.0 <= a.0))
+        {
+            return Err(FineError::Unsorted {
+                position: i as u64 + 1,
+            });
+        }
+        if entries.len() as u64 >= u64::from(u32::MAX) {
+            return Err(FineError::TooManyKeys {
+                count: entries.len() as u64,
+            });
+        }
+        // Invariant 2 of node.rs: the top node starts at key 0.
+        let mut records = Vec::with_capacity(entries.len() + 1);
+        if entries.first().is_none_or(|e| e.0 != 0) {
+            records.push(Arc::new(Record::removed(0)));
+        }
+        records.extend(entries.iter().map(|&(k, v)| Arc::new(Record::new(k, v))));
+        let top = Node::from_records(records, &cfg);
+        Ok(FineIndex {
+            layout: ArcSwap::from_pointee(top),
+            cfg,
+            retrain_lock: Mutex::new(()),
+            nested_small_models: AtomicU64::new(0),
+            retrained_entries: AtomicU64::new(0),
+            level_bin_retrains: AtomicU64::new(0),
+            model_retrains: AtomicU64::new(0),
+        })
+    }
+
+    /// The settings this index was built with.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The value of `key`. Lock-free.
+    pub fn get(&self, key: u64) -> Option<u64> {
+        let layout = self.layout.load();
+        let mut node: &Node = &layout;
+        loop {
+            match node.home(key)? {
+                Home::Record(r) => return r.read(),
+                Home::Gap(r) => match r.gap.get(key) {
+                    Step::Done(v) => return v,
+                    Step::Descend(sub) => node = sub,
+                },
+            }
+        }
+    }
+
+    /// Inserts `key`, or overwrites its value if present (the paper's insert keeps keys unique);
+    /// returns the old value.
+    pub fn insert(&self, key: u64, value: u64) -> Option<u64> {
+        self.write(key, &mut |_| Some(value))
+    }
+
+    /// Overwrites the value of `key` only if present (an atomic in-place write); returns the old
+    /// value, `None` (and no change) if absent.
+    pub fn update(&self, key: u64, value: u64) -> Option<u64> {
+        self.write(key, &mut |old| old.map(|_| value))
+    }
+
+    /// Sets `key` to `f(current value)` atomically with respect to every other write of `key`;
+    /// returns the old value.
+    pub fn upsert(&self, key: u64, f: impl FnOnce(Option<u64>) -> u64) -> Option<u64> {
+        let mut f = Some(f);
+        // `write` calls its op exactly once; a second call would keep the value as it is.
+        self.write(key, &mut |old| match f.take() {
+            Some(f) => Some(f(old)),
+            None => old,
+        })
+    }
+
+    /// Removes `key`; returns its old value.
+    pub fn remove(&self, key: u64) -> Option<u64> {
+        self.write(key, &mut |_| None)
+    }
+
+    /// Applies `op` (old value to new value, `None` = absent / remove) to `key` under the lock of
+    /// its record or level-bin set.
+    fn write(&self, key: u64, op: &mut dyn FnMut(Option<u64>) -> Option<u64>) -> Option<u64> {
+        let (old, nested) = {
+            let layout = self.layout.load();
+            let mut node: &Node = &layout;
+            let mut depth = 0u32;
+            loop {
+                match node.home(key) {
+                    None => return None,
+                    Some(Home::Record(r)) => return r.modify(op),
+                    Some(Home::Gap(r)) => match r.gap.modify(r.key, key, op, &self.cfg) {
+                        Step::Descend(sub) => {
+                            node = sub;
+                            depth += 1;
+                        }
+                        Step::Done(w) => {
+                            if !w.retrained {
+                                return w.old;
+                            }
+                            self.level_bin_retrains.fetch_add(1, Relaxed);
+                            let entries =
+                                u64::from(self.cfg.root_slots) * u64::from(self.cfg.child_slots);
+                            self.retrained_entries.fetch_add(entries, Relaxed);
+                            break (w.old, depth >= 1);
+                        }
+                    },
+                }
+            }
+        };
+        if nested {
+            let count = self.nested_small_models.fetch_add(1, Relaxed) + 1;
+            let after = self.cfg.model_retrain_after_nested;
+            if after > 0 && count >= after && self.enough_growth() {
+                // Another thread retraining already covers this trigger.
+                if let Ok(_g) = self.retrain_lock.try_lock() {
+                    self.retrain_locked();
+                }
+            }
+        }
+        old
+    }
+
+    /// Whether small models gathered enough entries since the last model retraining to pay for
+    /// one (`retrained entries >= records in the layout / model_retrain_divisor`).
+    fn enough_growth(&self) -> bool {
+        let divisor = self.cfg.model_retrain_divisor;
+        if divisor == 0 {
+            return true;
+        }
+        let records = self.layout.load().records().len() as u64;
+        self.retrained_entries.load(Relaxed) >= records / divisor
+    }
+
+    /// Model retraining now (waits for one already running to finish first).
+    pub fn retrain_models(&self) -> ModelRetrain {
+        let _g = self
+            .retrain_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.retrain_locked()
+    }
+
+    /// Model retraining if a trigger is pending and none runs; `None` if nothing was done.
+    pub fn retrain_models_if_wanted(&self) -> Option<ModelRetrain> {
+        if self.nested_small_models.load(Relaxed) == 0 {
+            return None;
+        }
+        let _g = self.retrain_lock.try_lock().ok()?;
+        Some(self.retrain_locked())
+    }
+
+    /// The retraining itself; the caller holds `retrain_lock`.
+    fn retrain_locked(&self) -> ModelRetrain {
+        let started = Instant::now();
+        // Reset first: a small model made while we flatten counts towards the next retraining.
+        self.nested_small_models.store(0, Relaxed);
+        self.retrained_entries.store(0, Relaxed);
+        let old = self.layout.load_full();
+        let records = flatten(&old);
+        let top = Node::from_records(records, &self.cfg);
+        let report = ModelRetrain {
+            records: top.records().len() as u64,
+            models: top.models() as u64,
+            took_us: 0,
+        };
+        self.layout.store(Arc::new(top));
+        self.model_retrains.fetch_add(1, Relaxed);
+        ModelRetrain {
+            took_us: started.elapsed().as_micros() as u64,
+            ..report
+        }
+    }
+}
+
+/// Every record reachable from `top`, in key order: each record, then the records of the small
+/// model retrained from its gap, if any and not inlined already (depth first, with an explicit
+/// stack: small models may nest deeply when model retraining is off).
+fn flatten(top: &Node) -> Vec<Arc<Record>> {
+    let mut out = Vec::with_capacity(top.records().len());
+    let mut stack: Vec<(&[Arc<Record>], usize)> = vec![(top.records(), 0)];
+    while let Some((records, i)) = stack.last_mut() {
+        let records: &[Arc<Record>] = records;
+        let Some(r) = records.get(*i) else {
+            stack.pop();
+            continue;
+        };
+        *i += 1;
+        let next = records.get(*i);
+        out.push(Arc::clone(r));
+        if let Some(sub) = r.gap.sub()
+            && !sub.inlined_before(next)
+        {
+            stack.push((sub.records(), 0));
+        }
+    }
+    out
+}

@@ -1,0 +1,38 @@
+//! FINEdex (Li et al., "FINEdex: a fine-grained learned index scheme for scalable and concurrent
+//! memory systems", VLDB 2021; the seed paper calls the system FineStore): a concurrent learned
+//! index over u64 keys and u64 values.
+//!
+//! Layout of the crate, in the order data flows through it:
+//! - `model.rs`: LPA models over one trained array and the flat array that routes to them;
+//! - `node.rs`: a trained array with its models (the top layout, or a small model);
+//! - `record.rs`: one trained record: value, removal flag, per-record lock, and its gap;
+//! - `gap.rs`: the gap below a record: level bins, then the small model they were retrained into;
+//! - `bins.rs`: the level bins (root bin, child bins) and their optimistic reads;
+//! - `seqlock.rs`: the per-bin latch (version word + mutex) and its memory orderings;
+//! - `index.rs`: [`FineIndex`], point operations and model retraining (publication by `ArcSwap`);
+//! - `scan.rs`: ordered range scans; `stats.rs`: structure figures and the load factor;
+//!
+//! Lock order: a thread holds at most one lock at a time (one record's, or one level-bin set's),
+//! except model retraining, which holds `retrain_lock` and, inside it, none of the others.
+//! Readers hold none. So there is no lock cycle.
+//!
+//! Everything is safe Rust: keys, values and versions are 8-byte atomics.
+
+#![forbid(unsafe_code)]
+
+mod bins;
+mod config;
+mod error;
+mod gap;
+mod index;
+mod model;
+mod node;
+mod record;
+mod scan;
+mod seqlock;
+mod stats;
+
+pub use config::Config;
+pub use error::{FineError, Result};
+pub use index::{FineIndex, ModelRetrain};
+pub use stats::FineStats;
