@@ -208,9 +208,10 @@ impl FineIndex {
         self.retrain_locked()
     }
 
-    /// Model retraining if a trigger is pending and none runs; `None` if nothing was done.
+    /// Model retraining if a small model gathered a smaller one since the last retraining (and
+    /// [`Config::model_retrain_divisor`] allows) and none runs; `None` if nothing was done.
     pub fn retrain_models_if_wanted(&self) -> Option<ModelRetrain> {
-        if self.nested_small_models.load(Relaxed) == 0 {
+        if self.nested_small_models.load(Relaxed) == 0 || !self.enough_growth() {
             return None;
         }
         let _g = self.retrain_lock.try_lock().ok()?;

@@ -11,6 +11,7 @@
 //! - `seqlock.rs`: the per-bin latch (version word + mutex) and its memory orderings;
 //! - `index.rs`: [`FineIndex`], point operations and model retraining (publication by `ArcSwap`);
 //! - `scan.rs`: ordered range scans; `stats.rs`: structure figures and the load factor;
+//! - `retrainer.rs`: an optional background thread for model retraining.
 //!
 //! Lock order: a thread holds at most one lock at a time (one record's, or one level-bin set's),
 //! except model retraining, which holds `retrain_lock` and, inside it, none of the others.
@@ -28,6 +29,7 @@ mod index;
 mod model;
 mod node;
 mod record;
+mod retrainer;
 mod scan;
 mod seqlock;
 mod stats;
@@ -35,4 +37,5 @@ mod stats;
 pub use config::Config;
 pub use error::{FineError, Result};
 pub use index::{FineIndex, ModelRetrain};
+pub use retrainer::Retrainer;
 pub use stats::FineStats;
