@@ -95,12 +95,15 @@ impl GapSlot {
 
     /// Applies `op` to key `q` of this gap (below a record of key `parent < q`): `op` gets the
     /// current value and returns the new one (`None` removes). Retrains the bins into a small
-    /// model when the new key does not fit.
+    /// model when the new key does not fit. With `may_insert == false` (an op that never turns
+    /// an absent key into a present one) a gap whose bins were never created answers at once
+    /// instead of allocating them.
     pub fn modify(
         &self,
         parent: u64,
         q: u64,
         op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
+        may_insert: bool,
         cfg: &Config,
     ) -> Step<'_, Written> {
         debug_assert!(parent < q);
@@ -108,6 +111,12 @@ impl GapSlot {
         loop {
             if let Some(sub) = self.sub.get() {
                 return Step::Descend(sub);
+            }
+            if !may_insert && self.bins.get().is_none() {
+                return Step::Done(Written {
+                    old: None,
+                    retrained: false,
+                });
             }
             let bins = self.bins.get_or_init(|| Box::new(LevelBins::new(m, n)));
             let mut w = bins.latch.write();

@@ -120,21 +120,23 @@ impl FineIndex {
     /// Inserts `key`, or overwrites its value if present (the paper's insert keeps keys unique);
     /// returns the old value.
     pub fn insert(&self, key: u64, value: u64) -> Option<u64> {
-        self.write(key, &mut |_| Some(value))
+        self.write(key, true, &mut |_| Some(value))
     }
 
     /// Overwrites the value of `key` only if present (an atomic in-place write); returns the old
     /// value, `None` (and no change) if absent.
     pub fn update(&self, key: u64, value: u64) -> Option<u64> {
-        self.write(key, &mut |old| old.map(|_| value))
+        self.write(key, false, &mut |old| old.map(|_| value))
     }
 
     /// Sets `key` to `f(current value)` atomically with respect to every other write of `key`;
-    /// returns the old value.
+    /// returns the old value. `f` runs under the key's record or level-bin lock: keep it short,
+    /// and do not call this index from it (that would wait on the lock `f` runs under). If `f`
+    /// panics, the key is left as it was.
     pub fn upsert(&self, key: u64, f: impl FnOnce(Option<u64>) -> u64) -> Option<u64> {
         let mut f = Some(f);
         // `write` calls its op exactly once; a second call would keep the value as it is.
-        self.write(key, &mut |old| match f.take() {
+        self.write(key, true, &mut |old| match f.take() {
             Some(f) => Some(f(old)),
             None => old,
         })
@@ -142,12 +144,17 @@ impl FineIndex {
 
     /// Removes `key`; returns its old value.
     pub fn remove(&self, key: u64) -> Option<u64> {
-        self.write(key, &mut |_| None)
+        self.write(key, false, &mut |_| None)
     }
 
     /// Applies `op` (old value to new value, `None` = absent / remove) to `key` under the lock of
-    /// its record or level-bin set.
-    fn write(&self, key: u64, op: &mut dyn FnMut(Option<u64>) -> Option<u64>) -> Option<u64> {
+    /// its record or level-bin set. `may_insert`: whether `op` may turn `None` into a value.
+    fn write(
+        &self,
+        key: u64,
+        may_insert: bool,
+        op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
+    ) -> Option<u64> {
         let (old, nested) = {
             let layout = self.layout.load();
             let mut node: &Node = &layout;
@@ -156,7 +163,8 @@ impl FineIndex {
                 match node.home(key) {
                     None => return None,
                     Some(Home::Record(r)) => return r.modify(op),
-                    Some(Home::Gap(r)) => match r.gap.modify(r.key, key, op, &self.cfg) {
+                    Some(Home::Gap(r)) => match r.gap.modify(r.key, key, op, may_insert, &self.cfg)
+                    {
                         Step::Descend(sub) => {
                             node = sub;
                             depth += 1;

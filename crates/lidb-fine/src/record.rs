@@ -75,6 +75,7 @@ impl Record {
 
     /// Replaces the entry atomically under the per-record lock: `op` gets the current value
     /// (`None` if removed) and returns the new one (`None` removes). Returns the old value.
+    /// If `op` panics the record is unlocked unchanged.
     pub fn modify(&self, op: &mut dyn FnMut(Option<u64>) -> Option<u64>) -> Option<u64> {
         let mut backoff = Backoff::default();
         let s = loop {
@@ -90,20 +91,32 @@ impl Record {
             backoff.snooze();
         };
         fence(Ordering::Release);
+        let mut unlock = Unlock {
+            state: &self.state,
+            next: (s & !(LOCKED | REMOVED)).wrapping_add(ONE_WRITE) | (s & REMOVED),
+        };
         // Under the lock the value is ours: Relaxed sees the last store (made before the last
         // unlock, which our Acquire CAS synchronised with).
         let old = (s & REMOVED == 0).then(|| self.value.load(Ordering::Relaxed));
         let new = op(old);
-        let counter = (s & !(LOCKED | REMOVED)).wrapping_add(ONE_WRITE);
-        let flags = match new {
-            Some(v) => {
-                self.value.store(v, Ordering::Relaxed);
-                0
-            }
-            None => REMOVED,
-        };
-        self.state.store(counter | flags, Ordering::Release);
+        unlock.next &= !REMOVED;
+        match new {
+            Some(v) => self.value.store(v, Ordering::Relaxed),
+            None => unlock.next |= REMOVED,
+        }
         old
+    }
+}
+
+/// Releases a record's lock when dropped (also when the caller's op panics), publishing `next`.
+struct Unlock<'a> {
+    state: &'a AtomicU64,
+    next: u64,
+}
+
+impl Drop for Unlock<'_> {
+    fn drop(&mut self) {
+        self.state.store(self.next, Ordering::Release);
     }
 }
 
@@ -122,5 +135,16 @@ mod tests {
         assert_eq!(r.modify(&mut |old| old.or(Some(7))), None);
         assert_eq!(r.read(), Some(7));
         assert_eq!(Record::removed(9).read(), None);
+    }
+
+    #[test]
+    fn a_panicking_op_leaves_the_record_unlocked_and_unchanged() {
+        let r = Record::new(5, 50);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            r.modify(&mut |_| panic!("op fails"));
+        }));
+        assert!(caught.is_err());
+        assert_eq!(r.read(), Some(50));
+        assert_eq!(r.modify(&mut |_| Some(1)), Some(50));
     }
 }

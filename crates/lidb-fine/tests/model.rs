@@ -220,3 +220,32 @@ fn load_factor_of_random_inserts_under_default_bins() {
     println!("load factor after 100k random inserts over 2k trained keys: {s:?}");
     assert!(s.load_factor > 0.5 && s.load_factor <= 1.0, "{s:?}");
 }
+
+#[test]
+fn a_panicking_upsert_leaves_the_key_as_it_was() {
+    let ix = FineIndex::bulk_load(&[(10, 1)], tiny()).unwrap();
+    ix.insert(11, 2);
+    for k in [10u64, 11, 12] {
+        let before = ix.get(k);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            ix.upsert(k, |_| panic!("op fails"));
+        }));
+        assert!(caught.is_err());
+        assert_eq!(ix.get(k), before, "key {k}");
+        assert_eq!(ix.insert(k, 9), before, "key {k}");
+        assert_eq!(ix.get(k), Some(9), "key {k}");
+    }
+}
+
+#[test]
+fn misses_do_not_allocate_bins() {
+    let trained: Vec<(u64, u64)> = (0..100u64).map(|i| (i * 10, i)).collect();
+    let ix = FineIndex::bulk_load(&trained, Config::default()).unwrap();
+    for k in 0..1000u64 {
+        if k % 10 != 0 {
+            assert_eq!(ix.remove(k), None);
+            assert_eq!(ix.update(k, 1), None);
+        }
+    }
+    assert_eq!(ix.stats().bin_sets, 0);
+}
