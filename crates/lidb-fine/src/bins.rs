@@ -66,8 +66,24 @@ pub(crate) struct LevelBins {
     root_len: AtomicU64,
     root_keys: Box<[AtomicU64]>,
     root_vals: Box<[AtomicU64]>,
-    children: Box<[OnceLock<ChildBin>]>,
+    /// The child bins by id, allocated at the first overflow of the root, each child on first
+    /// use.
+    children: OnceLock<Box<[OnceLock<ChildBin>]>>,
+    root_slots: usize,
     child_slots: usize,
+}
+
+/// Where `q` is or would go, as read now (exact under the write section, validated otherwise).
+pub(crate) struct Spot<'a> {
+    keys: &'a [AtomicU64],
+    vals: &'a [AtomicU64],
+    len_word: &'a AtomicU64,
+    len: usize,
+    /// Position of the first key `>= q` in the bin.
+    pos: usize,
+    found: bool,
+    /// The root slot of the child bin (tree shape).
+    root_at: Option<usize>,
 }
 
 /// One child bin as a writer sees it.
@@ -103,22 +119,6 @@ fn read_entries(
     true
 }
 
-/// Finds `q` among `len` sorted entries: `None` if `len` is torn.
-fn find_entry(keys: &[AtomicU64], vals: &[AtomicU64], len: usize, q: u64) -> Option<Option<u64>> {
-    let ks = keys.get(..len)?;
-    for (i, k) in ks.iter().enumerate() {
-        let k = k.load(Relaxed);
-        if k >= q {
-            return Some(if k == q {
-                Some(vals.get(i)?.load(Relaxed))
-            } else {
-                None
-            });
-        }
-    }
-    Some(None)
-}
-
 impl LevelBins {
     /// An empty set of `root_slots` root slots whose child bins will have `child_slots` slots.
     pub fn new(root_slots: usize, child_slots: usize) -> LevelBins {
@@ -128,7 +128,8 @@ impl LevelBins {
             root_len: AtomicU64::new(0),
             root_keys: atomics(root_slots),
             root_vals: atomics(root_slots),
-            children: (0..root_slots).map(|_| OnceLock::new()).collect(),
+            children: OnceLock::new(),
+            root_slots,
             child_slots,
         }
     }
@@ -155,23 +156,104 @@ impl LevelBins {
     }
 
     fn find_optimistic(&self, q: u64) -> Option<Option<u64>> {
-        let len = self.root_len.load(Relaxed) as usize;
-        if self.tree.load(Relaxed) == 0 {
-            return find_entry(&self.root_keys, &self.root_vals, len, q);
+        let spot = self.spot(q)?;
+        if spot.found {
+            Some(Some(spot.vals.get(spot.pos)?.load(Relaxed)))
+        } else {
+            Some(None)
         }
-        // The last child whose first key is <= q, or the first child.
-        let mut at = 0;
-        for (i, k) in self.root_keys.get(..len)?.iter().enumerate().skip(1) {
-            if k.load(Relaxed) <= q {
-                at = i;
+    }
+
+    fn child(&self, id: usize) -> Option<&ChildBin> {
+        self.children.get()?.get(id)?.get()
+    }
+
+    /// Where `q` is or would go: `None` if what was read is torn (never under the write section).
+    pub fn spot(&self, q: u64) -> Option<Spot<'_>> {
+        let root_len = self.root_len.load(Relaxed) as usize;
+        let (keys, vals, len_word, root_at): (&[AtomicU64], &[AtomicU64], &AtomicU64, _) =
+            if self.tree.load(Relaxed) == 0 {
+                (&self.root_keys, &self.root_vals, &self.root_len, None)
             } else {
+                // The last child whose first key is <= q, or the first child.
+                let mut at = 0;
+                for (i, k) in self.root_keys.get(..root_len)?.iter().enumerate().skip(1) {
+                    if k.load(Relaxed) <= q {
+                        at = i;
+                    } else {
+                        break;
+                    }
+                }
+                let child = self.child(self.root_vals.get(at)?.load(Relaxed) as usize)?;
+                (&child.keys, &child.vals, &child.len, Some(at))
+            };
+        let len = len_word.load(Relaxed) as usize;
+        let mut pos = len;
+        let mut found = false;
+        for (i, k) in keys.get(..len)?.iter().enumerate() {
+            let k = k.load(Relaxed);
+            if k >= q {
+                pos = i;
+                found = k == q;
                 break;
             }
         }
-        let id = self.root_vals.get(at)?.load(Relaxed) as usize;
-        let child = self.children.get(id)?.get()?;
-        let clen = child.len.load(Relaxed) as usize;
-        find_entry(&child.keys, &child.vals, clen, q)
+        Some(Spot {
+            keys,
+            vals,
+            len_word,
+            len,
+            pos,
+            found,
+            root_at,
+        })
+    }
+
+    /// The value at a found spot.
+    pub fn value_at(&self, _w: &SeqWrite<'_>, spot: &Spot<'_>) -> Option<u64> {
+        spot.found
+            .then(|| spot.vals.get(spot.pos).map(|v| v.load(Relaxed)))
+            .flatten()
+    }
+
+    /// Overwrites the value at a found spot.
+    pub fn set_value(&self, _w: &SeqWrite<'_>, spot: &Spot<'_>, v: u64) {
+        debug_assert!(spot.found);
+        if let Some(slot) = spot.vals.get(spot.pos) {
+            slot.store(v, Relaxed);
+        }
+    }
+
+    /// Inserts `(q, v)` at a spot where `q` was not found, in place, if its bin has a free slot
+    /// (the common case: no move between bins); `false` (nothing changed) otherwise.
+    pub fn insert_in_place(&self, _w: &SeqWrite<'_>, spot: &Spot<'_>, q: u64, v: u64) -> bool {
+        debug_assert!(!spot.found);
+        if spot.len >= spot.keys.len() {
+            return false;
+        }
+        for i in (spot.pos..spot.len).rev() {
+            if let (Some(k0), Some(k1), Some(v0), Some(v1)) = (
+                spot.keys.get(i),
+                spot.keys.get(i + 1),
+                spot.vals.get(i),
+                spot.vals.get(i + 1),
+            ) {
+                k1.store(k0.load(Relaxed), Relaxed);
+                v1.store(v0.load(Relaxed), Relaxed);
+            }
+        }
+        if let (Some(k), Some(val)) = (spot.keys.get(spot.pos), spot.vals.get(spot.pos)) {
+            k.store(q, Relaxed);
+            val.store(v, Relaxed);
+        }
+        spot.len_word.store(spot.len as u64 + 1, Relaxed);
+        if spot.pos == 0
+            && let Some(at) = spot.root_at
+            && let Some(first) = self.root_keys.get(at)
+        {
+            first.store(q, Relaxed);
+        }
+        true
     }
 
     /// Lock-free read of every entry in key order into `out` (cleared first).
@@ -204,11 +286,7 @@ impl LevelBins {
             return false;
         };
         for id in ids {
-            let Some(child) = self
-                .children
-                .get(id.load(Relaxed) as usize)
-                .and_then(OnceLock::get)
-            else {
+            let Some(child) = self.child(id.load(Relaxed) as usize) else {
                 return false;
             };
             let clen = child.len.load(Relaxed) as usize;
@@ -232,7 +310,7 @@ impl LevelBins {
         for id in self.root_vals.iter().take(len) {
             let id = id.load(Relaxed) as usize;
             let mut items = Vec::new();
-            if let Some(child) = self.children.get(id).and_then(OnceLock::get) {
+            if let Some(child) = self.child(id) {
                 let clen = child.len.load(Relaxed) as usize;
                 let ok = read_entries(&child.keys, &child.vals, clen, &mut items);
                 debug_assert!(
@@ -278,8 +356,11 @@ impl LevelBins {
                     k.store(c.items.first().map_or(0, |e| e.0), Relaxed);
                     v.store(c.id as u64, Relaxed);
                 }
+                let slots = self
+                    .children
+                    .get_or_init(|| (0..self.root_slots).map(|_| OnceLock::new()).collect());
                 for c in children.iter().filter(|c| c.dirty) {
-                    let Some(slot) = self.children.get(c.id) else {
+                    let Some(slot) = slots.get(c.id) else {
                         debug_assert!(false, "child id {} out of range", c.id);
                         continue;
                     };
@@ -310,16 +391,6 @@ impl LevelBins {
 }
 
 impl Shape {
-    /// The value of `q`, if present.
-    pub fn find(&self, q: u64) -> Option<u64> {
-        let items = match self {
-            Shape::Flat(items) => items,
-            Shape::Tree(children) => &children.get(route(children, q))?.items,
-        };
-        let i = items.binary_search_by_key(&q, |e| e.0).ok()?;
-        items.get(i).map(|e| e.1)
-    }
-
     /// Every entry in key order.
     pub fn into_items(self) -> Vec<(u64, u64)> {
         match self {

@@ -123,13 +123,47 @@ impl GapSlot {
             if w.is_retired() {
                 continue;
             }
-            let mut shape = bins.load_shape(&w);
-            let old = shape.find(q);
-            let Some(v) = op(old) else {
-                if old.is_some() {
-                    shape.remove(q);
-                    bins.store_shape(&w, &shape);
+            // Fast paths in place: an update, or an insert into a bin with a free slot.
+            let (old, v) = {
+                let Some(spot) = bins.spot(q) else {
+                    debug_assert!(false, "level bins torn under the write section");
+                    return Step::Done(Written {
+                        old: None,
+                        retrained: false,
+                    });
+                };
+                let old = bins.value_at(&w, &spot);
+                let new = op(old);
+                match (old, new) {
+                    (None, None) => {
+                        return Step::Done(Written {
+                            old,
+                            retrained: false,
+                        });
+                    }
+                    (Some(_), Some(v)) => {
+                        bins.set_value(&w, &spot, v);
+                        return Step::Done(Written {
+                            old,
+                            retrained: false,
+                        });
+                    }
+                    (None, Some(v)) => {
+                        if bins.insert_in_place(&w, &spot, q, v) {
+                            return Step::Done(Written {
+                                old,
+                                retrained: false,
+                            });
+                        }
+                        (old, Some(v))
+                    }
+                    (Some(_), None) => (old, None),
                 }
+            };
+            let mut shape = bins.load_shape(&w);
+            let Some(v) = v else {
+                shape.remove(q);
+                bins.store_shape(&w, &shape);
                 return Step::Done(Written {
                     old,
                     retrained: false,
