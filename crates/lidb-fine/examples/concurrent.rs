@@ -2,7 +2,8 @@
 //! issue names). Not the issue's `lidb bench concurrent`: one synthetic data set, two workloads,
 //! one std-only peer.
 //!
-//! `cargo run --release -p lidb-fine --example concurrent -- [records] [ops_per_thread] [threads,..]`
+//! `cargo run --release -p lidb-fine --example concurrent -- [records] [ops_per_thread] [threads,..]
+//! [read,insert]`
 //!
 //! Keys: `2 * records` distinct random u64 (ChaCha8, seed 1); the even-indexed half in sorted
 //! order is bulk-loaded (the trained data), the other half is what the `insert` workload inserts,
@@ -107,6 +108,10 @@ fn main() {
         .get(3)
         .map(|a| a.split(',').filter_map(|t| t.parse().ok()).collect())
         .unwrap_or_else(|| vec![1, 2]);
+    let workloads: Vec<String> = args
+        .get(4)
+        .map(|a| a.split(',').map(str::to_owned).collect())
+        .unwrap_or_else(|| vec!["read".into(), "insert".into()]);
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     eprintln!("cores {cores}, records {records}, ops per thread {ops}");
     let mut rng = ChaCha8Rng::seed_from_u64(1);
@@ -121,7 +126,7 @@ fn main() {
         fresh.swap(i, rng.gen_range(0..=i));
     }
     let entries: Vec<(u64, u64)> = loaded.iter().map(|&k| (k, k ^ 1)).collect();
-    for workload in ["read", "insert"] {
+    for workload in workloads.iter().map(String::as_str) {
         for &t in &threads {
             let started = Instant::now();
             let fine = FineIndex::bulk_load(&entries, Config::default()).unwrap();
