@@ -130,10 +130,20 @@ fn main() {
         for &t in &threads {
             let started = Instant::now();
             let fine = FineIndex::bulk_load(&entries, Config::default()).unwrap();
-            eprintln!("finedex bulk load {} ms", started.elapsed().as_millis());
+            let stats = fine.stats();
+            eprintln!(
+                "finedex bulk load {} ms, {:.1} heap bytes per key (estimate)",
+                started.elapsed().as_millis(),
+                stats.heap_bytes as f64 / records as f64
+            );
             run(&fine, workload, t, &loaded, &fresh, ops);
             if workload == "insert" {
-                eprintln!("finedex after inserts: {:?}", fine.stats());
+                let stats = fine.stats();
+                let keys = stats.live_trained + stats.bin_entries;
+                eprintln!(
+                    "finedex after inserts: {:.1} heap bytes per key (estimate), {stats:?}",
+                    stats.heap_bytes as f64 / keys as f64
+                );
             }
             drop(fine);
             let locked = Locked(RwLock::new(entries.iter().copied().collect()));

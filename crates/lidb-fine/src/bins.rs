@@ -372,6 +372,19 @@ impl LevelBins {
         }
     }
 
+    /// Heap bytes of this set: the boxed struct, the root bin, the child-bin table and every
+    /// child bin ever allocated (a reused one counts once).
+    pub fn heap_bytes(&self) -> u64 {
+        let word = std::mem::size_of::<AtomicU64>() as u64;
+        let mut bytes = std::mem::size_of::<LevelBins>() as u64 + 2 * word * self.root_slots as u64;
+        if let Some(table) = self.children.get() {
+            bytes += (table.len() * std::mem::size_of::<OnceLock<ChildBin>>()) as u64;
+            let allocated = table.iter().filter(|c| c.get().is_some()).count() as u64;
+            bytes += allocated * 2 * word * self.child_slots as u64;
+        }
+        bytes
+    }
+
     /// Occupied and allocated data slots (root slots of a flat set, child slots of a tree) and
     /// the number of child bins in use.
     pub fn occupancy(&self) -> (u64, u64, u64) {

@@ -100,4 +100,15 @@ impl Node {
     pub fn models(&self) -> usize {
         self.router.models()
     }
+
+    /// Heap bytes of this node's own arrays and models (not of the records they point to).
+    pub fn heap_bytes(&self) -> u64 {
+        let per_key = std::mem::size_of::<u64>() + std::mem::size_of::<Arc<Record>>();
+        let per_model = lidb_index::segment::SEGMENT_BYTES as usize;
+        (std::mem::size_of::<Node>() + self.keys.len() * per_key + self.models() * per_model) as u64
+    }
 }
+
+/// Heap bytes of one shared record (its `Arc` allocation: two counters and the record).
+pub(crate) const RECORD_HEAP_BYTES: u64 =
+    (2 * std::mem::size_of::<usize>() + std::mem::size_of::<Record>()) as u64;

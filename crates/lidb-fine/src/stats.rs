@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::index::FineIndex;
-use crate::node::Node;
+use crate::node::{Node, RECORD_HEAP_BYTES};
 use crate::record::Record;
 
 /// Figures of a [`FineIndex`]'s structure.
@@ -42,6 +42,9 @@ pub struct FineStats {
     pub level_bin_retrains: u64,
     /// Model retrainings since the index was built.
     pub model_retrains: u64,
+    /// Estimated heap bytes of the current layout: node arrays and models, records, level bins
+    /// (from type sizes; allocator overhead and old layouts still pinned by readers excluded).
+    pub heap_bytes: u64,
 }
 
 impl FineIndex {
@@ -51,6 +54,7 @@ impl FineIndex {
         let mut s = FineStats {
             top_records: layout.records().len() as u64,
             top_models: layout.models() as u64,
+            heap_bytes: layout.heap_bytes(),
             level_bin_retrains: self.level_bin_retrains.load(Relaxed),
             model_retrains: self.model_retrains.load(Relaxed),
             ..FineStats::default()
@@ -64,6 +68,7 @@ impl FineIndex {
             };
             *i += 1;
             let next = records.get(*i);
+            s.heap_bytes += RECORD_HEAP_BYTES;
             if r.read().is_some() {
                 s.live_trained += 1;
             } else {
@@ -73,6 +78,8 @@ impl FineIndex {
                 s.small_model_records += 1;
             }
             if let Some(sub) = r.gap.sub() {
+                // Retired bins stay allocated (emptied) beside the small model.
+                s.heap_bytes += sub.heap_bytes() + r.gap.bins().map_or(0, |b| b.heap_bytes());
                 if sub.inlined_before(next) {
                     continue;
                 }
@@ -80,6 +87,7 @@ impl FineIndex {
                 s.max_depth = s.max_depth.max(depth + 1);
                 stack.push((sub.records(), 0, depth + 1));
             } else if let Some(bins) = r.gap.bins() {
+                s.heap_bytes += bins.heap_bytes();
                 let (used, slots, children) = bins.occupancy();
                 if slots > 0 {
                     s.bin_sets += 1;

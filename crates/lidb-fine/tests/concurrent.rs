@@ -349,3 +349,26 @@ fn readers_never_return_a_torn_bin() {
         }
     });
 }
+
+#[test]
+fn the_background_retrainer_merges_small_models() {
+    let cfg = Config {
+        model_retrain_after_nested: 0,
+        ..tiny()
+    };
+    let ix = Arc::new(FineIndex::new(cfg).unwrap());
+    let retrainer = Retrainer::spawn(Arc::clone(&ix), Duration::from_millis(1)).unwrap();
+    for k in (1..2_000u64).rev() {
+        ix.insert(k, k);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ix.stats().model_retrains == 0 && Instant::now() < deadline {
+        retrainer.nudge();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let ran = retrainer.stop();
+    assert!(ran > 0, "the retrainer never ran: {:?}", ix.stats());
+    let all = ix.range(0, u64::MAX, usize::MAX);
+    assert_eq!(all.len(), 1_999);
+    assert!(all.iter().all(|&(k, v)| k == v));
+}
