@@ -5,10 +5,14 @@
 //! Readers take no lock; writers lock one trained record or one level-bin set; model retraining
 //! runs on one thread at a time (`retrain_lock`) and blocks nobody.
 //!
-//! Model retraining: take the current layout (the top [`Node`]); flatten it, in key order, into
-//! the list of its records followed, after each record whose gap was retrained, by the records of
-//! that small model (recursively); train LPA models over their keys; publish the new top node
-//! with `ArcSwap::store`. The new layout holds the SAME `Arc<Record>`s, hence the same values,
+//! Model retraining, per top-level node (a model of the layout, `layout.rs`): flatten the node,
+//! in key order, into the list of its records followed, after each record whose gap was
+//! retrained, by the records of that small model (recursively); train LPA models over their
+//! keys and cut the list into one node per model; publish a layout in which those nodes replace
+//! the old one (the other nodes are shared) with `ArcSwap::store`. A node is retrained when one of
+//! its small models needed a smaller one (the paper's trigger) and its small models gathered at
+//! least `records / model_retrain_divisor` entries; [`FineIndex::retrain_models`] retrains all.
+//! The new layout holds the SAME `Arc<Record>`s, hence the same values,
 //! flags, level bins and small models: a write made through the old layout during or after the
 //! retraining lands in an object the new layout reads, so none is lost. A key finds the same
 //! record or gap through either layout: the flattened list is exactly the set of records reachable
@@ -29,19 +33,16 @@ use arc_swap::ArcSwap;
 use crate::config::Config;
 use crate::error::{FineError, Result};
 use crate::gap::Step;
+use crate::layout::{Layout, split_into_nodes};
 use crate::node::{Home, Node};
 use crate::record::Record;
 
 /// The concurrent learned index over u64 keys and u64 values.
 #[derive(Debug)]
 pub struct FineIndex {
-    pub(crate) layout: ArcSwap<Node>,
+    pub(crate) layout: ArcSwap<Layout>,
     pub(crate) cfg: Config,
     retrain_lock: Mutex<()>,
-    /// Level-bin retrainings below a small model since the last model retraining.
-    nested_small_models: AtomicU64,
-    /// Entries moved into small models since the last model retraining.
-    retrained_entries: AtomicU64,
     pub(crate) level_bin_retrains: AtomicU64,
     pub(crate) model_retrains: AtomicU64,
 }
@@ -49,10 +50,12 @@ pub struct FineIndex {
 /// What one model retraining did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelRetrain {
-    /// Trained records in the new layout (removed ones and placeholders included).
+    /// Top-level nodes retrained (each into one or more new ones).
+    pub nodes_retrained: u64,
+    /// Trained records in the new nodes (removed ones and placeholders included).
     pub records: u64,
-    /// LPA models of the new layout.
-    pub models: u64,
+    /// Top-level nodes (models) of the new layout.
+    pub nodes: u64,
     /// Wall time of flattening, training and publishing, in microseconds.
     pub took_us: u64,
 }
@@ -85,13 +88,11 @@ impl FineIndex {
             records.push(Arc::new(Record::removed(0)));
         }
         records.extend(entries.iter().map(|&(k, v)| Arc::new(Record::new(k, v))));
-        let top = Node::from_records(records, &cfg);
+        let layout = Layout::build(records, &cfg);
         Ok(FineIndex {
-            layout: ArcSwap::from_pointee(top),
+            layout: ArcSwap::from_pointee(layout),
             cfg,
             retrain_lock: Mutex::new(()),
-            nested_small_models: AtomicU64::new(0),
-            retrained_entries: AtomicU64::new(0),
             level_bin_retrains: AtomicU64::new(0),
             model_retrains: AtomicU64::new(0),
         })
@@ -105,7 +106,7 @@ impl FineIndex {
     /// The value of `key`. Lock-free.
     pub fn get(&self, key: u64) -> Option<u64> {
         let layout = self.layout.load();
-        let mut node: &Node = &layout;
+        let (_, mut node) = layout.node_for(key)?;
         loop {
             match node.home(key)? {
                 Home::Record(r) => return r.read(),
@@ -157,7 +158,8 @@ impl FineIndex {
     ) -> Option<u64> {
         let (old, nested) = {
             let layout = self.layout.load();
-            let mut node: &Node = &layout;
+            let (_, top) = layout.node_for(key)?;
+            let mut node: &Node = top;
             let mut depth = 0u32;
             loop {
                 match node.home(key) {
@@ -176,71 +178,92 @@ impl FineIndex {
                             self.level_bin_retrains.fetch_add(1, Relaxed);
                             let entries =
                                 u64::from(self.cfg.root_slots) * u64::from(self.cfg.child_slots);
-                            self.retrained_entries.fetch_add(entries, Relaxed);
-                            break (w.old, depth >= 1);
+                            top.retrained_entries.fetch_add(entries, Relaxed);
+                            let nested = depth >= 1;
+                            if nested {
+                                top.nested_small_models.fetch_add(1, Relaxed);
+                            }
+                            break (w.old, nested && self.wants_retraining(top));
                         }
                     },
                 }
             }
         };
-        if nested {
-            let count = self.nested_small_models.fetch_add(1, Relaxed) + 1;
-            let after = self.cfg.model_retrain_after_nested;
-            if after > 0 && count >= after && self.enough_growth() {
-                // Another thread retraining already covers this trigger.
-                if let Ok(_g) = self.retrain_lock.try_lock() {
-                    self.retrain_locked();
-                }
-            }
+        if nested
+            && self.cfg.model_retrain_after_nested > 0
+            && let Ok(_g) = self.retrain_lock.try_lock()
+        {
+            // Another thread retraining already covers this trigger.
+            self.retrain_wanted_locked();
         }
         old
     }
 
-    /// Whether small models gathered enough entries since the last model retraining to pay for
-    /// one (`retrained entries >= records in the layout / model_retrain_divisor`).
-    fn enough_growth(&self) -> bool {
-        let divisor = self.cfg.model_retrain_divisor;
-        if divisor == 0 {
-            return true;
+    /// Whether a top-level node's small models call for its model retraining: one of them
+    /// needed a smaller one `model_retrain_after_nested` times (at least once), and they
+    /// gathered at least `records / model_retrain_divisor` entries (0: no minimum).
+    fn wants_retraining(&self, node: &Node) -> bool {
+        let nested = node.nested_small_models.load(Relaxed);
+        if nested == 0 || nested < self.cfg.model_retrain_after_nested {
+            return false;
         }
-        let records = self.layout.load().records().len() as u64;
-        self.retrained_entries.load(Relaxed) >= records / divisor
+        let divisor = self.cfg.model_retrain_divisor;
+        divisor == 0
+            || node.retrained_entries.load(Relaxed) >= node.records().len() as u64 / divisor
     }
 
-    /// Model retraining now (waits for one already running to finish first).
+    /// Model retraining of every top-level node now (waits for one already running first).
     pub fn retrain_models(&self) -> ModelRetrain {
         let _g = self
             .retrain_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.retrain_locked()
+        self.retrain_locked(|_| true)
     }
 
-    /// Model retraining if a small model gathered a smaller one since the last retraining (and
-    /// [`Config::model_retrain_divisor`] allows) and none runs; `None` if nothing was done.
+    /// Model retraining of the top-level nodes whose small models call for it (see
+    /// [`Config::model_retrain_after_nested`]), unless a retraining runs; `None` if nothing was
+    /// done.
     pub fn retrain_models_if_wanted(&self) -> Option<ModelRetrain> {
-        if self.nested_small_models.load(Relaxed) == 0 || !self.enough_growth() {
-            return None;
-        }
         let _g = self.retrain_lock.try_lock().ok()?;
-        Some(self.retrain_locked())
+        self.retrain_wanted_locked()
     }
 
-    /// The retraining itself; the caller holds `retrain_lock`.
-    fn retrain_locked(&self) -> ModelRetrain {
+    fn retrain_wanted_locked(&self) -> Option<ModelRetrain> {
+        let layout = self.layout.load();
+        let any = layout.nodes().iter().any(|n| self.wants_retraining(n));
+        drop(layout);
+        any.then(|| self.retrain_locked(|n| self.wants_retraining(n)))
+    }
+
+    /// Retrains the nodes `pick` selects and publishes the new layout; the caller holds
+    /// `retrain_lock`, so the layout changes only here meanwhile.
+    fn retrain_locked(&self, pick: impl Fn(&Node) -> bool) -> ModelRetrain {
         let started = Instant::now();
-        // Reset first: a small model made while we flatten counts towards the next retraining.
-        self.nested_small_models.store(0, Relaxed);
-        self.retrained_entries.store(0, Relaxed);
         let old = self.layout.load_full();
-        let records = flatten(&old);
-        let top = Node::from_records(records, &self.cfg);
+        let mut nodes = Vec::with_capacity(old.nodes().len());
+        let (mut retrained, mut records) = (0u64, 0u64);
+        for (j, node) in old.nodes().iter().enumerate() {
+            if pick(node) {
+                let before = nodes.len();
+                let after = old.nodes().get(j + 1).and_then(|n| n.records().first());
+                let flat = flatten(node, after);
+                records += flat.len() as u64;
+                split_into_nodes(flat, &self.cfg, &mut nodes);
+                retrained += 1;
+                debug_assert!(nodes.len() > before);
+            } else {
+                nodes.push(Arc::clone(node));
+            }
+        }
+        let layout = Layout::from_nodes(nodes);
         let report = ModelRetrain {
-            records: top.records().len() as u64,
-            models: top.models() as u64,
+            nodes_retrained: retrained,
+            records,
+            nodes: layout.nodes().len() as u64,
             took_us: 0,
         };
-        self.layout.store(Arc::new(top));
+        self.layout.store(Arc::new(layout));
         self.model_retrains.fetch_add(1, Relaxed);
         ModelRetrain {
             took_us: started.elapsed().as_micros() as u64,
@@ -251,23 +274,27 @@ impl FineIndex {
 
 /// Every record reachable from `top`, in key order: each record, then the records of the small
 /// model retrained from its gap, if any and not inlined already (depth first, with an explicit
-/// stack: small models may nest deeply when model retraining is off).
-fn flatten(top: &Node) -> Vec<Arc<Record>> {
+/// stack: small models may nest deeply when model retraining is off). `after` is the record that
+/// follows `top`'s last one in the layout (the next node's first), where a small model of that
+/// last record may have been inlined.
+pub(crate) fn flatten(top: &Node, after: Option<&Arc<Record>>) -> Vec<Arc<Record>> {
     let mut out = Vec::with_capacity(top.records().len());
-    let mut stack: Vec<(&[Arc<Record>], usize)> = vec![(top.records(), 0)];
-    while let Some((records, i)) = stack.last_mut() {
-        let records: &[Arc<Record>] = records;
+    // (records, next position, the record after the last one)
+    type Frame<'a> = (&'a [Arc<Record>], usize, Option<&'a Arc<Record>>);
+    let mut stack: Vec<Frame<'_>> = vec![(top.records(), 0, after)];
+    while let Some((records, i, after)) = stack.last_mut() {
+        let (records, after): (&[Arc<Record>], _) = (records, *after);
         let Some(r) = records.get(*i) else {
             stack.pop();
             continue;
         };
         *i += 1;
-        let next = records.get(*i);
+        let next = records.get(*i).or(after);
         out.push(Arc::clone(r));
         if let Some(sub) = r.gap.sub()
             && !sub.inlined_before(next)
         {
-            stack.push((sub.records(), 0));
+            stack.push((sub.records(), 0, None));
         }
     }
     out

@@ -4,7 +4,8 @@
 //!
 //! Layout of the crate, in the order data flows through it:
 //! - `model.rs`: LPA models over one trained array and the flat array that routes to them;
-//! - `node.rs`: a trained array with its models (the top layout, or a small model);
+//! - `layout.rs`: the top-level nodes and the flat array of first keys that routes to them;
+//! - `node.rs`: a trained array with its models (a top-level node, or a small model);
 //! - `record.rs`: one trained record: value, removal flag, per-record lock, and its gap;
 //! - `gap.rs`: the gap below a record: level bins, then the small model they were retrained into;
 //! - `bins.rs`: the level bins (root bin, child bins) and their optimistic reads;
@@ -26,6 +27,7 @@ mod config;
 mod error;
 mod gap;
 mod index;
+mod layout;
 mod model;
 mod node;
 mod record;

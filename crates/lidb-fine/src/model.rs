@@ -32,7 +32,7 @@ pub(crate) struct Router {
 
 /// The last position `i` with `keys[i] <= q`, or 0, without data-dependent branches.
 #[inline]
-fn route(first_keys: &[u64], q: u64) -> usize {
+pub(crate) fn route(first_keys: &[u64], q: u64) -> usize {
     let mut base = 0usize;
     let mut len = first_keys.len();
     while len > 1 {
@@ -68,6 +68,11 @@ impl Router {
     /// Number of models.
     pub fn models(&self) -> usize {
         self.segs.len()
+    }
+
+    /// The first key of each model, in order.
+    pub fn first_keys(&self) -> &[u64] {
+        &self.segs.keys
     }
 
     /// The first position whose key is `>= q` in `keys`, the array this router was trained on.

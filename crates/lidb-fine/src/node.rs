@@ -17,6 +17,7 @@
 //!    directly.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 use crate::config::Config;
 use crate::model::Router;
@@ -37,6 +38,10 @@ pub(crate) struct Node {
     keys: Vec<u64>,
     records: Vec<Arc<Record>>,
     router: Router,
+    /// For a node of the top layout: level-bin retrainings below one of its small models, and
+    /// entries moved into its small models, since it was built (model retraining's trigger).
+    pub nested_small_models: AtomicU64,
+    pub retrained_entries: AtomicU64,
 }
 
 impl Node {
@@ -52,6 +57,8 @@ impl Node {
             keys,
             records,
             router,
+            nested_small_models: AtomicU64::new(0),
+            retrained_entries: AtomicU64::new(0),
         }
     }
 

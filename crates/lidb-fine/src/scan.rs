@@ -14,14 +14,17 @@ use std::sync::Arc;
 
 use crate::gap::{GapSlot, Step};
 use crate::index::FineIndex;
+use crate::layout::Layout;
 use crate::node::Node;
 use crate::record::Record;
 
 /// A pending piece of the walk.
 enum Work<'a> {
-    /// A gap, and the record that follows its parent in the same array.
+    /// A gap, and the record that follows its parent in key order within the walk.
     Gap(&'a GapSlot, Option<&'a Arc<Record>>),
-    Records(&'a Node, usize),
+    /// The records of a node from a position, and the record that follows the node's last one
+    /// (the next top-level node's first; `None` inside a small model).
+    Records(&'a Node, usize, Option<&'a Arc<Record>>),
 }
 
 impl FineIndex {
@@ -37,46 +40,53 @@ impl FineIndex {
         if lo > hi || limit == 0 {
             return;
         }
-        let layout: Arc<Node> = self.layout.load_full();
+        let layout: Arc<Layout> = self.layout.load_full();
+        let Some((first, _)) = layout.node_for(lo) else {
+            return;
+        };
         let start = out.len();
         let mut bins = Vec::new();
         let mut work: Vec<Work<'_>> = Vec::new();
-        enter(&layout, lo, &mut work);
-        while let Some(item) = work.pop() {
-            match item {
-                Work::Records(node, i) => {
-                    let Some(r) = node.records().get(i) else {
-                        continue;
-                    };
-                    if r.key > hi {
-                        return;
-                    }
-                    work.push(Work::Records(node, i + 1));
-                    work.push(Work::Gap(&r.gap, node.records().get(i + 1)));
-                    if r.key >= lo
-                        && let Some(v) = r.read()
-                    {
-                        out.push((r.key, v));
-                        if out.len() - start >= limit {
+        let nodes = layout.nodes();
+        for (j, top) in nodes.iter().enumerate().skip(first) {
+            let after = nodes.get(j + 1).and_then(|n| n.records().first());
+            enter(top, lo, after, &mut work);
+            while let Some(item) = work.pop() {
+                match item {
+                    Work::Records(node, i, after) => {
+                        let Some(r) = node.records().get(i) else {
+                            continue;
+                        };
+                        if r.key > hi {
                             return;
                         }
-                    }
-                }
-                Work::Gap(slot, next) => match slot.snapshot(&mut bins) {
-                    Step::Descend(sub) if sub.inlined_before(next) => {}
-                    Step::Descend(sub) => enter(sub, lo, &mut work),
-                    Step::Done(()) => {
-                        for &(k, v) in bins.iter().filter(|e| e.0 >= lo) {
-                            if k > hi {
-                                return;
-                            }
-                            out.push((k, v));
+                        work.push(Work::Records(node, i + 1, after));
+                        work.push(Work::Gap(&r.gap, node.records().get(i + 1).or(after)));
+                        if r.key >= lo
+                            && let Some(v) = r.read()
+                        {
+                            out.push((r.key, v));
                             if out.len() - start >= limit {
                                 return;
                             }
                         }
                     }
-                },
+                    Work::Gap(slot, next) => match slot.snapshot(&mut bins) {
+                        Step::Descend(sub) if sub.inlined_before(next) => {}
+                        Step::Descend(sub) => enter(sub, lo, None, &mut work),
+                        Step::Done(()) => {
+                            for &(k, v) in bins.iter().filter(|e| e.0 >= lo) {
+                                if k > hi {
+                                    return;
+                                }
+                                out.push((k, v));
+                                if out.len() - start >= limit {
+                                    return;
+                                }
+                            }
+                        }
+                    },
+                }
             }
         }
     }
@@ -84,10 +94,10 @@ impl FineIndex {
 
 /// Schedules the walk of `node` from `lo`: first the gap that may hold keys `>= lo` below the
 /// last record `< lo`, then the records from the first `>= lo`.
-fn enter<'a>(node: &'a Node, lo: u64, work: &mut Vec<Work<'a>>) {
+fn enter<'a>(node: &'a Node, lo: u64, after: Option<&'a Arc<Record>>, work: &mut Vec<Work<'a>>) {
     let (before, first) = node.scan_start(lo);
-    work.push(Work::Records(node, first));
+    work.push(Work::Records(node, first, after));
     if let Some(b) = before {
-        work.push(Work::Gap(&b.gap, node.records().get(first)));
+        work.push(Work::Gap(&b.gap, node.records().get(first).or(after)));
     }
 }

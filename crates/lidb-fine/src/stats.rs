@@ -8,12 +8,15 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
 
 use crate::index::FineIndex;
+use crate::layout::Layout;
 use crate::node::{Node, RECORD_HEAP_BYTES};
 use crate::record::Record;
 
 /// Figures of a [`FineIndex`]'s structure.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct FineStats {
+    /// Top-level nodes of the layout (one per LPA model when built).
+    pub top_nodes: u64,
     /// Trained records of the top layout (placeholders and removed ones included).
     pub top_records: u64,
     /// LPA models of the top layout.
@@ -50,56 +53,68 @@ pub struct FineStats {
 impl FineIndex {
     /// Walks the current layout and counts.
     pub fn stats(&self) -> FineStats {
-        let layout: Arc<Node> = self.layout.load_full();
+        let layout: Arc<Layout> = self.layout.load_full();
+        let nodes = layout.nodes();
         let mut s = FineStats {
-            top_records: layout.records().len() as u64,
-            top_models: layout.models() as u64,
-            heap_bytes: layout.heap_bytes(),
+            top_nodes: nodes.len() as u64,
             level_bin_retrains: self.level_bin_retrains.load(Relaxed),
             model_retrains: self.model_retrains.load(Relaxed),
             ..FineStats::default()
         };
-        let mut stack: Vec<(&[Arc<Record>], usize, u64)> = vec![(layout.records(), 0, 0)];
-        while let Some((records, i, depth)) = stack.last_mut() {
-            let (records, depth): (&[Arc<Record>], u64) = (records, *depth);
-            let Some(r) = records.get(*i) else {
-                stack.pop();
-                continue;
-            };
-            *i += 1;
-            let next = records.get(*i);
-            s.heap_bytes += RECORD_HEAP_BYTES;
-            if r.read().is_some() {
-                s.live_trained += 1;
-            } else {
-                s.removed_trained += 1;
-            }
-            if depth > 0 {
-                s.small_model_records += 1;
-            }
-            if let Some(sub) = r.gap.sub() {
-                // Retired bins stay allocated (emptied) beside the small model.
-                s.heap_bytes += sub.heap_bytes() + r.gap.bins().map_or(0, |b| b.heap_bytes());
-                if sub.inlined_before(next) {
-                    continue;
-                }
-                s.small_models += 1;
-                s.max_depth = s.max_depth.max(depth + 1);
-                stack.push((sub.records(), 0, depth + 1));
-            } else if let Some(bins) = r.gap.bins() {
-                s.heap_bytes += bins.heap_bytes();
-                let (used, slots, children) = bins.occupancy();
-                if slots > 0 {
-                    s.bin_sets += 1;
-                }
-                s.bin_entries += used;
-                s.bin_slots += slots;
-                s.child_bins += children;
-            }
+        for (j, top) in nodes.iter().enumerate() {
+            s.top_records += top.records().len() as u64;
+            s.top_models += top.models() as u64;
+            // The node, its pointer and its first key in the layout's arrays.
+            s.heap_bytes += top.heap_bytes() + 2 * std::mem::size_of::<u64>() as u64;
+            let after = nodes.get(j + 1).and_then(|n| n.records().first());
+            count_node(top, after, &mut s);
         }
         if s.bin_slots > 0 {
             s.load_factor = s.bin_entries as f64 / s.bin_slots as f64;
         }
         s
+    }
+}
+
+/// Adds the figures of one top-level node and its small models to `s`; `after` is the record
+/// that follows the node's last one in the layout.
+fn count_node(top: &Node, after: Option<&Arc<Record>>, s: &mut FineStats) {
+    let mut stack: Vec<(&[Arc<Record>], usize, u64)> = vec![(top.records(), 0, 0)];
+    while let Some((records, i, depth)) = stack.last_mut() {
+        let (records, depth): (&[Arc<Record>], u64) = (records, *depth);
+        let Some(r) = records.get(*i) else {
+            stack.pop();
+            continue;
+        };
+        *i += 1;
+        let next = records.get(*i).or(if depth == 0 { after } else { None });
+        s.heap_bytes += RECORD_HEAP_BYTES;
+        if r.read().is_some() {
+            s.live_trained += 1;
+        } else {
+            s.removed_trained += 1;
+        }
+        if depth > 0 {
+            s.small_model_records += 1;
+        }
+        if let Some(sub) = r.gap.sub() {
+            // Retired bins stay allocated (emptied) beside the small model.
+            s.heap_bytes += sub.heap_bytes() + r.gap.bins().map_or(0, |b| b.heap_bytes());
+            if sub.inlined_before(next) {
+                continue;
+            }
+            s.small_models += 1;
+            s.max_depth = s.max_depth.max(depth + 1);
+            stack.push((sub.records(), 0, depth + 1));
+        } else if let Some(bins) = r.gap.bins() {
+            s.heap_bytes += bins.heap_bytes();
+            let (used, slots, children) = bins.occupancy();
+            if slots > 0 {
+                s.bin_sets += 1;
+            }
+            s.bin_entries += used;
+            s.bin_slots += slots;
+            s.child_bins += children;
+        }
     }
 }
