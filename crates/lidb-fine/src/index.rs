@@ -175,21 +175,28 @@ impl FineIndex {
                             if !w.retrained {
                                 return w.old;
                             }
-                            self.level_bin_retrains.fetch_add(1, Relaxed);
-                            let entries =
-                                u64::from(self.cfg.root_slots) * u64::from(self.cfg.child_slots);
-                            top.retrained_entries.fetch_add(entries, Relaxed);
-                            let nested = depth >= 1;
-                            if nested {
-                                top.nested_small_models.fetch_add(1, Relaxed);
-                            }
-                            break (w.old, nested && self.wants_retraining(top));
+                            break (w.old, depth >= 1);
                         }
                     },
                 }
             }
         };
-        if nested
+        // A level-bin retraining happened: count it on the node that covers `key` now (a model
+        // retraining may have replaced the node we came through; its counters died with it). A
+        // retraining still in flight may drop this count too; that only delays the next one.
+        self.level_bin_retrains.fetch_add(1, Relaxed);
+        let layout = self.layout.load();
+        let Some((_, top)) = layout.node_for(key) else {
+            return old;
+        };
+        let entries = u64::from(self.cfg.root_slots) * u64::from(self.cfg.child_slots);
+        top.retrained_entries.fetch_add(entries, Relaxed);
+        if nested {
+            top.nested_small_models.fetch_add(1, Relaxed);
+        }
+        let wanted = nested && self.wants_retraining(top);
+        drop(layout);
+        if wanted
             && self.cfg.model_retrain_after_nested > 0
             && let Ok(_g) = self.retrain_lock.try_lock()
         {
