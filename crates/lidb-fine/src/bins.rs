@@ -9,17 +9,28 @@
 //! has no free slot either, the insert reports [`Shape::upsert`] = `false` and the caller retrains
 //! the whole set into a small model (level-bin retraining). Never deeper than two levels.
 //!
-//! Concurrency: one [`SeqLock`] guards the root bin and all its child bins. Writers (one at a
-//! time, holding the latch's write section) read the set into a [`Shape`], change it and store it
-//! back; readers read optimistically ([`LevelBins::get`], [`LevelBins::snapshot`]) and retry when
-//! the version moved. Every word is an `AtomicU64` accessed `Relaxed` inside the seqlock protocol
-//! (orderings in `seqlock.rs`), so a torn read is harmless: it is bounds-checked, then discarded by
-//! validation. Child bins are allocated lazily, once per id, and reused after they empty; a reader
-//! that follows a stale id reads some other bin and fails validation.
+//! Concurrency (the paper's section 3.5): a [`SeqLock`] on the root bin and one on each child
+//! bin. Every word is an `AtomicU64` accessed `Relaxed` inside the seqlock protocol (orderings in
+//! `seqlock.rs`), so a torn read is harmless: it is bounds-checked, then discarded by validation.
+//! - In-place writers ([`LevelBins::write_in_child`]: an update, an insert into a child bin with a
+//!   free slot, a removal that leaves the child non-empty) read the root optimistically, take
+//!   only the latch of the child bin the key routes to, validate the root, and write. The root's
+//!   version does not move.
+//! - Structural writers (flat root, moves between child bins, splits, emptied child bins,
+//!   level-bin retraining) take the root latch and then every allocated child's latch in id
+//!   order ([`LevelBins::lock_all`]), read the set into a [`Shape`], change it and store it back.
+//!   Any change to which child bin a key routes to happens here, so it waits for an in-place
+//!   writer of that child, and an in-place writer that read the root before it fails its root
+//!   validation and starts again.
+//! - Readers validate the child bin they read and then the root ([`LevelBins::get`],
+//!   [`LevelBins::snapshot`]). A split moves entries under both latches, so a reader never has
+//!   to follow it into the next child bin (the paper's readers do): the version change sends it
+//!   back to the root.
 //!
-//! Deviation: the paper takes the child bin's lock and the root's only when needed; one latch for
-//! the set is coarser but keeps sets of different trained records independent, which is where the
-//! paper finds its low conflict rate.
+//! Lock order: root, then child bins by id. An in-place writer holds one child latch and never
+//! waits for the root (it only reads its version), so there is no cycle. Child bins are
+//! allocated lazily (only under the root latch), once per id, and reused after they empty; a
+//! reader or writer that follows a stale id fails the root's validation.
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -38,6 +49,7 @@ pub(crate) enum Read<T> {
 
 #[derive(Debug)]
 struct ChildBin {
+    latch: SeqLock,
     len: AtomicU64,
     keys: Box<[AtomicU64]>,
     vals: Box<[AtomicU64]>,
@@ -50,6 +62,7 @@ fn atomics(n: usize) -> Box<[AtomicU64]> {
 impl ChildBin {
     fn new(n: usize) -> ChildBin {
         ChildBin {
+            latch: SeqLock::default(),
             len: AtomicU64::new(0),
             keys: atomics(n),
             vals: atomics(n),
@@ -82,8 +95,31 @@ pub(crate) struct Spot<'a> {
     /// Position of the first key `>= q` in the bin.
     pos: usize,
     found: bool,
-    /// The root slot of the child bin (tree shape).
-    root_at: Option<usize>,
+    /// The child bin's latch (tree shape) and its version when the child was read.
+    child_latch: Option<&'a SeqLock>,
+    child_start: Option<u64>,
+}
+
+/// The structural write section of a set: the root latch and, in ascending id order, the latch
+/// of every child bin allocated when it was taken. Lock order: root, then children by id; the
+/// in-place writer ([`LevelBins::write_in_child`]) holds one child latch and never waits for the
+/// root, so no cycle exists.
+#[derive(Debug)]
+pub(crate) struct SetWrite<'a> {
+    pub root: SeqWrite<'a>,
+    _children: Vec<SeqWrite<'a>>,
+}
+
+/// What [`LevelBins::write_in_child`] did.
+#[derive(Debug, PartialEq)]
+pub(crate) enum ChildWrite {
+    /// Done in place; the old value.
+    Done(Option<u64>),
+    /// The set was retrained into a small model: write there.
+    Retired,
+    /// Needs the structural write section (flat root, full child, or a child that would empty);
+    /// `op` was not called.
+    Structural,
 }
 
 /// One child bin as a writer sees it.
@@ -134,7 +170,9 @@ impl LevelBins {
         }
     }
 
-    /// Lock-free point read.
+    /// Lock-free point read: the root's version, then the child's (tree shape), the words, then
+    /// both validations. In-place writers change only the child's version, structural writers
+    /// both (they latch every child), so a read that passes both saw one consistent state.
     pub fn get(&self, q: u64) -> Read<Option<u64>> {
         let Some(v) = self.latch.read_begin() else {
             return Read::Retry;
@@ -142,26 +180,36 @@ impl LevelBins {
         if v & RETIRED != 0 {
             return Read::Retired;
         }
+        // `None`: torn, or the child's latch was held; both mean retry.
         let found = self.find_optimistic(q);
         if !self.latch.validate(v) {
             return Read::Retry;
         }
         match found {
-            Some(x) => Read::Done(x),
-            None => {
-                debug_assert!(false, "a validated read of level bins was torn");
-                Read::Retry
-            }
+            Some((value, Some((latch, cv)))) if latch.validate(cv) => Read::Done(value),
+            Some((value, None)) => Read::Done(value),
+            _ => Read::Retry,
         }
     }
 
-    fn find_optimistic(&self, q: u64) -> Option<Option<u64>> {
-        let spot = self.spot(q)?;
-        if spot.found {
-            Some(Some(spot.vals.get(spot.pos)?.load(Relaxed)))
+    /// The value of `q` as read now, and the child latch with the version it was read under;
+    /// `None` if torn.
+    #[expect(
+        clippy::type_complexity,
+        reason = "a private helper's one return value"
+    )]
+    fn find_optimistic(&self, q: u64) -> Option<(Option<u64>, Option<(&SeqLock, u64)>)> {
+        let spot = self.spot(q, true)?;
+        let child_version = match spot.child_latch {
+            Some(latch) => Some((latch, spot.child_start?)),
+            None => None,
+        };
+        let value = if spot.found {
+            Some(spot.vals.get(spot.pos)?.load(Relaxed))
         } else {
-            Some(None)
-        }
+            None
+        };
+        Some((value, child_version))
     }
 
     fn child(&self, id: usize) -> Option<&ChildBin> {
@@ -169,24 +217,22 @@ impl LevelBins {
     }
 
     /// Where `q` is or would go: `None` if what was read is torn (never under the write section).
-    pub fn spot(&self, q: u64) -> Option<Spot<'_>> {
+    pub fn spot(&self, q: u64, optimistic: bool) -> Option<Spot<'_>> {
         let root_len = self.root_len.load(Relaxed) as usize;
-        let (keys, vals, len_word, root_at): (&[AtomicU64], &[AtomicU64], &AtomicU64, _) =
+        let (keys, vals, len_word, child_latch): (&[AtomicU64], &[AtomicU64], &AtomicU64, _) =
             if self.tree.load(Relaxed) == 0 {
                 (&self.root_keys, &self.root_vals, &self.root_len, None)
             } else {
                 // The last child whose first key is <= q, or the first child.
-                let mut at = 0;
-                for (i, k) in self.root_keys.get(..root_len)?.iter().enumerate().skip(1) {
-                    if k.load(Relaxed) <= q {
-                        at = i;
-                    } else {
-                        break;
-                    }
-                }
-                let child = self.child(self.root_vals.get(at)?.load(Relaxed) as usize)?;
-                (&child.keys, &child.vals, &child.len, Some(at))
+                let child = self.route_child(q, root_len)?;
+                (&child.keys, &child.vals, &child.len, Some(&child.latch))
             };
+        // A reader starts the child's version here, before reading the child's words; a writer
+        // holds the latch (it is odd) and reads exactly.
+        let child_start = match child_latch {
+            Some(latch) if optimistic => Some(latch.read_begin()?),
+            _ => None,
+        };
         let len = len_word.load(Relaxed) as usize;
         let mut pos = len;
         let mut found = false;
@@ -205,55 +251,120 @@ impl LevelBins {
             len,
             pos,
             found,
-            root_at,
+            child_latch,
+            child_start,
         })
     }
 
     /// The value at a found spot.
-    pub fn value_at(&self, _w: &SeqWrite<'_>, spot: &Spot<'_>) -> Option<u64> {
-        spot.found
-            .then(|| spot.vals.get(spot.pos).map(|v| v.load(Relaxed)))
-            .flatten()
+    pub fn value_at(&self, _w: &SetWrite<'_>, spot: &Spot<'_>) -> Option<u64> {
+        spot_value(spot)
     }
 
     /// Overwrites the value at a found spot.
-    pub fn set_value(&self, _w: &SeqWrite<'_>, spot: &Spot<'_>, v: u64) {
-        debug_assert!(spot.found);
-        if let Some(slot) = spot.vals.get(spot.pos) {
-            slot.store(v, Relaxed);
-        }
+    pub fn set_value(&self, _w: &SetWrite<'_>, spot: &Spot<'_>, v: u64) {
+        spot_set(spot, v);
     }
 
     /// Inserts `(q, v)` at a spot where `q` was not found, in place, if its bin has a free slot
     /// (the common case: no move between bins); `false` (nothing changed) otherwise.
-    pub fn insert_in_place(&self, _w: &SeqWrite<'_>, spot: &Spot<'_>, q: u64, v: u64) -> bool {
-        debug_assert!(!spot.found);
-        if spot.len >= spot.keys.len() {
-            return false;
+    pub fn insert_in_place(&self, _w: &SetWrite<'_>, spot: &Spot<'_>, q: u64, v: u64) -> bool {
+        spot_insert(spot, q, v)
+    }
+
+    /// Takes the structural write section: the root latch, then every allocated child's.
+    pub fn lock_all(&self) -> SetWrite<'_> {
+        let root = self.latch.write();
+        // Children are allocated only under the root latch, so this list is stable now.
+        let children = self
+            .children
+            .get()
+            .map(|table| {
+                table
+                    .iter()
+                    .filter_map(OnceLock::get)
+                    .map(|c| c.latch.write())
+                    .collect()
+            })
+            .unwrap_or_default();
+        SetWrite {
+            root,
+            _children: children,
         }
-        for i in (spot.pos..spot.len).rev() {
-            if let (Some(k0), Some(k1), Some(v0), Some(v1)) = (
-                spot.keys.get(i),
-                spot.keys.get(i + 1),
-                spot.vals.get(i),
-                spot.vals.get(i + 1),
-            ) {
-                k1.store(k0.load(Relaxed), Relaxed);
-                v1.store(v0.load(Relaxed), Relaxed);
+    }
+
+    /// The in-place write of the paper (section 3.5.1): applies `op` to `q` holding only the
+    /// latch of the child bin `q` routes to, when the set is a tree and the write cannot change
+    /// its shape (an update, an insert into a child with a free slot, a removal that leaves the
+    /// child non-empty). The root is read optimistically and validated after the child latch is
+    /// taken; any change to `q`'s routing needs that child latch (structural writers take them
+    /// all), so routing stays valid while it is held.
+    pub fn write_in_child(
+        &self,
+        q: u64,
+        op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
+    ) -> ChildWrite {
+        let mut backoff = crate::seqlock::Backoff::default();
+        loop {
+            let Some(v) = self.latch.read_begin() else {
+                backoff.snooze();
+                continue;
+            };
+            if v & RETIRED != 0 {
+                return ChildWrite::Retired;
+            }
+            if self.tree.load(Relaxed) == 0 {
+                return ChildWrite::Structural;
+            }
+            let root_len = self.root_len.load(Relaxed) as usize;
+            let Some(child) = self.route_child(q, root_len) else {
+                // Torn root; validation would fail.
+                backoff.snooze();
+                continue;
+            };
+            let _cw = child.latch.write();
+            if !self.latch.validate(v) {
+                continue;
+            }
+            // The child is ours and q routes to it: what we read now is exact.
+            let Some(spot) = self.spot(q, false) else {
+                debug_assert!(false, "child bin torn under its latch");
+                return ChildWrite::Structural;
+            };
+            let n = spot.keys.len();
+            let in_place = if spot.found {
+                spot.len > 1 || root_len == 1
+            } else {
+                spot.len < n
+            };
+            if !in_place {
+                return ChildWrite::Structural;
+            }
+            let old = spot_value(&spot);
+            match (old, op(old)) {
+                (Some(_), Some(new)) => spot_set(&spot, new),
+                (None, Some(new)) => {
+                    let ok = spot_insert(&spot, q, new);
+                    debug_assert!(ok, "no free slot after checking for one");
+                }
+                (Some(_), None) => spot_remove(&spot),
+                (None, None) => {}
+            }
+            return ChildWrite::Done(old);
+        }
+    }
+
+    /// The child bin `q` routes to, read from the root's first `root_len` slots.
+    fn route_child(&self, q: u64, root_len: usize) -> Option<&ChildBin> {
+        let mut at = 0;
+        for (i, k) in self.root_keys.get(..root_len)?.iter().enumerate().skip(1) {
+            if k.load(Relaxed) <= q {
+                at = i;
+            } else {
+                break;
             }
         }
-        if let (Some(k), Some(val)) = (spot.keys.get(spot.pos), spot.vals.get(spot.pos)) {
-            k.store(q, Relaxed);
-            val.store(v, Relaxed);
-        }
-        spot.len_word.store(spot.len as u64 + 1, Relaxed);
-        if spot.pos == 0
-            && let Some(at) = spot.root_at
-            && let Some(first) = self.root_keys.get(at)
-        {
-            first.store(q, Relaxed);
-        }
-        true
+        self.child(self.root_vals.get(at)?.load(Relaxed) as usize)
     }
 
     /// Lock-free read of every entry in key order into `out` (cleared first).
@@ -266,17 +377,15 @@ impl LevelBins {
             return Read::Retired;
         }
         let ok = self.snapshot_optimistic(out);
-        if !self.latch.validate(v) {
-            return Read::Retry;
-        }
-        if ok {
+        if ok && self.latch.validate(v) {
             Read::Done(())
         } else {
-            debug_assert!(false, "a validated snapshot of level bins was torn");
             Read::Retry
         }
     }
 
+    /// Reads every entry into `out`; `false` if torn or a child latch was held or moved (the
+    /// root's validation is the caller's).
     fn snapshot_optimistic(&self, out: &mut Vec<(u64, u64)>) -> bool {
         let len = self.root_len.load(Relaxed) as usize;
         if self.tree.load(Relaxed) == 0 {
@@ -289,8 +398,11 @@ impl LevelBins {
             let Some(child) = self.child(id.load(Relaxed) as usize) else {
                 return false;
             };
+            let Some(cv) = child.latch.read_begin() else {
+                return false;
+            };
             let clen = child.len.load(Relaxed) as usize;
-            if !read_entries(&child.keys, &child.vals, clen, out) {
+            if !read_entries(&child.keys, &child.vals, clen, out) || !child.latch.validate(cv) {
                 return false;
             }
         }
@@ -298,7 +410,7 @@ impl LevelBins {
     }
 
     /// The set as it is; the write section proves no other writer changes it meanwhile.
-    pub fn load_shape(&self, _w: &SeqWrite<'_>) -> Shape {
+    pub fn load_shape(&self, _w: &SetWrite<'_>) -> Shape {
         let len = self.root_len.load(Relaxed) as usize;
         let mut items = Vec::new();
         if self.tree.load(Relaxed) == 0 {
@@ -330,7 +442,7 @@ impl LevelBins {
     }
 
     /// Stores `shape` (a changed [`LevelBins::load_shape`]) back, writing only changed child bins.
-    pub fn store_shape(&self, _w: &SeqWrite<'_>, shape: &Shape) {
+    pub fn store_shape(&self, _w: &SetWrite<'_>, shape: &Shape) {
         let store = |keys: &[AtomicU64], vals: &[AtomicU64], items: &[(u64, u64)]| {
             debug_assert!(items.len() <= keys.len());
             for ((k, v), &(key, value)) in keys.iter().zip(vals).zip(items) {
@@ -388,8 +500,8 @@ impl LevelBins {
     /// Occupied and allocated data slots (root slots of a flat set, child slots of a tree) and
     /// the number of child bins in use.
     pub fn occupancy(&self) -> (u64, u64, u64) {
-        let w = self.latch.write();
-        if w.is_retired() {
+        let w = self.lock_all();
+        if w.root.is_retired() {
             return (0, 0, 0);
         }
         match self.load_shape(&w) {
@@ -401,6 +513,68 @@ impl LevelBins {
             }
         }
     }
+}
+
+/// The value at a found spot.
+fn spot_value(spot: &Spot<'_>) -> Option<u64> {
+    if !spot.found {
+        return None;
+    }
+    spot.vals.get(spot.pos).map(|v| v.load(Relaxed))
+}
+
+/// Overwrites the value at a found spot.
+fn spot_set(spot: &Spot<'_>, v: u64) {
+    debug_assert!(spot.found);
+    if let Some(slot) = spot.vals.get(spot.pos) {
+        slot.store(v, Relaxed);
+    }
+}
+
+/// Inserts at a spot where the key was not found, shifting the larger entries up one slot;
+/// `false` (nothing changed) if the bin is full.
+fn spot_insert(spot: &Spot<'_>, q: u64, v: u64) -> bool {
+    debug_assert!(!spot.found);
+    if spot.len >= spot.keys.len() {
+        return false;
+    }
+    for i in (spot.pos..spot.len).rev() {
+        if let (Some(k0), Some(k1), Some(v0), Some(v1)) = (
+            spot.keys.get(i),
+            spot.keys.get(i + 1),
+            spot.vals.get(i),
+            spot.vals.get(i + 1),
+        ) {
+            k1.store(k0.load(Relaxed), Relaxed);
+            v1.store(v0.load(Relaxed), Relaxed);
+        }
+    }
+    if let (Some(k), Some(val)) = (spot.keys.get(spot.pos), spot.vals.get(spot.pos)) {
+        k.store(q, Relaxed);
+        val.store(v, Relaxed);
+    }
+    spot.len_word.store(spot.len as u64 + 1, Relaxed);
+    true
+}
+
+/// Removes the entry at a found spot, shifting the larger entries down one slot. The first
+/// key of a child may change; the root keeps the old one, which still separates this child from
+/// the one before (every key between them routes here either way).
+fn spot_remove(spot: &Spot<'_>) {
+    debug_assert!(spot.found && spot.len > 0);
+    for i in spot.pos + 1..spot.len {
+        if let (Some(k0), Some(k1), Some(v0), Some(v1)) = (
+            spot.keys.get(i - 1),
+            spot.keys.get(i),
+            spot.vals.get(i - 1),
+            spot.vals.get(i),
+        ) {
+            k0.store(k1.load(Relaxed), Relaxed);
+            v0.store(v1.load(Relaxed), Relaxed);
+        }
+    }
+    spot.len_word
+        .store(spot.len.saturating_sub(1) as u64, Relaxed);
 }
 
 impl Shape {
@@ -552,7 +726,7 @@ mod tests {
     fn write_all(bins: &LevelBins, keys: &[u64], m: usize, n: usize) -> usize {
         let mut stored = 0;
         for &k in keys {
-            let w = bins.latch.write();
+            let w = bins.lock_all();
             let mut shape = bins.load_shape(&w);
             if !shape.upsert(k, k * 10, m, n) {
                 break;
@@ -593,7 +767,7 @@ mod tests {
             let mut model = BTreeMap::new();
             for _ in 0..200 {
                 let k = rng.gen_range(0..40u64);
-                let w = bins.latch.write();
+                let w = bins.lock_all();
                 let mut shape = bins.load_shape(&w);
                 if rng.gen_bool(0.3) {
                     assert_eq!(shape.remove(k), model.remove(&k), "seed {seed}");

@@ -17,7 +17,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use crate::bins::{LevelBins, Read, Shape};
+use crate::bins::{ChildWrite, LevelBins, Read, Shape};
 use crate::config::Config;
 use crate::node::Node;
 use crate::seqlock::Backoff;
@@ -119,13 +119,23 @@ impl GapSlot {
                 });
             }
             let bins = self.bins.get_or_init(|| Box::new(LevelBins::new(m, n)));
-            let mut w = bins.latch.write();
-            if w.is_retired() {
+            match bins.write_in_child(q, op) {
+                ChildWrite::Done(old) => {
+                    return Step::Done(Written {
+                        old,
+                        retrained: false,
+                    });
+                }
+                ChildWrite::Retired => continue,
+                ChildWrite::Structural => {}
+            }
+            let mut w = bins.lock_all();
+            if w.root.is_retired() {
                 continue;
             }
             // Fast paths in place: an update, or an insert into a bin with a free slot.
             let (old, v) = {
-                let Some(spot) = bins.spot(q) else {
+                let Some(spot) = bins.spot(q, false) else {
                     debug_assert!(false, "level bins torn under the write section");
                     return Step::Done(Written {
                         old: None,
@@ -184,7 +194,7 @@ impl GapSlot {
             let set = self.sub.set(node);
             debug_assert!(set.is_ok(), "a gap was retrained twice");
             bins.store_shape(&w, &Shape::Flat(Vec::new()));
-            w.retire();
+            w.root.retire();
             return Step::Done(Written {
                 old,
                 retrained: true,

@@ -14,9 +14,11 @@
 //! - `scan.rs`: ordered range scans; `stats.rs`: structure figures and the load factor;
 //! - `retrainer.rs`: an optional background thread for model retraining.
 //!
-//! Lock order: a thread holds at most one lock at a time (one record's, or one level-bin set's),
-//! except model retraining, which holds `retrain_lock` and, inside it, none of the others.
-//! Readers hold none. So there is no lock cycle.
+//! Lock order: a writer holds one record's lock, or one child bin's latch, or a level-bin set's
+//! root latch and then its child bins' latches in id order (`bins.rs`); a writer that triggers
+//! model retraining has released those first. Model retraining holds `retrain_lock` and no other
+//! lock; statistics take one set's latches at a time. Readers hold none. So there is no lock
+//! cycle.
 //!
 //! Everything is safe Rust: keys, values and versions are 8-byte atomics.
 
