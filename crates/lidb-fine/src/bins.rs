@@ -204,6 +204,8 @@ impl LevelBins {
             Some(latch) => Some((latch, spot.child_start?)),
             None => None,
         };
+        #[cfg(test)]
+        tests::interleave();
         let value = if spot.found {
             Some(spot.vals.get(spot.pos)?.load(Relaxed))
         } else {
@@ -322,6 +324,8 @@ impl LevelBins {
                 backoff.snooze();
                 continue;
             };
+            #[cfg(test)]
+            tests::interleave_writer();
             let _cw = child.latch.write();
             if !self.latch.validate(v) {
                 continue;
@@ -721,7 +725,97 @@ fn tree_upsert(children: &mut Vec<Child>, q: u64, v: u64, m: usize, n: usize) ->
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
+    use std::cell::RefCell;
     use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    type Interleaving = Box<dyn FnOnce()>;
+
+    thread_local! {
+        /// Runs once inside a reader, after it located a key in its child bin and before it
+        /// loads the value: a deterministic stand-in for a writer that gets in between.
+        static BETWEEN_KEY_AND_VALUE: RefCell<Option<Interleaving>> = const { RefCell::new(None) };
+    }
+
+    thread_local! {
+        /// Runs once inside an in-place writer, after it routed to a child bin and before it
+        /// latches it.
+        static BETWEEN_ROUTE_AND_LATCH: RefCell<Option<Interleaving>> = const { RefCell::new(None) };
+    }
+
+    pub(super) fn interleave() {
+        if let Some(f) = BETWEEN_KEY_AND_VALUE.with(|h| h.borrow_mut().take()) {
+            f();
+        }
+    }
+
+    pub(super) fn interleave_writer() {
+        if let Some(f) = BETWEEN_ROUTE_AND_LATCH.with(|h| h.borrow_mut().take()) {
+            f();
+        }
+    }
+
+    #[test]
+    fn an_in_place_writer_rechecks_the_root_after_latching_its_child() {
+        // The writer routes 25 to a child bin; before it latches the child, the set is retrained
+        // away (emptied and retired). Only the root's validation stops the write from landing in
+        // a retired set, where nobody would ever read it.
+        let (m, n) = (4, 4);
+        let bins = Arc::new(LevelBins::new(m, n));
+        for k in [10u64, 20, 30, 40, 50] {
+            let w = bins.lock_all();
+            let mut shape = bins.load_shape(&w);
+            assert!(shape.upsert(k, k * 10, m, n));
+            bins.store_shape(&w, &shape);
+        }
+        let retirer = Arc::clone(&bins);
+        BETWEEN_ROUTE_AND_LATCH.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                let mut w = retirer.lock_all();
+                retirer.store_shape(&w, &Shape::Flat(Vec::new()));
+                w.root.retire();
+            }));
+        });
+        let mut called = false;
+        let done = bins.write_in_child(25, &mut |_| {
+            called = true;
+            Some(250)
+        });
+        assert_eq!(done, ChildWrite::Retired, "wrote into a retired set");
+        assert!(!called);
+    }
+
+    #[test]
+    fn a_reader_rejects_a_child_bin_changed_in_place_under_it() {
+        // Five inserts into 4 x 4 bins give child bins [10, 20] and [30, 40, 50]. A reader of 20
+        // finds it at slot 1; an in-place insert of 15 (the child has room, so only its latch is
+        // taken and the root's version does not move) shifts 20 to slot 2 and puts 15's value in
+        // slot 1. Only the child's validation tells the reader to start again.
+        let (m, n) = (4, 4);
+        let bins = Arc::new(LevelBins::new(m, n));
+        for k in [10u64, 20, 30, 40, 50] {
+            let w = bins.lock_all();
+            let mut shape = bins.load_shape(&w);
+            assert!(shape.upsert(k, k * 10, m, n));
+            bins.store_shape(&w, &shape);
+        }
+        let before = bins.latch.read_begin();
+        let writer = Arc::clone(&bins);
+        BETWEEN_KEY_AND_VALUE.with(|h| {
+            *h.borrow_mut() = Some(Box::new(move || {
+                let done = writer.write_in_child(15, &mut |_| Some(150));
+                assert_eq!(done, ChildWrite::Done(None));
+            }));
+        });
+        assert_eq!(bins.get(20), Read::Retry, "a torn read passed validation");
+        assert_eq!(
+            bins.latch.read_begin(),
+            before,
+            "the in-place write moved the root"
+        );
+        assert_eq!(bins.get(20), Read::Done(Some(200)));
+        assert_eq!(bins.get(15), Read::Done(Some(150)));
+    }
 
     fn write_all(bins: &LevelBins, keys: &[u64], m: usize, n: usize) -> usize {
         let mut stored = 0;
