@@ -3,17 +3,19 @@
 //! model that took their entries.
 //!
 //! Who may do what: any thread reads ([`GapSlot::get`], [`GapSlot::snapshot`]) without locks;
-//! any thread writes through [`GapSlot::modify`], which holds the bins' write section. Only a
-//! writer inside the write section retrains, so a slot's `sub` is set at most once.
+//! any thread writes through [`GapSlot::modify`], which writes in place under one child bin's
+//! latch when it can and otherwise takes the set's structural write section (root latch, then
+//! every child's; `bins.rs`). Only a writer in the structural write section retrains, so a
+//! slot's `sub` is set at most once.
 //!
-//! Protocol of level-bin retraining (all inside the bins' write section, so only this set is
-//! locked): build the small model from the bins' entries plus the new one; set `sub` (a
-//! `OnceLock`: a release store); empty the bins and retire the latch (its final version is a
-//! release store). A reader that sees the retired version (acquire) therefore finds `sub` set,
+//! Protocol of level-bin retraining (all inside the structural write section, so only this set
+//! is locked): build the small model from the bins' entries plus the new one; set `sub` (a
+//! `OnceLock`: a release store); empty the bins and retire the root latch (its final version is
+//! a release store). A reader that sees the retired version (acquire) therefore finds `sub` set,
 //! and a reader that validated a read of the bins before retirement read a state that was
-//! current at that moment. A writer that enters the write section and finds the latch retired
-//! leaves and follows `sub`. Entries live in exactly one place at every instant, so no write is
-//! lost and none is seen twice.
+//! current at that moment. A writer that finds the root latch retired (the structural one on
+//! entry, the in-place one when validating the root) leaves and follows `sub`. Entries live in
+//! exactly one place at every instant, so no write is lost and none is seen twice.
 
 use std::sync::{Arc, OnceLock};
 
@@ -133,7 +135,8 @@ impl GapSlot {
             if w.root.is_retired() {
                 continue;
             }
-            // Fast paths in place: an update, or an insert into a bin with a free slot.
+            // Under the structural section: still in place where possible (the set may have
+            // changed since the in-place writer gave up).
             let (old, v) = {
                 let Some(spot) = bins.spot(q, false) else {
                     debug_assert!(false, "level bins torn under the write section");
