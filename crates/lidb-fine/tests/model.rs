@@ -249,3 +249,22 @@ fn misses_do_not_allocate_bins() {
     }
     assert_eq!(ix.stats().bin_sets, 0);
 }
+
+#[test]
+fn odd_bin_sizes_and_thresholds() {
+    let configs = [(3, 2, 0), (5, 3, 1), (8, 5, 4), (2, 16, 32), (16, 9, 8)];
+    for (i, &(root_slots, child_slots, threshold)) in configs.iter().enumerate() {
+        let cfg = Config {
+            root_slots,
+            child_slots,
+            threshold,
+            learning_step: 8,
+            ..tiny()
+        };
+        for seed in 0..6 {
+            run(500 + 10 * i as u64 + seed, cfg.clone(), 1_500, &|r| {
+                r.gen_range(0..2_000)
+            });
+        }
+    }
+}
