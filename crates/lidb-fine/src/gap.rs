@@ -27,7 +27,14 @@ use crate::seqlock::Backoff;
 /// Level bins, then possibly a small model.
 #[derive(Debug, Default)]
 pub(crate) struct GapSlot {
-    bins: OnceLock<Box<LevelBins>>,
+    /// Allocated on the first write: one pointer per record until then.
+    inner: OnceLock<Box<Gap>>,
+}
+
+/// A gap's level bins and the small model they may have been retrained into.
+#[derive(Debug)]
+struct Gap {
+    bins: LevelBins,
     sub: OnceLock<Arc<Node>>,
 }
 
@@ -49,24 +56,25 @@ pub(crate) struct Written {
 impl GapSlot {
     /// The small model retrained from these bins, if any.
     pub fn sub(&self) -> Option<&Arc<Node>> {
-        self.sub.get()
+        self.inner.get()?.sub.get()
     }
 
     /// The bins, if a write ever created them (for statistics).
     pub fn bins(&self) -> Option<&LevelBins> {
-        self.bins.get().map(|b| &**b)
+        self.inner.get().map(|g| &g.bins)
     }
 
     /// Lock-free point read.
     pub fn get(&self, q: u64) -> Step<'_, Option<u64>> {
         let mut backoff = Backoff::default();
         loop {
-            if let Some(sub) = self.sub.get() {
-                return Step::Descend(sub);
-            }
-            let Some(bins) = self.bins.get() else {
+            let Some(gap) = self.inner.get() else {
                 return Step::Done(None);
             };
+            if let Some(sub) = gap.sub.get() {
+                return Step::Descend(sub);
+            }
+            let bins = &gap.bins;
             match bins.get(q) {
                 Read::Done(v) => return Step::Done(v),
                 // `sub` is set now (module protocol); the next turn follows it.
@@ -80,13 +88,14 @@ impl GapSlot {
     pub fn snapshot(&self, out: &mut Vec<(u64, u64)>) -> Step<'_, ()> {
         let mut backoff = Backoff::default();
         loop {
-            if let Some(sub) = self.sub.get() {
-                return Step::Descend(sub);
-            }
-            let Some(bins) = self.bins.get() else {
+            let Some(gap) = self.inner.get() else {
                 out.clear();
                 return Step::Done(());
             };
+            if let Some(sub) = gap.sub.get() {
+                return Step::Descend(sub);
+            }
+            let bins = &gap.bins;
             match bins.snapshot(out) {
                 Read::Done(()) => return Step::Done(()),
                 Read::Retired => {}
@@ -111,16 +120,22 @@ impl GapSlot {
         debug_assert!(parent < q);
         let (m, n) = (cfg.root_slots as usize, cfg.child_slots as usize);
         loop {
-            if let Some(sub) = self.sub.get() {
-                return Step::Descend(sub);
-            }
-            if !may_insert && self.bins.get().is_none() {
+            if !may_insert && self.inner.get().is_none() {
                 return Step::Done(Written {
                     old: None,
                     retrained: false,
                 });
             }
-            let bins = self.bins.get_or_init(|| Box::new(LevelBins::new(m, n)));
+            let gap = self.inner.get_or_init(|| {
+                Box::new(Gap {
+                    bins: LevelBins::new(m, n),
+                    sub: OnceLock::new(),
+                })
+            });
+            if let Some(sub) = gap.sub.get() {
+                return Step::Descend(sub);
+            }
+            let bins = &gap.bins;
             match bins.write_in_child(q, op) {
                 ChildWrite::Done(old) => {
                     return Step::Done(Written {
@@ -194,7 +209,7 @@ impl GapSlot {
             let at = entries.partition_point(|e| e.0 < q);
             entries.insert(at, (q, v));
             let node = Arc::new(Node::retrained(parent, &entries, cfg));
-            let set = self.sub.set(node);
+            let set = gap.sub.set(node);
             debug_assert!(set.is_ok(), "a gap was retrained twice");
             bins.store_shape(&w, &Shape::Flat(Vec::new()));
             w.root.retire();
