@@ -8,7 +8,9 @@
 //! Keys: `2 * records` distinct random u64 (ChaCha8, seed 1); the even-indexed half in sorted
 //! order is bulk-loaded (the trained data), the other half is what the `insert` workload inserts,
 //! split between the threads so that each inserts its own keys. `read`: uniform random gets of
-//! loaded keys. Every answer is checked; one JSON object per line.
+//! loaded keys. `dense`: every thread inserts its own keys of one narrow range right after the
+//! first loaded key (all into one gap: level-bin and model retraining all the time). Every
+//! answer is checked; one JSON object per line, and retraining figures on stderr.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
 
@@ -52,6 +54,11 @@ impl Peer for Locked {
     }
 }
 
+/// The `dense` workload's keys: `ops` per thread, interleaved, right after `base`.
+fn dense_key(base: u64, threads: usize, t: usize, i: usize) -> u64 {
+    base + 1 + (i * threads + t) as u64
+}
+
 fn run(peer: &dyn Peer, workload: &str, threads: usize, loaded: &[u64], fresh: &[u64], ops: usize) {
     let started = Instant::now();
     std::thread::scope(|s| {
@@ -65,6 +72,12 @@ fn run(peer: &dyn Peer, workload: &str, threads: usize, loaded: &[u64], fresh: &
                             assert_eq!(peer.get(k), Some(k ^ 1), "{} lost {k}", peer.name());
                         }
                     }
+                    "dense" => {
+                        for i in 0..ops {
+                            let k = dense_key(loaded[0], threads, t, i);
+                            peer.insert(k, k ^ 1);
+                        }
+                    }
                     _ => {
                         for &k in fresh.iter().skip(t).step_by(threads).take(ops) {
                             peer.insert(k, k ^ 1);
@@ -75,16 +88,23 @@ fn run(peer: &dyn Peer, workload: &str, threads: usize, loaded: &[u64], fresh: &
         }
     });
     let secs = started.elapsed().as_secs_f64();
-    let done = if workload == "read" {
+    let done = if workload == "read" || workload == "dense" {
         ops * threads
     } else {
         (0..threads)
             .map(|t| fresh.iter().skip(t).step_by(threads).take(ops).count())
             .sum()
     };
-    if workload == "insert" {
-        for &k in fresh.iter().take(done.min(1000)) {
-            assert!(peer.get(k).is_some() || fresh.iter().position(|&f| f == k).is_some());
+    if workload == "dense" {
+        for t in 0..threads {
+            for i in (0..ops).step_by(97) {
+                let k = dense_key(loaded[0], threads, t, i);
+                assert_eq!(peer.get(k), Some(k ^ 1), "{} lost {k}", peer.name());
+            }
+        }
+    } else if workload == "insert" {
+        for &k in fresh.iter().skip(1).step_by(threads).take(1000) {
+            assert_eq!(peer.get(k), Some(k ^ 1), "{} lost {k}", peer.name());
         }
     }
     println!(
@@ -137,12 +157,25 @@ fn main() {
                 stats.heap_bytes as f64 / records as f64
             );
             run(&fine, workload, t, &loaded, &fresh, ops);
-            if workload == "insert" {
+            if workload != "read" {
                 let stats = fine.stats();
                 let keys = stats.live_trained + stats.bin_entries;
                 eprintln!(
-                    "finedex after inserts: {:.1} heap bytes per key (estimate), {stats:?}",
-                    stats.heap_bytes as f64 / keys as f64
+                    "finedex after {workload}: {:.1} heap bytes per key (estimate); {} level-bin \
+                     retrainings, {:.1} us each; {} model retrainings, {} ms in all",
+                    stats.heap_bytes as f64 / keys as f64,
+                    stats.level_bin_retrains,
+                    stats.level_bin_retrain_ns as f64
+                        / 1e3
+                        / stats.level_bin_retrains.max(1) as f64,
+                    stats.model_retrains,
+                    stats.model_retrain_us / 1000
+                );
+                let r = fine.retrain_models();
+                eprintln!(
+                    "finedex: retraining every model over {} records took {} ms",
+                    r.records,
+                    r.took_us / 1000
                 );
             }
             drop(fine);

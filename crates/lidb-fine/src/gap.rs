@@ -51,6 +51,19 @@ pub(crate) struct Written {
     pub old: Option<u64>,
     /// This write retrained the level bins into a small model.
     pub retrained: bool,
+    /// How long that took (building the small model, publishing it), in nanoseconds.
+    pub retrain_ns: u64,
+}
+
+impl Written {
+    /// A write that did not retrain.
+    fn plain(old: Option<u64>) -> Written {
+        Written {
+            old,
+            retrained: false,
+            retrain_ns: 0,
+        }
+    }
 }
 
 impl GapSlot {
@@ -121,10 +134,7 @@ impl GapSlot {
         let (m, n) = (cfg.root_slots as usize, cfg.child_slots as usize);
         loop {
             if !may_insert && self.inner.get().is_none() {
-                return Step::Done(Written {
-                    old: None,
-                    retrained: false,
-                });
+                return Step::Done(Written::plain(None));
             }
             let gap = self.inner.get_or_init(|| {
                 Box::new(Gap {
@@ -138,10 +148,7 @@ impl GapSlot {
             let bins = &gap.bins;
             match bins.write_in_child(q, op) {
                 ChildWrite::Done(old) => {
-                    return Step::Done(Written {
-                        old,
-                        retrained: false,
-                    });
+                    return Step::Done(Written::plain(old));
                 }
                 ChildWrite::Retired => continue,
                 ChildWrite::Structural => {}
@@ -155,33 +162,21 @@ impl GapSlot {
             let (old, v) = {
                 let Some(spot) = bins.spot(q, false) else {
                     debug_assert!(false, "level bins torn under the write section");
-                    return Step::Done(Written {
-                        old: None,
-                        retrained: false,
-                    });
+                    return Step::Done(Written::plain(None));
                 };
                 let old = bins.value_at(&w, &spot);
                 let new = op(old);
                 match (old, new) {
                     (None, None) => {
-                        return Step::Done(Written {
-                            old,
-                            retrained: false,
-                        });
+                        return Step::Done(Written::plain(old));
                     }
                     (Some(_), Some(v)) => {
                         bins.set_value(&w, &spot, v);
-                        return Step::Done(Written {
-                            old,
-                            retrained: false,
-                        });
+                        return Step::Done(Written::plain(old));
                     }
                     (None, Some(v)) => {
                         if bins.insert_in_place(&w, &spot, q, v) {
-                            return Step::Done(Written {
-                                old,
-                                retrained: false,
-                            });
+                            return Step::Done(Written::plain(old));
                         }
                         (old, Some(v))
                     }
@@ -192,19 +187,14 @@ impl GapSlot {
             let Some(v) = v else {
                 shape.remove(q);
                 bins.store_shape(&w, &shape);
-                return Step::Done(Written {
-                    old,
-                    retrained: false,
-                });
+                return Step::Done(Written::plain(old));
             };
             if shape.upsert(q, v, m, n) {
                 bins.store_shape(&w, &shape);
-                return Step::Done(Written {
-                    old,
-                    retrained: false,
-                });
+                return Step::Done(Written::plain(old));
             }
             // Level-bin retraining: the full set and the new entry become a small model.
+            let started = std::time::Instant::now();
             let mut entries = shape.into_items();
             let at = entries.partition_point(|e| e.0 < q);
             entries.insert(at, (q, v));
@@ -216,6 +206,7 @@ impl GapSlot {
             return Step::Done(Written {
                 old,
                 retrained: true,
+                retrain_ns: started.elapsed().as_nanos() as u64,
             });
         }
     }

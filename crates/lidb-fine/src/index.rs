@@ -44,7 +44,9 @@ pub struct FineIndex {
     pub(crate) cfg: Config,
     retrain_lock: Mutex<()>,
     pub(crate) level_bin_retrains: AtomicU64,
+    pub(crate) level_bin_retrain_ns: AtomicU64,
     pub(crate) model_retrains: AtomicU64,
+    pub(crate) model_retrain_us: AtomicU64,
 }
 
 /// What one model retraining did.
@@ -94,7 +96,9 @@ impl FineIndex {
             cfg,
             retrain_lock: Mutex::new(()),
             level_bin_retrains: AtomicU64::new(0),
+            level_bin_retrain_ns: AtomicU64::new(0),
             model_retrains: AtomicU64::new(0),
+            model_retrain_us: AtomicU64::new(0),
         })
     }
 
@@ -156,7 +160,7 @@ impl FineIndex {
         may_insert: bool,
         op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
     ) -> Option<u64> {
-        let (old, nested) = {
+        let (old, nested, retrain_ns) = {
             let layout = self.layout.load();
             let (_, top) = layout.node_for(key)?;
             let mut node: &Node = top;
@@ -175,7 +179,7 @@ impl FineIndex {
                             if !w.retrained {
                                 return w.old;
                             }
-                            break (w.old, depth >= 1);
+                            break (w.old, depth >= 1, w.retrain_ns);
                         }
                     },
                 }
@@ -185,6 +189,7 @@ impl FineIndex {
         // retraining may have replaced the node we came through; its counters died with it). A
         // retraining still in flight may drop this count too; that only delays the next one.
         self.level_bin_retrains.fetch_add(1, Relaxed);
+        self.level_bin_retrain_ns.fetch_add(retrain_ns, Relaxed);
         let layout = self.layout.load();
         let Some((_, top)) = layout.node_for(key) else {
             return old;
@@ -271,11 +276,10 @@ impl FineIndex {
             took_us: 0,
         };
         self.layout.store(Arc::new(layout));
+        let took_us = started.elapsed().as_micros() as u64;
         self.model_retrains.fetch_add(1, Relaxed);
-        ModelRetrain {
-            took_us: started.elapsed().as_micros() as u64,
-            ..report
-        }
+        self.model_retrain_us.fetch_add(took_us, Relaxed);
+        ModelRetrain { took_us, ..report }
     }
 }
 

@@ -43,8 +43,12 @@ pub struct FineStats {
     pub load_factor: f64,
     /// Level-bin retrainings since the index was built.
     pub level_bin_retrains: u64,
+    /// Their total time (building and publishing the small models), in nanoseconds.
+    pub level_bin_retrain_ns: u64,
     /// Model retrainings since the index was built.
     pub model_retrains: u64,
+    /// Their total time (flattening, training, publishing), in microseconds.
+    pub model_retrain_us: u64,
     /// Estimated heap bytes of the current layout: node arrays and models, records, level bins
     /// (from type sizes; allocator overhead and old layouts still pinned by readers excluded).
     pub heap_bytes: u64,
@@ -58,7 +62,9 @@ impl FineIndex {
         let mut s = FineStats {
             top_nodes: nodes.len() as u64,
             level_bin_retrains: self.level_bin_retrains.load(Relaxed),
+            level_bin_retrain_ns: self.level_bin_retrain_ns.load(Relaxed),
             model_retrains: self.model_retrains.load(Relaxed),
+            model_retrain_us: self.model_retrain_us.load(Relaxed),
             ..FineStats::default()
         };
         for (j, top) in nodes.iter().enumerate() {

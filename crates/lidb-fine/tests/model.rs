@@ -268,3 +268,27 @@ fn odd_bin_sizes_and_thresholds() {
         }
     }
 }
+
+#[test]
+fn dense_ascending_inserts_into_one_gap_of_sparse_trained_keys() {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let mut trained: Vec<u64> = (0..5_000).map(|_| rng.r#gen::<u64>() >> 1).collect();
+    trained.sort_unstable();
+    trained.dedup();
+    let entries: Vec<(u64, u64)> = trained.iter().map(|&k| (k, k)).collect();
+    let ix = FineIndex::bulk_load(&entries, Config::default()).unwrap();
+    let base = trained[0];
+    for i in 1..=20_000u64 {
+        ix.insert(base + i, base + i);
+    }
+    let s = ix.stats();
+    println!("{s:?}");
+    assert_eq!(
+        s.live_trained + s.bin_entries,
+        trained.len() as u64 + 20_000
+    );
+    assert!(s.model_retrains < 200, "{s:?}");
+    for i in (1..=20_000u64).step_by(7) {
+        assert_eq!(ix.get(base + i), Some(base + i));
+    }
+}
