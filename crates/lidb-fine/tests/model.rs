@@ -288,6 +288,7 @@ fn dense_ascending_inserts_into_one_gap_of_sparse_trained_keys() {
         trained.len() as u64 + 20_000
     );
     assert!(s.model_retrains < 200, "{s:?}");
+    assert!(s.top_nodes < 100, "one model per dense key again: {s:?}");
     for i in (1..=20_000u64).step_by(7) {
         assert_eq!(ix.get(base + i), Some(base + i));
     }
