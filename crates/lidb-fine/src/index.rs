@@ -34,7 +34,7 @@ use crate::config::Config;
 use crate::error::{FineError, Result};
 use crate::gap::Step;
 use crate::layout::{Layout, split_into_nodes};
-use crate::node::{Home, Node};
+use crate::node::{DEEP_SMALL_MODELS, Home, Node};
 use crate::record::Record;
 
 /// The concurrent learned index over u64 keys and u64 values.
@@ -160,7 +160,7 @@ impl FineIndex {
         may_insert: bool,
         op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
     ) -> Option<u64> {
-        let (old, nested, retrain_ns) = {
+        let (old, depth, retrain_ns) = {
             let layout = self.layout.load();
             let (_, top) = layout.node_for(key)?;
             let mut node: &Node = top;
@@ -179,7 +179,7 @@ impl FineIndex {
                             if !w.retrained {
                                 return w.old;
                             }
-                            break (w.old, depth >= 1, w.retrain_ns);
+                            break (w.old, depth, w.retrain_ns);
                         }
                     },
                 }
@@ -196,8 +196,12 @@ impl FineIndex {
         };
         let entries = u64::from(self.cfg.root_slots) * u64::from(self.cfg.child_slots);
         top.retrained_entries.fetch_add(entries, Relaxed);
+        let nested = depth >= 1;
         if nested {
             top.nested_small_models.fetch_add(1, Relaxed);
+        }
+        if depth >= DEEP_SMALL_MODELS {
+            top.deep.store(true, Relaxed);
         }
         let wanted = nested && self.wants_retraining(top);
         drop(layout);
@@ -211,10 +215,14 @@ impl FineIndex {
         old
     }
 
-    /// Whether a top-level node's small models call for its model retraining: one of them
-    /// needed a smaller one `model_retrain_after_nested` times (at least once), and they
-    /// gathered at least `records / model_retrain_divisor` entries (0: no minimum).
+    /// Whether a top-level node's small models call for its model retraining: they nest
+    /// [`DEEP_SMALL_MODELS`] deep, or one of them needed a smaller one
+    /// `model_retrain_after_nested` times (at least once) and they gathered at least
+    /// `records / model_retrain_divisor` entries (0: no minimum).
     fn wants_retraining(&self, node: &Node) -> bool {
+        if node.deep.load(Relaxed) {
+            return true;
+        }
         let nested = node.nested_small_models.load(Relaxed);
         if nested == 0 || nested < self.cfg.model_retrain_after_nested {
             return false;

@@ -52,19 +52,35 @@ impl Layout {
     }
 }
 
-/// Trains LPA over `records` and appends one node per model to `out` (each node retrains its
-/// own chunk, which normally gives it that one model back).
+/// Most records in one top-level node: a long linear run is one LPA model, but a node that big
+/// would make each of its model retrainings (which flatten and retrain a whole node) cost as
+/// much as the run.
+pub(crate) const MAX_NODE_RECORDS: usize = 1 << 16;
+
+/// Trains LPA over `records` and appends one node per model to `out`, a model longer than
+/// [`MAX_NODE_RECORDS`] cut into pieces (each node retrains its own chunk, which normally gives
+/// it that one model back).
 pub(crate) fn split_into_nodes(records: Vec<Arc<Record>>, cfg: &Config, out: &mut Vec<Arc<Node>>) {
     let keys: Vec<u64> = records.iter().map(|r| r.key).collect();
     let router = Router::train(&keys, cfg);
     // Chunk boundaries: where each model after the first starts.
-    let mut cuts: Vec<usize> = router
+    let mut model_ends: Vec<usize> = router
         .first_keys()
         .iter()
         .skip(1)
         .map(|&k| keys.partition_point(|&x| x < k))
         .collect();
-    cuts.push(records.len());
+    model_ends.push(records.len());
+    let mut cuts = Vec::with_capacity(model_ends.len());
+    let mut from = 0;
+    for end in model_ends {
+        while end.saturating_sub(from) > MAX_NODE_RECORDS {
+            from += MAX_NODE_RECORDS;
+            cuts.push(from);
+        }
+        cuts.push(end);
+        from = end;
+    }
     let mut rest = records.into_iter();
     let mut at = 0;
     for cut in cuts {

@@ -17,7 +17,7 @@
 //!    directly.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use crate::config::Config;
 use crate::model::Router;
@@ -42,7 +42,14 @@ pub(crate) struct Node {
     /// entries moved into its small models, since it was built (model retraining's trigger).
     pub nested_small_models: AtomicU64,
     pub retrained_entries: AtomicU64,
+    /// A level-bin retraining happened [`DEEP_SMALL_MODELS`] small models below this node.
+    pub deep: AtomicBool,
 }
+
+/// Nesting of small models below a top-level node at which its model retraining is due whatever
+/// the amortisation says: every key below pays one node search per level (sequential inserts
+/// into one gap nest a small model per m * n keys).
+pub(crate) const DEEP_SMALL_MODELS: u32 = 8;
 
 impl Node {
     /// A node over `records` (sorted, distinct, non-empty; invariant 1).
@@ -59,6 +66,7 @@ impl Node {
             router,
             nested_small_models: AtomicU64::new(0),
             retrained_entries: AtomicU64::new(0),
+            deep: AtomicBool::new(false),
         }
     }
 
