@@ -103,8 +103,10 @@ fn run(peer: &dyn Peer, workload: &str, threads: usize, loaded: &[u64], fresh: &
             }
         }
     } else if workload == "insert" {
-        for &k in fresh.iter().skip(1).step_by(threads).take(1000) {
-            assert_eq!(peer.get(k), Some(k ^ 1), "{} lost {k}", peer.name());
+        for t in 0..threads {
+            for &k in fresh.iter().skip(t).step_by(threads).take(ops.min(1000)) {
+                assert_eq!(peer.get(k), Some(k ^ 1), "{} lost {k}", peer.name());
+            }
         }
     }
     println!(
