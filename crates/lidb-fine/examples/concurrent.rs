@@ -154,8 +154,10 @@ fn main() {
             let fine = FineIndex::bulk_load(&entries, Config::default()).unwrap();
             let stats = fine.stats();
             eprintln!(
-                "finedex bulk load {} ms, {:.1} heap bytes per key (estimate)",
+                "finedex bulk load {} ms, {} nodes, {} models, {:.1} heap bytes per key (estimate)",
                 started.elapsed().as_millis(),
+                stats.top_nodes,
+                stats.top_models,
                 stats.heap_bytes as f64 / records as f64
             );
             run(&fine, workload, t, &loaded, &fresh, ops);
