@@ -2,8 +2,8 @@
 //! section 3.3.2) which publishes a new model layout.
 //!
 //! Threads: every method takes `&self` and may be called from any number of threads at once.
-//! Readers take no lock; writers lock one trained record or one level-bin set; model retraining
-//! runs on one thread at a time (`retrain_lock`) and blocks nobody.
+//! Readers take no lock; writers lock one trained record, one child bin, or one level-bin set;
+//! model retraining runs on one thread at a time (`retrain_lock`) and blocks nobody.
 //!
 //! Model retraining, per top-level node (a model of the layout, `layout.rs`): flatten the node,
 //! in key order, into the list of its records followed, after each record whose gap was
@@ -11,7 +11,8 @@
 //! keys and cut the list into one node per model; publish a layout in which those nodes replace
 //! the old one (the other nodes are shared) with `ArcSwap::store`. A node is retrained when one of
 //! its small models needed a smaller one (the paper's trigger) and its small models gathered at
-//! least `records / model_retrain_divisor` entries; [`FineIndex::retrain_models`] retrains all.
+//! least `records / model_retrain_divisor` entries, or when small models nest 8 deep below it;
+//! [`FineIndex::retrain_models`] retrains all.
 //! The new layout holds the SAME `Arc<Record>`s, hence the same values,
 //! flags, level bins and small models: a write made through the old layout during or after the
 //! retraining lands in an object the new layout reads, so none is lost. A key finds the same

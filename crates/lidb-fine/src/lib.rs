@@ -3,7 +3,7 @@
 //! index over u64 keys and u64 values.
 //!
 //! Layout of the crate, in the order data flows through it:
-//! - `model.rs`: LPA models over one trained array and the flat array that routes to them;
+//! - `model.rs`: LPA models (the probe, with the authors' step reset) over one trained array;
 //! - `layout.rs`: the top-level nodes and the flat array of first keys that routes to them;
 //! - `node.rs`: a trained array with its models (a top-level node, or a small model);
 //! - `record.rs`: one trained record: value, removal flag, per-record lock, and its gap;
