@@ -18,12 +18,14 @@ pub struct Config {
     pub threshold: u64,
     /// LPA: points the probe adds per forward step (default 1000, the authors' code).
     pub learning_step: u64,
-    /// LPA: how fast the backward steps shrink, in (0, 1) (default 0.1, the authors' code).
+    /// LPA: how fast the backward steps shrink, in (0, 1) (default 0.1, the authors' code). After
+    /// each model the step restarts at the power of ten at or below that model's length.
     pub learning_rate: f64,
     /// Model retraining runs on the writer that sets it off (when no other retraining runs) once
     /// this many level-bin retrainings have happened below a small model, that is once "a small
-    /// model needs a smaller model" (the paper's trigger is 1). 0 turns automatic model
-    /// retraining off; [`crate::FineIndex::retrain_models`] still works.
+    /// model needs a smaller model" (the paper's trigger is 1), or at once when small models nest
+    /// 8 deep below a top-level node. 0 turns automatic model retraining on writers off (a
+    /// [`crate::Retrainer`] or [`crate::FineIndex::retrain_models`] still retrain).
     pub model_retrain_after_nested: u64,
     /// ... and once the small models made since the last model retraining hold at least
     /// `records / model_retrain_divisor` entries (default 8), so that the O(records) retraining
