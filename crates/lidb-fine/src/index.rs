@@ -1,0 +1,321 @@
+//! [`FineIndex`]: the concurrent index. Point operations, and model retraining (the paper's
+//! section 3.3.2) which publishes a new model layout.
+//!
+//! Threads: every method takes `&self` and may be called from any number of threads at once.
+//! Readers take no lock; writers lock one trained record, one child bin, or one level-bin set;
+//! model retraining runs on one thread at a time (`retrain_lock`) and blocks nobody.
+//!
+//! Model retraining, per top-level node (a model of the layout, `layout.rs`): flatten the node,
+//! in key order, into the list of its records followed, after each record whose gap was
+//! retrained, by the records of that small model (recursively); train LPA models over their
+//! keys and cut the list into one node per model; publish a layout in which those nodes replace
+//! the old one (the other nodes are shared) with `ArcSwap::store`. A node is retrained when one of
+//! its small models needed a smaller one (the paper's trigger) and its small models gathered at
+//! least `records / model_retrain_divisor` entries, or when small models nest 8 deep below it;
+//! [`FineIndex::retrain_models`] retrains all.
+//! The new layout holds the SAME `Arc<Record>`s, hence the same values,
+//! flags, level bins and small models: a write made through the old layout during or after the
+//! retraining lands in an object the new layout reads, so none is lost. A key finds the same
+//! record or gap through either layout: the flattened list is exactly the set of records reachable
+//! from the old top at the snapshot, in order, and a gap retrained after the snapshot is reached
+//! through its `sub` from both. Because nothing is copied, the old layout never has to be
+//! quiesced: `ArcSwap` frees it when its last reader drops its guard (the RCU barrier's job of
+//! keeping it alive while read, without waiting for anyone).
+//!
+//! Removed trained records stay in the flattened list (a concurrent insert through the old layout
+//! may revive one); nothing compacts them yet.
+
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use arc_swap::ArcSwap;
+
+use crate::config::Config;
+use crate::error::{FineError, Result};
+use crate::gap::Step;
+use crate::layout::{Layout, split_into_nodes};
+use crate::node::{DEEP_SMALL_MODELS, Home, Node};
+use crate::record::Record;
+
+/// The concurrent learned index over u64 keys and u64 values.
+#[derive(Debug)]
+pub struct FineIndex {
+    pub(crate) layout: ArcSwap<Layout>,
+    pub(crate) cfg: Config,
+    retrain_lock: Mutex<()>,
+    pub(crate) level_bin_retrains: AtomicU64,
+    pub(crate) level_bin_retrain_ns: AtomicU64,
+    pub(crate) model_retrains: AtomicU64,
+    pub(crate) model_retrain_us: AtomicU64,
+}
+
+/// What one model retraining did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRetrain {
+    /// Top-level nodes retrained (each into one or more new ones).
+    pub nodes_retrained: u64,
+    /// Trained records in the new nodes (removed ones and placeholders included).
+    pub records: u64,
+    /// Top-level nodes (models) of the new layout.
+    pub nodes: u64,
+    /// Wall time of flattening, training and publishing, in microseconds.
+    pub took_us: u64,
+}
+
+impl FineIndex {
+    /// An empty index.
+    pub fn new(cfg: Config) -> Result<FineIndex> {
+        FineIndex::bulk_load(&[], cfg)
+    }
+
+    /// An index trained over `entries` (keys strictly increasing): they become the trained data.
+    pub fn bulk_load(entries: &[(u64, u64)], cfg: Config) -> Result<FineIndex> {
+        cfg.validate()?;
+        if let Some(i) = entries
+            .windows(2)
+            .position(|w| matches!(w, [a, b] if b.0 <= a.0))
+        {
+            return Err(FineError::Unsorted {
+                position: i as u64 + 1,
+            });
+        }
+        if entries.len() as u64 >= u64::from(u32::MAX) {
+            return Err(FineError::TooManyKeys {
+                count: entries.len() as u64,
+            });
+        }
+        // Invariant 2 of node.rs: the top node starts at key 0.
+        let mut records = Vec::with_capacity(entries.len() + 1);
+        if entries.first().is_none_or(|e| e.0 != 0) {
+            records.push(Arc::new(Record::removed(0)));
+        }
+        records.extend(entries.iter().map(|&(k, v)| Arc::new(Record::new(k, v))));
+        let layout = Layout::build(records, &cfg);
+        Ok(FineIndex {
+            layout: ArcSwap::from_pointee(layout),
+            cfg,
+            retrain_lock: Mutex::new(()),
+            level_bin_retrains: AtomicU64::new(0),
+            level_bin_retrain_ns: AtomicU64::new(0),
+            model_retrains: AtomicU64::new(0),
+            model_retrain_us: AtomicU64::new(0),
+        })
+    }
+
+    /// The settings this index was built with.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The value of `key`. Lock-free.
+    pub fn get(&self, key: u64) -> Option<u64> {
+        let layout = self.layout.load();
+        let (_, mut node) = layout.node_for(key)?;
+        loop {
+            match node.home(key)? {
+                Home::Record(r) => return r.read(),
+                Home::Gap(r) => match r.gap.get(key) {
+                    Step::Done(v) => return v,
+                    Step::Descend(sub) => node = sub,
+                },
+            }
+        }
+    }
+
+    /// Inserts `key`, or overwrites its value if present (the paper's insert keeps keys unique);
+    /// returns the old value.
+    pub fn insert(&self, key: u64, value: u64) -> Option<u64> {
+        self.write(key, true, &mut |_| Some(value))
+    }
+
+    /// Overwrites the value of `key` only if present (an atomic in-place write); returns the old
+    /// value, `None` (and no change) if absent.
+    pub fn update(&self, key: u64, value: u64) -> Option<u64> {
+        self.write(key, false, &mut |old| old.map(|_| value))
+    }
+
+    /// Sets `key` to `f(current value)` atomically with respect to every other write of `key`;
+    /// returns the old value. `f` runs under the key's record or level-bin lock: keep it short,
+    /// and do not call this index from it (that would wait on the lock `f` runs under). If `f`
+    /// panics, the key is left as it was.
+    pub fn upsert(&self, key: u64, f: impl FnOnce(Option<u64>) -> u64) -> Option<u64> {
+        let mut f = Some(f);
+        // `write` calls its op exactly once; a second call would keep the value as it is.
+        self.write(key, true, &mut |old| match f.take() {
+            Some(f) => Some(f(old)),
+            None => old,
+        })
+    }
+
+    /// Removes `key`; returns its old value.
+    pub fn remove(&self, key: u64) -> Option<u64> {
+        self.write(key, false, &mut |_| None)
+    }
+
+    /// Applies `op` (old value to new value, `None` = absent / remove) to `key` under the lock of
+    /// its record or level-bin set. `may_insert`: whether `op` may turn `None` into a value.
+    fn write(
+        &self,
+        key: u64,
+        may_insert: bool,
+        op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
+    ) -> Option<u64> {
+        let (old, depth, retrain_ns) = {
+            let layout = self.layout.load();
+            let (_, top) = layout.node_for(key)?;
+            let mut node: &Node = top;
+            let mut depth = 0u32;
+            loop {
+                match node.home(key) {
+                    None => return None,
+                    Some(Home::Record(r)) => return r.modify(op),
+                    Some(Home::Gap(r)) => match r.gap.modify(r.key, key, op, may_insert, &self.cfg)
+                    {
+                        Step::Descend(sub) => {
+                            node = sub;
+                            depth += 1;
+                        }
+                        Step::Done(w) => {
+                            if !w.retrained {
+                                return w.old;
+                            }
+                            break (w.old, depth, w.retrain_ns);
+                        }
+                    },
+                }
+            }
+        };
+        // A level-bin retraining happened: count it on the node that covers `key` now (a model
+        // retraining may have replaced the node we came through; its counters died with it). A
+        // retraining still in flight may drop this count too; that only delays the next one.
+        self.level_bin_retrains.fetch_add(1, Relaxed);
+        self.level_bin_retrain_ns.fetch_add(retrain_ns, Relaxed);
+        let layout = self.layout.load();
+        let Some((_, top)) = layout.node_for(key) else {
+            return old;
+        };
+        let entries = u64::from(self.cfg.root_slots) * u64::from(self.cfg.child_slots);
+        top.retrained_entries.fetch_add(entries, Relaxed);
+        let nested = depth >= 1;
+        if nested {
+            top.nested_small_models.fetch_add(1, Relaxed);
+        }
+        if depth >= DEEP_SMALL_MODELS {
+            top.deep.store(true, Relaxed);
+        }
+        let wanted = nested && self.wants_retraining(top);
+        drop(layout);
+        if wanted
+            && self.cfg.model_retrain_after_nested > 0
+            && let Ok(_g) = self.retrain_lock.try_lock()
+        {
+            // Another thread retraining already covers this trigger.
+            self.retrain_wanted_locked();
+        }
+        old
+    }
+
+    /// Whether a top-level node's small models call for its model retraining: they nest
+    /// [`DEEP_SMALL_MODELS`] deep, or one of them needed a smaller one
+    /// `model_retrain_after_nested` times (at least once) and they gathered at least
+    /// `records / model_retrain_divisor` entries (0: no minimum).
+    fn wants_retraining(&self, node: &Node) -> bool {
+        if node.deep.load(Relaxed) {
+            return true;
+        }
+        let nested = node.nested_small_models.load(Relaxed);
+        if nested == 0 || nested < self.cfg.model_retrain_after_nested {
+            return false;
+        }
+        let divisor = self.cfg.model_retrain_divisor;
+        divisor == 0
+            || node.retrained_entries.load(Relaxed) >= node.records().len() as u64 / divisor
+    }
+
+    /// Model retraining of every top-level node now (waits for one already running first).
+    pub fn retrain_models(&self) -> ModelRetrain {
+        let _g = self
+            .retrain_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.retrain_locked(|_| true)
+    }
+
+    /// Model retraining of the top-level nodes whose small models call for it (see
+    /// [`Config::model_retrain_after_nested`]), unless a retraining runs; `None` if nothing was
+    /// done.
+    pub fn retrain_models_if_wanted(&self) -> Option<ModelRetrain> {
+        let _g = self.retrain_lock.try_lock().ok()?;
+        self.retrain_wanted_locked()
+    }
+
+    fn retrain_wanted_locked(&self) -> Option<ModelRetrain> {
+        let layout = self.layout.load();
+        let any = layout.nodes().iter().any(|n| self.wants_retraining(n));
+        drop(layout);
+        any.then(|| self.retrain_locked(|n| self.wants_retraining(n)))
+    }
+
+    /// Retrains the nodes `pick` selects and publishes the new layout; the caller holds
+    /// `retrain_lock`, so the layout changes only here meanwhile.
+    fn retrain_locked(&self, pick: impl Fn(&Node) -> bool) -> ModelRetrain {
+        let started = Instant::now();
+        let old = self.layout.load_full();
+        let mut nodes = Vec::with_capacity(old.nodes().len());
+        let (mut retrained, mut records) = (0u64, 0u64);
+        for (j, node) in old.nodes().iter().enumerate() {
+            if pick(node) {
+                let before = nodes.len();
+                let after = old.nodes().get(j + 1).and_then(|n| n.records().first());
+                let flat = flatten(node, after);
+                records += flat.len() as u64;
+                split_into_nodes(flat, &self.cfg, &mut nodes);
+                retrained += 1;
+                debug_assert!(nodes.len() > before);
+            } else {
+                nodes.push(Arc::clone(node));
+            }
+        }
+        let layout = Layout::from_nodes(nodes);
+        let report = ModelRetrain {
+            nodes_retrained: retrained,
+            records,
+            nodes: layout.nodes().len() as u64,
+            took_us: 0,
+        };
+        self.layout.store(Arc::new(layout));
+        let took_us = started.elapsed().as_micros() as u64;
+        self.model_retrains.fetch_add(1, Relaxed);
+        self.model_retrain_us.fetch_add(took_us, Relaxed);
+        ModelRetrain { took_us, ..report }
+    }
+}
+
+/// Every record reachable from `top`, in key order: each record, then the records of the small
+/// model retrained from its gap, if any and not inlined already (depth first, with an explicit
+/// stack: small models may nest deeply when model retraining is off). `after` is the record that
+/// follows `top`'s last one in the layout (the next node's first), where a small model of that
+/// last record may have been inlined.
+pub(crate) fn flatten(top: &Node, after: Option<&Arc<Record>>) -> Vec<Arc<Record>> {
+    let mut out = Vec::with_capacity(top.records().len());
+    // (records, next position, the record after the last one)
+    type Frame<'a> = (&'a [Arc<Record>], usize, Option<&'a Arc<Record>>);
+    let mut stack: Vec<Frame<'_>> = vec![(top.records(), 0, after)];
+    while let Some((records, i, after)) = stack.last_mut() {
+        let (records, after): (&[Arc<Record>], _) = (records, *after);
+        let Some(r) = records.get(*i) else {
+            stack.pop();
+            continue;
+        };
+        *i += 1;
+        let next = records.get(*i).or(after);
+        out.push(Arc::clone(r));
+        if let Some(sub) = r.gap.sub()
+            && !sub.inlined_before(next)
+        {
+            stack.push((sub.records(), 0, None));
+        }
+    }
+    out
+}

@@ -1,0 +1,45 @@
+//! FINEdex (Li et al., "FINEdex: a fine-grained learned index scheme for scalable and concurrent
+//! memory systems", VLDB 2021; the seed paper calls the system FineStore): a concurrent learned
+//! index over u64 keys and u64 values.
+//!
+//! Layout of the crate, in the order data flows through it:
+//! - `model.rs`: LPA models (the probe, with the authors' step reset) over one trained array;
+//! - `layout.rs`: the top-level nodes and the flat array of first keys that routes to them;
+//! - `node.rs`: a trained array with its models (a top-level node, or a small model);
+//! - `record.rs`: one trained record: value, removal flag, per-record lock, and its gap;
+//! - `gap.rs`: the gap below a record: level bins, then the small model they were retrained into;
+//! - `bins.rs`: the level bins (root bin, child bins) and their optimistic reads;
+//! - `seqlock.rs`: the per-bin latch (version word + mutex) and its memory orderings;
+//! - `index.rs`: [`FineIndex`], point operations and model retraining (publication by `ArcSwap`);
+//! - `scan.rs`: ordered range scans; `stats.rs`: structure figures and the load factor;
+//! - `retrainer.rs`: an optional background thread for model retraining.
+//!
+//! Lock order: a writer holds one record's lock, or one child bin's latch, or a level-bin set's
+//! root latch and then its child bins' latches in id order (`bins.rs`); a writer that triggers
+//! model retraining has released those first. Model retraining holds `retrain_lock` and no other
+//! lock; statistics take one set's latches at a time. Readers hold none. So there is no lock
+//! cycle.
+//!
+//! Everything is safe Rust: keys, values and versions are 8-byte atomics.
+
+#![forbid(unsafe_code)]
+
+mod bins;
+mod config;
+mod error;
+mod gap;
+mod index;
+mod layout;
+mod model;
+mod node;
+mod record;
+mod retrainer;
+mod scan;
+mod seqlock;
+mod stats;
+
+pub use config::Config;
+pub use error::{FineError, Result};
+pub use index::{FineIndex, ModelRetrain};
+pub use retrainer::Retrainer;
+pub use stats::FineStats;

@@ -1,0 +1,129 @@
+//! A trained data array with its LPA models: the top of a model layout, or a small model made by
+//! level-bin retraining.
+//!
+//! Built once and never changed (its records' values, flags and gaps change, each under its own
+//! lock); any thread may read it.
+//!
+//! Invariants:
+//! 1. `keys` is strictly increasing, `records[i].key == keys[i]`, and there is at least one key.
+//! 2. Every query routed to a node is `>= keys[0]`: the top node starts with key 0, and a small
+//!    model retrained under record r starts with key `r.key + 1` (a removed placeholder record if
+//!    that key was not among the retrained entries), so no key falls before a node's first
+//!    record and no node needs a head gap.
+//! 3. After a model retraining, a small model's records may ALSO appear inlined in the top
+//!    array, right after the parent record whose gap still points to the small model (a set
+//!    `OnceLock` cannot be cleared, and old layouts still descend through it). Walks in key order
+//!    skip such a descent ([`Node::inlined_before`]); point lookups find the inlined record
+//!    directly.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+
+use crate::config::Config;
+use crate::model::Router;
+use crate::record::Record;
+
+/// Where a key lives in one node.
+#[derive(Debug)]
+pub(crate) enum Home<'a> {
+    /// The trained record with this key.
+    Record(&'a Arc<Record>),
+    /// The gap below this record (the last one whose key is smaller).
+    Gap(&'a Arc<Record>),
+}
+
+/// A trained data array with its models.
+#[derive(Debug)]
+pub(crate) struct Node {
+    keys: Vec<u64>,
+    records: Vec<Arc<Record>>,
+    router: Router,
+    /// For a node of the top layout: level-bin retrainings below one of its small models, and
+    /// entries moved into its small models, since it was built (model retraining's trigger).
+    pub nested_small_models: AtomicU64,
+    pub retrained_entries: AtomicU64,
+    /// A level-bin retraining happened [`DEEP_SMALL_MODELS`] small models below this node.
+    pub deep: AtomicBool,
+}
+
+/// Nesting of small models below a top-level node at which its model retraining is due whatever
+/// the amortisation says: every key below pays one node search per level (sequential inserts
+/// into one gap nest a small model per m * n keys).
+pub(crate) const DEEP_SMALL_MODELS: u32 = 8;
+
+impl Node {
+    /// A node over `records` (sorted, distinct, non-empty; invariant 1).
+    pub fn from_records(records: Vec<Arc<Record>>, cfg: &Config) -> Node {
+        let keys: Vec<u64> = records.iter().map(|r| r.key).collect();
+        debug_assert!(
+            !keys.is_empty() && keys.windows(2).all(|w| matches!(w, [a, b] if a < b)),
+            "unsorted records {keys:?}"
+        );
+        let router = Router::train(&keys, cfg);
+        Node {
+            keys,
+            records,
+            router,
+            nested_small_models: AtomicU64::new(0),
+            retrained_entries: AtomicU64::new(0),
+            deep: AtomicBool::new(false),
+        }
+    }
+
+    /// A small model over entries retrained from the level bins below a record of key `parent`
+    /// (all entries `> parent`, sorted, distinct).
+    pub fn retrained(parent: u64, entries: &[(u64, u64)], cfg: &Config) -> Node {
+        let first = parent.saturating_add(1);
+        let mut records = Vec::with_capacity(entries.len() + 1);
+        if entries.first().is_none_or(|e| e.0 != first) {
+            records.push(Arc::new(Record::removed(first)));
+        }
+        records.extend(entries.iter().map(|&(k, v)| Arc::new(Record::new(k, v))));
+        Node::from_records(records, cfg)
+    }
+
+    /// Where `q` lives (`q >= keys[0]` by invariant 2).
+    #[inline]
+    pub fn home(&self, q: u64) -> Option<Home<'_>> {
+        let p = self.router.lower_bound(&self.keys, q);
+        if self.keys.get(p) == Some(&q) {
+            return self.records.get(p).map(Home::Record);
+        }
+        let gap = p.checked_sub(1).and_then(|i| self.records.get(i));
+        debug_assert!(gap.is_some(), "q = {q} routed below a node's first key");
+        gap.map(Home::Gap)
+    }
+
+    /// Where a scan from `q` starts: the last record `< q` (whose gap may hold keys `>= q`), if
+    /// any, and the position of the first record `>= q`.
+    pub fn scan_start(&self, q: u64) -> (Option<&Arc<Record>>, usize) {
+        let p = self.router.lower_bound(&self.keys, q);
+        (p.checked_sub(1).and_then(|i| self.records.get(i)), p)
+    }
+
+    /// Whether this small model's records were inlined by a model retraining into the array
+    /// where `next` follows its parent record: flattening puts them right after the parent, so
+    /// a walk in key order must not visit them twice.
+    pub fn inlined_before(&self, next: Option<&Arc<Record>>) -> bool {
+        matches!((self.records.first(), next), (Some(a), Some(b)) if Arc::ptr_eq(a, b))
+    }
+
+    pub fn records(&self) -> &[Arc<Record>] {
+        &self.records
+    }
+
+    pub fn models(&self) -> usize {
+        self.router.models()
+    }
+
+    /// Heap bytes of this node's own arrays and models (not of the records they point to).
+    pub fn heap_bytes(&self) -> u64 {
+        let per_key = std::mem::size_of::<u64>() + std::mem::size_of::<Arc<Record>>();
+        let per_model = lidb_index::segment::SEGMENT_BYTES as usize;
+        (std::mem::size_of::<Node>() + self.keys.len() * per_key + self.models() * per_model) as u64
+    }
+}
+
+/// Heap bytes of one shared record (its `Arc` allocation: two counters and the record).
+pub(crate) const RECORD_HEAP_BYTES: u64 =
+    (2 * std::mem::size_of::<usize>() + std::mem::size_of::<Record>()) as u64;

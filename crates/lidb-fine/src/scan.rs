@@ -1,0 +1,103 @@
+//! Ordered range scans (the paper's section 3.4): a depth-first walk of the layout in key order
+//! (record, then its gap: level bins or the small model retrained from them), so the answer comes
+//! out sorted without sorting at query time.
+//!
+//! Any thread may scan, lock-free, concurrently with writers and retraining. Each record is read
+//! consistently (its seqlock) and each level-bin set as one consistent snapshot; the scan as a
+//! whole is not a snapshot: a key written during the scan may or may not appear, but every key
+//! present and untouched for the whole scan appears exactly once, because every key has exactly
+//! one home at every instant (see gap.rs) and the walk visits each home once, in order. The
+//! layout is pinned for the scan (`load_full`); a model retraining meanwhile publishes the same
+//! records and bins, which the walk reads through the old layout.
+
+use std::sync::Arc;
+
+use crate::gap::{GapSlot, Step};
+use crate::index::FineIndex;
+use crate::layout::Layout;
+use crate::node::Node;
+use crate::record::Record;
+
+/// A pending piece of the walk.
+enum Work<'a> {
+    /// A gap, and the record that follows its parent in key order within the walk.
+    Gap(&'a GapSlot, Option<&'a Arc<Record>>),
+    /// The records of a node from a position, and the record that follows the node's last one
+    /// (the next top-level node's first; `None` inside a small model).
+    Records(&'a Node, usize, Option<&'a Arc<Record>>),
+}
+
+impl FineIndex {
+    /// Entries with `lo <= key <= hi` in key order, at most `limit` of them.
+    pub fn range(&self, lo: u64, hi: u64, limit: usize) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        self.range_into(lo, hi, limit, &mut out);
+        out
+    }
+
+    /// [`FineIndex::range`] into `out` (appended; earlier content stays).
+    pub fn range_into(&self, lo: u64, hi: u64, limit: usize, out: &mut Vec<(u64, u64)>) {
+        if lo > hi || limit == 0 {
+            return;
+        }
+        let layout: Arc<Layout> = self.layout.load_full();
+        let Some((first, _)) = layout.node_for(lo) else {
+            return;
+        };
+        let start = out.len();
+        let mut bins = Vec::new();
+        let mut work: Vec<Work<'_>> = Vec::new();
+        let nodes = layout.nodes();
+        for (j, top) in nodes.iter().enumerate().skip(first) {
+            let after = nodes.get(j + 1).and_then(|n| n.records().first());
+            enter(top, lo, after, &mut work);
+            while let Some(item) = work.pop() {
+                match item {
+                    Work::Records(node, i, after) => {
+                        let Some(r) = node.records().get(i) else {
+                            continue;
+                        };
+                        if r.key > hi {
+                            return;
+                        }
+                        work.push(Work::Records(node, i + 1, after));
+                        work.push(Work::Gap(&r.gap, node.records().get(i + 1).or(after)));
+                        if r.key >= lo
+                            && let Some(v) = r.read()
+                        {
+                            out.push((r.key, v));
+                            if out.len() - start >= limit {
+                                return;
+                            }
+                        }
+                    }
+                    Work::Gap(slot, next) => match slot.snapshot(&mut bins) {
+                        Step::Descend(sub) if sub.inlined_before(next) => {}
+                        Step::Descend(sub) => enter(sub, lo, None, &mut work),
+                        Step::Done(()) => {
+                            for &(k, v) in bins.iter().filter(|e| e.0 >= lo) {
+                                if k > hi {
+                                    return;
+                                }
+                                out.push((k, v));
+                                if out.len() - start >= limit {
+                                    return;
+                                }
+                            }
+                        }
+                    },
+                }
+            }
+        }
+    }
+}
+
+/// Schedules the walk of `node` from `lo`: first the gap that may hold keys `>= lo` below the
+/// last record `< lo`, then the records from the first `>= lo`.
+fn enter<'a>(node: &'a Node, lo: u64, after: Option<&'a Arc<Record>>, work: &mut Vec<Work<'a>>) {
+    let (before, first) = node.scan_start(lo);
+    work.push(Work::Records(node, first, after));
+    if let Some(b) = before {
+        work.push(Work::Gap(&b.gap, node.records().get(first).or(after)));
+    }
+}

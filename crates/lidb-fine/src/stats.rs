@@ -1,0 +1,126 @@
+//! Structure statistics: trained records, models, small models, level bins and their load factor
+//! (the paper reports about 82% at most, against 75% for a B-tree).
+//!
+//! A walk of the whole layout that takes each level-bin set's write section for a moment to count
+//! it: meant for reports and tests, not for hot paths. Counts are exact when no writer runs.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
+
+use crate::index::FineIndex;
+use crate::layout::Layout;
+use crate::node::{Node, RECORD_HEAP_BYTES};
+use crate::record::Record;
+
+/// Figures of a [`FineIndex`]'s structure.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FineStats {
+    /// Top-level nodes of the layout (one per LPA model when built).
+    pub top_nodes: u64,
+    /// Trained records of the top layout (placeholders and removed ones included).
+    pub top_records: u64,
+    /// LPA models of the top layout.
+    pub top_models: u64,
+    /// Small models made by level-bin retraining and not yet merged by a model retraining.
+    pub small_models: u64,
+    /// Trained records inside those small models.
+    pub small_model_records: u64,
+    /// Deepest nesting of small models (0: none).
+    pub max_depth: u64,
+    /// Live trained records (top and small models).
+    pub live_trained: u64,
+    /// Removed trained records and placeholders.
+    pub removed_trained: u64,
+    /// Level-bin sets in use (created and not retrained).
+    pub bin_sets: u64,
+    /// Child bins in use.
+    pub child_bins: u64,
+    /// Entries held in level bins.
+    pub bin_entries: u64,
+    /// Data slots of the level bins in use (root slots of a flat set, child slots of a tree).
+    pub bin_slots: u64,
+    /// `bin_entries / bin_slots` (0 when there are no bins).
+    pub load_factor: f64,
+    /// Level-bin retrainings since the index was built.
+    pub level_bin_retrains: u64,
+    /// Their total time (building and publishing the small models), in nanoseconds.
+    pub level_bin_retrain_ns: u64,
+    /// Model retrainings since the index was built.
+    pub model_retrains: u64,
+    /// Their total time (flattening, training, publishing), in microseconds.
+    pub model_retrain_us: u64,
+    /// Estimated heap bytes of the current layout: node arrays and models, records, level bins
+    /// (from type sizes; allocator overhead and old layouts still pinned by readers excluded).
+    pub heap_bytes: u64,
+}
+
+impl FineIndex {
+    /// Walks the current layout and counts.
+    pub fn stats(&self) -> FineStats {
+        let layout: Arc<Layout> = self.layout.load_full();
+        let nodes = layout.nodes();
+        let mut s = FineStats {
+            top_nodes: nodes.len() as u64,
+            level_bin_retrains: self.level_bin_retrains.load(Relaxed),
+            level_bin_retrain_ns: self.level_bin_retrain_ns.load(Relaxed),
+            model_retrains: self.model_retrains.load(Relaxed),
+            model_retrain_us: self.model_retrain_us.load(Relaxed),
+            ..FineStats::default()
+        };
+        for (j, top) in nodes.iter().enumerate() {
+            s.top_records += top.records().len() as u64;
+            s.top_models += top.models() as u64;
+            // The node, its pointer and its first key in the layout's arrays.
+            s.heap_bytes += top.heap_bytes() + 2 * std::mem::size_of::<u64>() as u64;
+            let after = nodes.get(j + 1).and_then(|n| n.records().first());
+            count_node(top, after, &mut s);
+        }
+        if s.bin_slots > 0 {
+            s.load_factor = s.bin_entries as f64 / s.bin_slots as f64;
+        }
+        s
+    }
+}
+
+/// Adds the figures of one top-level node and its small models to `s`; `after` is the record
+/// that follows the node's last one in the layout.
+fn count_node(top: &Node, after: Option<&Arc<Record>>, s: &mut FineStats) {
+    let mut stack: Vec<(&[Arc<Record>], usize, u64)> = vec![(top.records(), 0, 0)];
+    while let Some((records, i, depth)) = stack.last_mut() {
+        let (records, depth): (&[Arc<Record>], u64) = (records, *depth);
+        let Some(r) = records.get(*i) else {
+            stack.pop();
+            continue;
+        };
+        *i += 1;
+        let next = records.get(*i).or(if depth == 0 { after } else { None });
+        s.heap_bytes += RECORD_HEAP_BYTES;
+        if r.read().is_some() {
+            s.live_trained += 1;
+        } else {
+            s.removed_trained += 1;
+        }
+        if depth > 0 {
+            s.small_model_records += 1;
+        }
+        if let Some(sub) = r.gap.sub() {
+            // Retired bins stay allocated (emptied) beside the small model.
+            s.heap_bytes += sub.heap_bytes() + r.gap.bins().map_or(0, |b| b.heap_bytes());
+            if sub.inlined_before(next) {
+                continue;
+            }
+            s.small_models += 1;
+            s.max_depth = s.max_depth.max(depth + 1);
+            stack.push((sub.records(), 0, depth + 1));
+        } else if let Some(bins) = r.gap.bins() {
+            s.heap_bytes += bins.heap_bytes();
+            let (used, slots, children) = bins.occupancy();
+            if slots > 0 {
+                s.bin_sets += 1;
+            }
+            s.bin_entries += used;
+            s.bin_slots += slots;
+            s.child_bins += children;
+        }
+    }
+}

@@ -1,0 +1,449 @@
+//! Concurrent tests: writers and readers on overlapping keys while level-bin and model retraining
+//! run all the time (tiny bins, tiny thresholds, a thread that retrains models in a loop).
+//!
+//! Keys 0..KEYS are split by `k % 4`:
+//! - 1: "stable" keys, inserted before the threads start and never written again: every read and
+//!   every scan must find them with their value;
+//! - 2: "counter" keys, incremented with `upsert` by every writer: a reader never sees a value go
+//!   back or a counter vanish once seen, and at the end each counter equals the number of
+//!   increments made (no write lost, none applied twice);
+//! - 0 and 3: "churn" keys that writers insert, update and remove, to keep bins splitting,
+//!   emptying and being retrained.
+//!
+//! Every loop is bounded by a count and a deadline. Failures print the seed.
+
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::expect_used)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use lidb_fine::{Config, FineIndex, Retrainer};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+const KEYS: u64 = 16_384;
+
+fn stable_value(k: u64) -> u64 {
+    k * 7 + 1
+}
+
+fn tiny() -> Config {
+    Config {
+        root_slots: 2,
+        child_slots: 2,
+        threshold: 2,
+        learning_step: 4,
+        learning_rate: 0.5,
+        model_retrain_after_nested: 1,
+        model_retrain_divisor: 0,
+    }
+}
+
+struct Run {
+    writers: usize,
+    readers: usize,
+    ops: usize,
+    budget: Duration,
+}
+
+fn hammer(seed: u64, cfg: Config, run: &Run, background: bool) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    // Trained data: every 16th key (a mix of classes), the rest arrives through the bins.
+    let trained: Vec<(u64, u64)> = (0..KEYS)
+        .step_by(16)
+        .map(|k| (k, if k % 4 == 1 { stable_value(k) } else { 0 }))
+        .collect();
+    let ix = Arc::new(FineIndex::bulk_load(&trained, cfg).unwrap());
+    for &(k, _) in &trained {
+        if k % 4 != 1 {
+            ix.remove(k);
+        }
+    }
+    let mut stable: Vec<u64> = (0..KEYS).filter(|k| k % 4 == 1).collect();
+    // Insert the stable keys in a shuffled order so that they spread over bins and small models.
+    for i in (1..stable.len()).rev() {
+        stable.swap(i, rng.gen_range(0..=i));
+    }
+    for &k in &stable {
+        ix.insert(k, stable_value(k));
+    }
+    let increments: Arc<Vec<AtomicU64>> = Arc::new((0..KEYS).map(|_| AtomicU64::new(0)).collect());
+    let stop = Arc::new(AtomicBool::new(false));
+    let deadline = Instant::now() + run.budget;
+    let retrainer =
+        background.then(|| Retrainer::spawn(Arc::clone(&ix), Duration::from_micros(200)).unwrap());
+
+    std::thread::scope(|s| {
+        // A model retrainer in a loop, on top of the writers' own triggers.
+        {
+            let ix = Arc::clone(&ix);
+            let stop = Arc::clone(&stop);
+            s.spawn(move || {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) && n < 10_000 && Instant::now() < deadline {
+                    ix.retrain_models();
+                    n += 1;
+                    std::thread::sleep(Duration::from_micros(300));
+                }
+            });
+        }
+        let mut writers = Vec::new();
+        for w in 0..run.writers {
+            let ix = Arc::clone(&ix);
+            let increments = Arc::clone(&increments);
+            let mut rng = ChaCha8Rng::seed_from_u64(seed * 1000 + w as u64);
+            writers.push(s.spawn(move || {
+                for _ in 0..run.ops {
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                    let k = rng.gen_range(0..KEYS);
+                    match k % 4 {
+                        1 => {}
+                        2 => {
+                            ix.upsert(k, |old| old.map_or(1, |v| v + 1));
+                            increments[k as usize].fetch_add(1, Ordering::Relaxed);
+                        }
+                        _ => match rng.gen_range(0..3) {
+                            0 => {
+                                ix.remove(k);
+                            }
+                            1 => {
+                                ix.update(k, rng.r#gen());
+                            }
+                            _ => {
+                                ix.insert(k, rng.r#gen());
+                            }
+                        },
+                    }
+                }
+            }));
+        }
+        let mut readers = Vec::new();
+        for r in 0..run.readers {
+            let ix = Arc::clone(&ix);
+            let stop = Arc::clone(&stop);
+            let mut rng = ChaCha8Rng::seed_from_u64(seed * 1000 + 500 + r as u64);
+            readers.push(s.spawn(move || {
+                let mut seen: HashMap<u64, u64> = HashMap::new();
+                for i in 0..run.ops {
+                    if stop.load(Ordering::Relaxed) || Instant::now() >= deadline {
+                        break;
+                    }
+                    if i % 64 == 0 {
+                        let lo = rng.gen_range(0..KEYS);
+                        let hi = lo + rng.gen_range(0..256);
+                        let got = ix.range(lo, hi, usize::MAX);
+                        assert!(
+                            got.windows(2).all(|w| w[0].0 < w[1].0),
+                            "seed {seed}: scan {lo}..={hi} not strictly sorted: {got:?}"
+                        );
+                        let mut at = got.iter().peekable();
+                        for k in lo..=hi.min(KEYS - 1) {
+                            while at.peek().is_some_and(|e| e.0 < k) {
+                                at.next();
+                            }
+                            let here = at.peek().filter(|e| e.0 == k).map(|e| e.1);
+                            match k % 4 {
+                                1 => assert_eq!(
+                                    here,
+                                    Some(stable_value(k)),
+                                    "seed {seed}: scan {lo}..={hi} lost stable key {k}"
+                                ),
+                                2 => check_counter(&mut seen, k, here, seed, "scan"),
+                                _ => {}
+                            }
+                        }
+                    } else {
+                        let k = rng.gen_range(0..KEYS);
+                        let got = ix.get(k);
+                        match k % 4 {
+                            1 => assert_eq!(
+                                got,
+                                Some(stable_value(k)),
+                                "seed {seed}: get lost stable key {k}"
+                            ),
+                            2 => check_counter(&mut seen, k, got, seed, "get"),
+                            _ => {}
+                        }
+                    }
+                }
+            }));
+        }
+        let mut failed = None;
+        for h in writers.into_iter().chain(readers) {
+            if let Err(e) = h.join() {
+                failed = Some(e);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        if let Some(e) = failed {
+            std::panic::resume_unwind(e);
+        }
+    });
+    if let Some(r) = retrainer {
+        r.stop();
+    }
+    for k in 0..KEYS {
+        let got = ix.get(k);
+        match k % 4 {
+            1 => assert_eq!(got, Some(stable_value(k)), "seed {seed}: end, stable {k}"),
+            2 => {
+                let want = increments[k as usize].load(Ordering::Relaxed);
+                assert_eq!(got.unwrap_or(0), want, "seed {seed}: end, counter {k}");
+            }
+            _ => {}
+        }
+    }
+    let all = ix.range(0, u64::MAX, usize::MAX);
+    assert!(
+        all.windows(2).all(|w| w[0].0 < w[1].0),
+        "seed {seed}: final scan"
+    );
+    for &(k, v) in &all {
+        assert_eq!(ix.get(k), Some(v), "seed {seed}: final scan vs get at {k}");
+    }
+    let stats = ix.stats();
+    println!("seed {seed}: {stats:?}");
+    assert!(
+        stats.level_bin_retrains > 0,
+        "seed {seed}: no level-bin retraining: {stats:?}"
+    );
+    assert!(
+        stats.model_retrains > 0,
+        "seed {seed}: no model retraining: {stats:?}"
+    );
+}
+
+fn check_counter(seen: &mut HashMap<u64, u64>, k: u64, got: Option<u64>, seed: u64, how: &str) {
+    let before = seen.get(&k).copied();
+    match (before, got) {
+        (Some(b), None) => panic!("seed {seed}: {how}: counter {k} vanished after {b}"),
+        (Some(b), Some(v)) => assert!(v >= b, "seed {seed}: {how}: counter {k} went {b} -> {v}"),
+        _ => {}
+    }
+    if let Some(v) = got {
+        seen.insert(k, v);
+    }
+}
+
+#[test]
+fn writers_and_readers_with_constant_retraining() {
+    let run = Run {
+        writers: 3,
+        readers: 3,
+        ops: 400_000,
+        budget: Duration::from_secs(3),
+    };
+    for seed in 0..2 {
+        hammer(seed, tiny(), &run, false);
+    }
+}
+
+#[test]
+fn background_retrainer_and_larger_bins() {
+    let run = Run {
+        writers: 2,
+        readers: 2,
+        ops: 400_000,
+        budget: Duration::from_secs(3),
+    };
+    let cfg = Config {
+        root_slots: 4,
+        child_slots: 4,
+        model_retrain_after_nested: 0,
+        ..tiny()
+    };
+    hammer(10, cfg, &run, true);
+}
+
+#[test]
+fn concurrent_inserts_of_distinct_keys_are_all_kept() {
+    // Each writer inserts its own ascending keys (interleaved with the others'), so every gap is
+    // filled and retrained by several threads at once; nothing may be lost.
+    let ix = Arc::new(FineIndex::new(tiny()).unwrap());
+    let threads = 4u64;
+    let per = 3_000u64;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let ix = Arc::clone(&ix);
+            s.spawn(move || {
+                for i in 0..per {
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                    let k = i * threads + t + 1;
+                    assert_eq!(ix.insert(k, k), None, "key {k} inserted twice");
+                }
+            });
+        }
+    });
+    assert!(Instant::now() < deadline, "inserts ran out of time");
+    let all = ix.range(0, u64::MAX, usize::MAX);
+    assert_eq!(all.len() as u64, threads * per);
+    assert!(
+        all.iter()
+            .enumerate()
+            .all(|(i, &(k, v))| k == i as u64 + 1 && v == k)
+    );
+}
+
+#[test]
+fn readers_never_return_a_torn_bin() {
+    // One trained record (key 0) and one level-bin set below it, holding stable keys 100, 200,
+    // ... A writer inserts and removes keys below them, which shifts every slot of the set; a
+    // reader that kept what it read mid-shift would miss a stable key or pair it with a
+    // neighbour's value. The seqlock's validation is what prevents that.
+    let cfg = Config {
+        model_retrain_after_nested: 0,
+        ..Config::default()
+    };
+    let ix = Arc::new(FineIndex::new(cfg).unwrap());
+    let stable: Vec<u64> = (1..=60).map(|i| i * 100).collect();
+    for &k in &stable {
+        ix.insert(k, stable_value(k));
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    std::thread::scope(|s| {
+        {
+            let ix = Arc::clone(&ix);
+            let stop = Arc::clone(&stop);
+            s.spawn(move || {
+                let mut i = 0u64;
+                while !stop.load(Ordering::Relaxed) && Instant::now() < deadline && i < 5_000_000 {
+                    // Keys below each child bin's first key: every write shifts a whole bin.
+                    let k = (i % 60) * 100 + 1 + (i / 60) % 50;
+                    ix.insert(k, 1);
+                    ix.remove(k);
+                    i += 1;
+                }
+            });
+        }
+        let reader = {
+            let ix = Arc::clone(&ix);
+            let stable = stable.clone();
+            s.spawn(move || {
+                for i in 0..20_000_000usize {
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                    let k = stable[i % stable.len()];
+                    assert_eq!(ix.get(k), Some(stable_value(k)), "torn read of key {k}");
+                    if i % 512 == 0 {
+                        let got = ix.range(0, u64::MAX, usize::MAX);
+                        let kept: Vec<u64> =
+                            got.iter().filter(|e| e.0 % 100 == 0).map(|e| e.0).collect();
+                        assert_eq!(kept, stable, "torn scan");
+                    }
+                }
+            })
+        };
+        let r = reader.join();
+        stop.store(true, Ordering::Relaxed);
+        if let Err(e) = r {
+            std::panic::resume_unwind(e);
+        }
+    });
+}
+
+#[test]
+fn the_background_retrainer_merges_small_models() {
+    let cfg = Config {
+        model_retrain_after_nested: 0,
+        ..tiny()
+    };
+    let ix = Arc::new(FineIndex::new(cfg).unwrap());
+    let retrainer = Retrainer::spawn(Arc::clone(&ix), Duration::from_millis(1)).unwrap();
+    for k in (1..2_000u64).rev() {
+        ix.insert(k, k);
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while ix.stats().model_retrains == 0 && Instant::now() < deadline {
+        retrainer.nudge();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let ran = retrainer.stop();
+    assert!(ran > 0, "the retrainer never ran: {:?}", ix.stats());
+    let all = ix.range(0, u64::MAX, usize::MAX);
+    assert_eq!(all.len(), 1_999);
+    assert!(all.iter().all(|&(k, v)| k == v));
+}
+
+#[test]
+fn in_place_and_structural_writers_share_one_gap() {
+    // Every key in one gap (below trained record 0) with 4 x 4 bins and at most 9 keys, which
+    // never fills the set (that takes 10 or more): in-place writes into a child bin race with
+    // moves, splits and removals of child bins, never with retraining. Stable keys must stay
+    // visible with their values.
+    let cfg = Config {
+        root_slots: 4,
+        child_slots: 4,
+        model_retrain_after_nested: 0,
+        ..Config::default()
+    };
+    let ix = Arc::new(FineIndex::new(cfg).unwrap());
+    let stable: Vec<u64> = (1..=5).map(|i| i * 1000).collect();
+    for &k in &stable {
+        ix.insert(k, stable_value(k));
+    }
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    let stop = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|s| {
+        for w in 0..2u64 {
+            let ix = Arc::clone(&ix);
+            let stop = Arc::clone(&stop);
+            s.spawn(move || {
+                let mut rng = ChaCha8Rng::seed_from_u64(77 + w);
+                let mut i = 0;
+                while !stop.load(Ordering::Relaxed) && Instant::now() < deadline && i < 5_000_000 {
+                    let k = rng.gen_range(1..5u64) * 1000 + 500;
+                    {
+                        if rng.gen_bool(0.5) {
+                            ix.insert(k, k);
+                        } else {
+                            ix.remove(k);
+                        }
+                    }
+                    i += 1;
+                }
+            });
+        }
+        let reader = {
+            let ix = Arc::clone(&ix);
+            let stable = stable.clone();
+            s.spawn(move || {
+                for i in 0..50_000_000usize {
+                    if Instant::now() >= deadline {
+                        break;
+                    }
+                    let k = stable[i % stable.len()];
+                    assert_eq!(ix.get(k), Some(stable_value(k)), "get of stable key {k}");
+                    if i % 256 == 0 {
+                        let got = ix.range(0, u64::MAX, usize::MAX);
+                        assert!(got.windows(2).all(|w| w[0].0 < w[1].0), "unsorted scan");
+                        let kept: Vec<u64> = got
+                            .iter()
+                            .filter(|e| e.0 % 1000 == 0)
+                            .map(|e| e.0)
+                            .collect();
+                        assert_eq!(kept, stable, "scan lost a stable key");
+                    }
+                }
+            })
+        };
+        let r = reader.join();
+        stop.store(true, Ordering::Relaxed);
+        if let Err(e) = r {
+            std::panic::resume_unwind(e);
+        }
+    });
+    let all = ix.range(0, u64::MAX, usize::MAX);
+    for &(k, v) in &all {
+        assert_eq!(ix.get(k), Some(v), "final get {k}");
+    }
+    assert_eq!(ix.stats().level_bin_retrains, 0, "the set filled up");
+}
