@@ -18,7 +18,7 @@
 mod background;
 mod compact;
 mod flush;
-mod level_index;
+pub(crate) mod level_index;
 mod output;
 mod read;
 mod recover;
