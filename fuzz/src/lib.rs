@@ -65,12 +65,11 @@ pub fn seal_index_frames(b: &mut [u8]) {
         .and_then(|s| s.windows(4).position(|w| w == b"LIDX"))
     {
         let start = i + at;
-        if let Some(p) = le_u64(b, start + 24).and_then(|p| usize::try_from(p).ok()) {
-            if let Some(end) = (start + 32).checked_add(p) {
-                if end + 4 <= b.len() {
-                    crc_at(b, start, end);
-                }
-            }
+        let end = le_u64(b, start + 24)
+            .and_then(|p| usize::try_from(p).ok())
+            .and_then(|p| (start + 32).checked_add(p));
+        if let Some(end) = end.filter(|&end| end.saturating_add(4) <= b.len()) {
+            crc_at(b, start, end);
         }
         i = start + 1;
     }
