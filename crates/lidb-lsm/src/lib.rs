@@ -11,6 +11,8 @@ pub mod batch;
 pub mod compaction;
 pub mod db;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod hooks;
 pub mod iter;
 pub mod keys;

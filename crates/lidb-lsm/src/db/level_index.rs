@@ -117,7 +117,7 @@ impl LevelIndex {
         Self::decode(&bytes, number).map_err(|d| corruption(&path, d))
     }
 
-    fn decode(bytes: &[u8], number: u64) -> std::result::Result<LevelIndex, String> {
+    pub(crate) fn decode(bytes: &[u8], number: u64) -> std::result::Result<LevelIndex, String> {
         let (body, crc) = bytes
             .len()
             .checked_sub(4)

@@ -1,0 +1,238 @@
+//! Writes the seed corpus `fuzz/corpus/<target>/` from files the engines really make, all in
+//! memory (MemStorage). Run from the repository root:
+//! `cargo run --manifest-path fuzz/Cargo.toml --example gen_corpus`.
+//! Each seed is one selector byte then the file: bit 0 asks the target to reseal checksums
+//! (`lidb_fuzz::prepare`), bit 1 picks the static tier's model over its key list.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lidb_index::{Family, Params};
+use lidb_kv::static_tier::{StaticTierBuilder, TierOptions, keys_path, model_path};
+use lidb_kv::{Store, StoreOptions};
+use lidb_lsm::log::parse_log;
+use lidb_lsm::storage::Storage;
+use lidb_lsm::storage::mem::MemStorage;
+use lidb_lsm::table::{TableBuilder, TableOptions};
+use lidb_lsm::{Db, EntryKind, Granularity, Options};
+
+struct Corpus(PathBuf);
+
+impl Corpus {
+    fn put(&self, target: &str, name: &str, selector: Option<u8>, bytes: &[u8]) {
+        let dir = self.0.join(target);
+        fs::create_dir_all(&dir).expect("corpus dir");
+        let mut out = Vec::with_capacity(bytes.len() + 1);
+        out.extend(selector);
+        out.extend_from_slice(bytes);
+        fs::write(dir.join(name), out).expect("write seed");
+    }
+}
+
+fn files_ending(storage: &MemStorage, suffix: &str) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<_> = storage
+        .files()
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(suffix))
+        .map(|p| {
+            let name = p
+                .to_string_lossy()
+                .trim_start_matches('/')
+                .replace('/', "_");
+            (name, storage.read_all(&p).expect("read"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn key(i: u32) -> Vec<u8> {
+    format!("key{:06}", i * 7).into_bytes()
+}
+
+/// WAL, manifest, tables and level indexes of an LSM with level models.
+fn lsm(c: &Corpus) {
+    let storage = Arc::new(MemStorage::new());
+    let dir = Path::new("/lsm");
+    let opts = Options {
+        granularity: Granularity::Level,
+        background_compaction: false,
+        ..Options::default()
+    };
+    let db = Db::open_with_storage(storage.clone(), dir, opts.clone()).expect("open");
+    for round in 0..2u32 {
+        for i in 0..300 {
+            db.put(&key(i), format!("value-{round}-{i}").as_bytes())
+                .expect("put");
+        }
+        db.delete(&key(round)).expect("delete");
+        db.flush().expect("flush");
+    }
+    db.compact().expect("compact");
+    for i in 0..20 {
+        db.put(&key(i), b"in the wal").expect("put");
+    }
+    db.delete(&key(3)).expect("delete");
+    db.sync_wal().expect("sync");
+    for (name, bytes) in files_ending(&storage, ".lvl") {
+        c.put("level_index", &name, Some(1), &bytes);
+    }
+    for (name, bytes) in files_ending(&storage, ".log") {
+        c.put("log_framing", &name, Some(1), &bytes);
+        c.put(
+            "log_framing",
+            &format!("{name}.torn"),
+            Some(0),
+            &bytes[..bytes.len() - 5],
+        );
+        for (i, record) in parse_log(&bytes)
+            .expect("wal")
+            .records
+            .iter()
+            .enumerate()
+            .take(4)
+        {
+            c.put("wal_batch", &format!("{name}.{i}"), None, record);
+        }
+    }
+    let manifests: Vec<_> = storage
+        .files()
+        .into_iter()
+        .filter(|p| p.to_string_lossy().contains("MANIFEST-"))
+        .collect();
+    for p in manifests {
+        let bytes = storage.read_all(&p).expect("read");
+        let name = p.file_name().expect("name").to_string_lossy().into_owned();
+        c.put("manifest_edit", &name, Some(1), &bytes);
+        for (i, record) in parse_log(&bytes)
+            .expect("manifest")
+            .records
+            .iter()
+            .enumerate()
+        {
+            c.put("manifest_edit", &format!("{name}.edit{i}"), None, record);
+        }
+    }
+    db.close().expect("close");
+}
+
+/// One small table per index family, and one without index or filter.
+fn tables(c: &Corpus) {
+    let storage = MemStorage::new();
+    storage.create_dir_all(Path::new("/t")).expect("dir");
+    let mut variants: Vec<(String, TableOptions)> = Family::ALL
+        .iter()
+        .map(|&f| {
+            let opts = TableOptions {
+                index: Some((f, Params::new(8))),
+                bloom_bits_per_key: 10,
+            };
+            (format!("{f:?}").to_lowercase(), opts)
+        })
+        .collect();
+    variants.push((
+        "plain".into(),
+        TableOptions {
+            index: None,
+            bloom_bits_per_key: 0,
+        },
+    ));
+    for (name, opts) in variants {
+        let path = PathBuf::from(format!("/t/{name}.sst"));
+        let mut b = TableBuilder::new(&storage, &path, 1, 10, 8, opts).expect("builder");
+        for i in 0..40u32 {
+            let kind = if i % 9 == 4 {
+                EntryKind::Delete
+            } else {
+                EntryKind::Put
+            };
+            let value = if kind == EntryKind::Put {
+                format!("v{i}")
+            } else {
+                String::new()
+            };
+            b.add(&key(i), u64::from(i) + 1, kind, value.as_bytes())
+                .expect("add");
+        }
+        b.finish().expect("finish");
+        c.put(
+            "sstable",
+            &name,
+            Some(1),
+            &storage.read_all(&path).expect("read"),
+        );
+    }
+}
+
+/// Every index family over a few key distributions.
+fn indexes(c: &Corpus) {
+    let dense: Vec<u64> = (0..200).collect();
+    let sparse: Vec<u64> = (0..200u64).map(|i| i * i * 1_000_003).collect();
+    let dups: Vec<u64> = (0..200u64).map(|i| i / 7).collect();
+    for f in Family::ALL {
+        for (dist, keys) in [("dense", &dense), ("sparse", &sparse), ("dups", &dups)] {
+            let Ok(index) = lidb_index::build(f, keys, &Params::new(16)) else {
+                continue;
+            };
+            let name = format!("{}-{dist}", format!("{f:?}").to_lowercase());
+            c.put("index", &name, Some(1), &index.encode());
+        }
+    }
+}
+
+/// KVSTATE and value logs of a LearnedKV store, and a static tier generation.
+fn kv(c: &Corpus) {
+    let storage = Arc::new(MemStorage::new());
+    let dir = Path::new("/kv");
+    let store = Store::open_with_storage(storage.clone(), dir, StoreOptions::default())
+        .expect("open store");
+    for i in 0..200u32 {
+        store
+            .put(&key(i), format!("value {i}").as_bytes())
+            .expect("put");
+    }
+    store.flush().expect("flush");
+    store.gc().expect("gc");
+    for i in 0..30u32 {
+        store.put(&key(i), b"newer").expect("put");
+    }
+    store.flush().expect("flush");
+    for (name, bytes) in files_ending(&storage, "KVSTATE") {
+        c.put("kvstate", &name, Some(1), &bytes);
+    }
+    for (name, bytes) in files_ending(&storage, ".vlog").into_iter().take(2) {
+        c.put("vlog", &name, Some(1), &bytes);
+        c.put(
+            "vlog",
+            &format!("{name}.torn"),
+            Some(0),
+            &bytes[..bytes.len() - 3],
+        );
+    }
+    store.close().expect("close");
+
+    let storage: Arc<dyn Storage> = Arc::new(MemStorage::new());
+    let dir = Path::new("/db");
+    storage.create_dir_all(dir).expect("dir");
+    let mut b =
+        StaticTierBuilder::new(storage.clone(), dir, 1, TierOptions::default()).expect("builder");
+    for i in 0..600u32 {
+        b.add(format!("key{i:06}").as_bytes(), &i.to_le_bytes())
+            .expect("add");
+    }
+    b.finish().expect("finish");
+    let keys = storage.read_all(&keys_path(dir, 1)).expect("keys");
+    let model = storage.read_all(&model_path(dir, 1)).expect("model");
+    c.put("static_tier", "keys", Some(1), &keys);
+    c.put("static_tier", "model", Some(3), &model);
+}
+
+fn main() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
+    let c = Corpus(root);
+    lsm(&c);
+    tables(&c);
+    indexes(&c);
+    kv(&c);
+}
