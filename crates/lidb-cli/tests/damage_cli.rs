@@ -5,60 +5,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+mod support;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
-fn lidb_kv(dir: &Path, engine: &str, extra: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
-        .args(["kv", "--engine", engine, "--db", dir.to_str().unwrap()])
-        .args(extra)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A child that fails its open exits without reading: a broken pipe is its answer, not ours.
-    if let Err(e) = child.stdin.take().unwrap().write_all(input.as_bytes()) {
-        assert_eq!(
-            e.kind(),
-            std::io::ErrorKind::BrokenPipe,
-            "writing to lidb: {e}"
-        );
-    }
-    child.wait_with_output().unwrap()
-}
-
-/// Writes 200 puts (100 keys, twice) through a child with `--sync`, then kills it: its log holds
-/// every record, with no clean close to flush them into tables.
-fn write_and_kill(dir: &Path, engine: &str) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
-        .args([
-            "kv",
-            "--engine",
-            engine,
-            "--sync",
-            "--db",
-            dir.to_str().unwrap(),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    for round in 1..=2 {
-        for i in 0..100 {
-            writeln!(stdin, "put k{i:03} value-{round}-{i}").unwrap();
-            stdin.flush().unwrap();
-            assert_eq!(lines.next().unwrap().unwrap(), "OK");
-        }
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-}
+use support::{lidb_kv, write_and_kill};
 
 fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();

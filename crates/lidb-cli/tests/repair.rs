@@ -5,51 +5,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::io::{BufRead, BufReader, Write};
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
-fn lidb(args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // A child that fails its open exits without reading: a broken pipe is its answer, not ours.
-    if let Err(e) = child.stdin.take().unwrap().write_all(input.as_bytes()) {
-        assert_eq!(
-            e.kind(),
-            std::io::ErrorKind::BrokenPipe,
-            "writing to lidb: {e}"
-        );
-    }
-    child.wait_with_output().unwrap()
-}
-
-/// 200 synced puts (100 keys, twice) through a `lidb kv` child that is then killed.
-fn write_and_kill(dir: &Path, engine: &str) {
-    let d = dir.to_str().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
-        .args(["kv", "--engine", engine, "--sync", "--db", d])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    for round in 1..=2 {
-        for i in 0..100 {
-            writeln!(stdin, "put k{i:03} value-{round}-{i}").unwrap();
-            stdin.flush().unwrap();
-            assert_eq!(lines.next().unwrap().unwrap(), "OK");
-        }
-    }
-    child.kill().unwrap();
-    child.wait().unwrap();
-}
+use support::{lidb, write_and_kill};
 
 /// The largest file of `dir` (not recursing) ending in `suffix`.
 fn biggest(dir: &Path, suffix: &str) -> PathBuf {
