@@ -141,12 +141,7 @@ fn check_learned_tier(
     report: &mut StoreRepairReport,
 ) -> Result<()> {
     let read = || -> Result<Vec<u64>> {
-        let t = Arc::new(StaticTier::open(
-            Arc::clone(storage),
-            dir,
-            g,
-            ReadMode::Buffered,
-        )?);
+        let t = open_tier(storage, dir, g)?;
         for e in t.keys()? {
             e?;
         }
@@ -176,6 +171,16 @@ fn check_learned_tier(
         }
     }
     Ok(())
+}
+
+/// The learned tier of generation `g`, read with buffered I/O (repair reads it once).
+fn open_tier(storage: &Arc<dyn Storage>, dir: &Path, g: u64) -> Result<Arc<StaticTier>> {
+    Ok(Arc::new(StaticTier::open(
+        Arc::clone(storage),
+        dir,
+        g,
+        ReadMode::Buffered,
+    )?))
 }
 
 /// Every key an LSM (deletions excluded) or the tier of `st` holds.
@@ -209,12 +214,7 @@ fn every_key(
         db.close()?;
     }
     if let (TierKind::Learned { .. }, Some(g)) = (&opts.tier, st.tier) {
-        let t = Arc::new(StaticTier::open(
-            Arc::clone(storage),
-            dir,
-            g,
-            ReadMode::Buffered,
-        )?);
+        let t = open_tier(storage, dir, g)?;
         for e in t.keys()? {
             keys.insert(e?.0);
         }
