@@ -755,11 +755,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_in_place_writer_rechecks_the_root_after_latching_its_child() {
-        // The writer routes 25 to a child bin; before it latches the child, the set is retrained
-        // away (emptied and retired). Only the root's validation stops the write from landing in
-        // a retired set, where nobody would ever read it.
+    /// Keys 10..=50 (step 10, value key * 10) in 4 x 4 bins: child bins [10, 20] and
+    /// [30, 40, 50].
+    fn five_keys_in_4x4_bins() -> Arc<LevelBins> {
         let (m, n) = (4, 4);
         let bins = Arc::new(LevelBins::new(m, n));
         for k in [10u64, 20, 30, 40, 50] {
@@ -768,6 +766,15 @@ mod tests {
             assert!(shape.upsert(k, k * 10, m, n));
             bins.store_shape(&w, &shape);
         }
+        bins
+    }
+
+    #[test]
+    fn an_in_place_writer_rechecks_the_root_after_latching_its_child() {
+        // The writer routes 25 to a child bin; before it latches the child, the set is retrained
+        // away (emptied and retired). Only the root's validation stops the write from landing in
+        // a retired set, where nobody would ever read it.
+        let bins = five_keys_in_4x4_bins();
         let retirer = Arc::clone(&bins);
         BETWEEN_ROUTE_AND_LATCH.with(|h| {
             *h.borrow_mut() = Some(Box::new(move || {
@@ -791,14 +798,7 @@ mod tests {
         // finds it at slot 1; an in-place insert of 15 (the child has room, so only its latch is
         // taken and the root's version does not move) shifts 20 to slot 2 and puts 15's value in
         // slot 1. Only the child's validation tells the reader to start again.
-        let (m, n) = (4, 4);
-        let bins = Arc::new(LevelBins::new(m, n));
-        for k in [10u64, 20, 30, 40, 50] {
-            let w = bins.lock_all();
-            let mut shape = bins.load_shape(&w);
-            assert!(shape.upsert(k, k * 10, m, n));
-            bins.store_shape(&w, &shape);
-        }
+        let bins = five_keys_in_4x4_bins();
         let before = bins.latch.read_begin();
         let writer = Arc::clone(&bins);
         BETWEEN_KEY_AND_VALUE.with(|h| {
