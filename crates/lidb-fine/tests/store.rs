@@ -170,6 +170,11 @@ fn a_torn_log_tail_is_cut_and_reported() {
         (TailKind::Torn, 8 + 29 * 5, 10)
     );
     assert_eq!(store.recovery_report().log_records, 5);
+    let line = store.recovery_report().to_string();
+    assert!(
+        line.starts_with("recovery: ") && line.contains("offset 153"),
+        "{line}"
+    );
     assert_eq!(store.scan(&[], None, 100).len(), 5);
     store.put(b"after", b"cut").unwrap();
     store.close().unwrap();

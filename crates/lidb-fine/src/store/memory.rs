@@ -74,6 +74,11 @@ impl Memory {
         })
     }
 
+    /// The index of images to bucket ids.
+    pub fn index(&self) -> &FineIndex {
+        &self.index
+    }
+
     fn bucket_by_id(&self, id: u64) -> Arc<Mutex<Bucket>> {
         let table = self.buckets.read().unwrap_or_else(PoisonError::into_inner);
         let b = table.get(id as usize);

@@ -108,6 +108,11 @@ impl FineStore {
         &self.report
     }
 
+    /// Figures of the index under the store (its keys are key images, its values bucket ids).
+    pub fn index_stats(&self) -> crate::FineStats {
+        self.memory.index().stats()
+    }
+
     /// The value of `key`.
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
         self.memory.get(key)

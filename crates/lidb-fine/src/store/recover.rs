@@ -36,6 +36,25 @@ pub struct FineRecovery {
     pub created: bool,
 }
 
+impl std::fmt::Display for FineRecovery {
+    /// One `recovery: ...` line per cut; nothing when the open cut nothing.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(t) = &self.cut {
+            writeln!(
+                f,
+                "recovery: {}: cut {} bytes at offset {} ({}, {} intact records dropped): {}",
+                self.log.display(),
+                t.bytes,
+                t.offset,
+                t.kind,
+                t.records_after,
+                t.detail
+            )?;
+        }
+        Ok(())
+    }
+}
+
 /// The outcome of a successful open: the data, the log to append to, the next seq.
 #[derive(Debug)]
 pub struct Opened {
