@@ -98,8 +98,17 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
     let state = format::decode_state(&storage.read_all(&state_path)?)
         .map_err(|d| lidb_lsm::error::corruption(&state_path, d))?;
     let mut report = FineRecovery::default();
+    let must_exist = |path: &Path| {
+        if storage.exists(path) {
+            Ok(())
+        } else {
+            let detail = format!("{STATE_NAME} names this file, which is missing");
+            Err(lidb_lsm::error::corruption(path, detail))
+        }
+    };
     let (entries, mut next_seq) = if state.checkpoint_id > 0 {
         let path = dir.join(checkpoint_name(state.checkpoint_id));
+        must_exist(&path)?;
         let ckpt = format::decode_checkpoint(&storage.read_all(&path)?)
             .map_err(|d| lidb_lsm::error::corruption(&path, d))?;
         report.checkpoint = Some(path);
@@ -109,6 +118,7 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
         (Vec::new(), 1)
     };
     let log_path = dir.join(log_name(state.log_id));
+    must_exist(&log_path)?;
     let parsed = format::parse_log(&storage.read_all(&log_path)?)
         .map_err(|d| lidb_lsm::error::corruption(&log_path, d))?;
     if let Some(bad) = &parsed.bad_tail
