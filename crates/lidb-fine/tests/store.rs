@@ -59,6 +59,11 @@ fn check_equal(
     for _ in 0..20 {
         let (a, b) = (random_key(rng), random_key(rng));
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        // A reversed or empty range is empty (and no panic), also inside one bucket.
+        assert!(
+            store.scan(&hi, Some(&lo), 10).is_empty(),
+            "{ctx}: reversed range"
+        );
         let limit = rng.gen_range(0..30);
         let got = store.scan(&lo, Some(&hi), limit);
         let want: Vec<_> = model

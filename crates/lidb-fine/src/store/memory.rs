@@ -139,6 +139,9 @@ impl Memory {
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
         const CHUNK: usize = 64;
         let mut out = Vec::new();
+        if end.is_some_and(|e| e <= start) {
+            return out;
+        }
         let hi = end.map_or(u64::MAX, key_image);
         let mut lo = key_image(start);
         let upper = end.map_or(Bound::Unbounded, Bound::Excluded);
