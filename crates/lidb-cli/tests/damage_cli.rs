@@ -173,7 +173,7 @@ fn an_unknown_recovery_mode_is_a_clear_error() {
 }
 
 /// finedex (FineStore): the same loud failure naming the log and offset; point-in-time serves
-/// the prefix and prints the cut (FineStore does not copy cut bytes to lost/ yet).
+/// the prefix, prints the cut and saves the cut bytes under lost/.
 #[test]
 fn a_flipped_bit_mid_finedex_log_fails_lidb_kv_and_point_in_time_serves_the_prefix() {
     let dir = std::env::temp_dir().join(format!("lidb-damage-cli-finedex-{}", std::process::id()));
@@ -205,6 +205,10 @@ fn a_flipped_bit_mid_finedex_log_fails_lidb_kv_and_point_in_time_serves_the_pref
         "{stderr}"
     );
     assert!(stdout.starts_with("value-"), "{stdout}");
+    assert!(
+        dir.join("lost").is_dir(),
+        "the cut bytes were not saved to lost/"
+    );
     let out = lidb_kv(&dir, "finedex", &[], "get k000\n");
     assert!(out.status.success() && out.stderr.is_empty());
     let _ = std::fs::remove_dir_all(&dir);

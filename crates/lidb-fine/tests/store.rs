@@ -220,6 +220,17 @@ fn a_flipped_bit_mid_log_fails_the_open_and_changes_nothing() {
         .map(|(k, _)| k)
         .collect();
     assert_eq!(keys, vec![b"k00".to_vec(), b"k01".to_vec()]);
+    let lost = store.recovery_report().lost.clone().unwrap();
+    let log_bytes = &before.iter().find(|(p, _)| *p == log).unwrap().1;
+    assert_eq!(
+        lost,
+        PathBuf::from(DIR).join(format!("lost/log-000001@{bad_record}"))
+    );
+    assert_eq!(
+        mem.read_all(&lost).unwrap(),
+        log_bytes[bad_record as usize..]
+    );
+    assert!(store.recovery_report().to_string().contains("saved to"));
 }
 
 #[test]

@@ -11,8 +11,9 @@
 
 use std::path::{Path, PathBuf};
 
+use lidb_lsm::db::report::save_lost;
 use lidb_lsm::storage::{Storage, WritableFile};
-use lidb_lsm::tail::{BadTail, RecoveryMode};
+use lidb_lsm::tail::{BadTail, RecoveryMode, TailKind};
 use lidb_lsm::{Error, Result};
 
 use crate::Config;
@@ -32,6 +33,8 @@ pub struct FineRecovery {
     pub log_records: u64,
     /// The bad end of the log, cut at open (allowed by the recovery mode).
     pub cut: Option<BadTail>,
+    /// Where the bytes of a damage cut were copied first (`lost/{log}@{offset}`).
+    pub lost: Option<PathBuf>,
     /// Whether the directory held no store and one was created.
     pub created: bool,
 }
@@ -49,6 +52,13 @@ impl std::fmt::Display for FineRecovery {
                 t.kind,
                 t.records_after,
                 t.detail
+            )?;
+        }
+        if let Some(lost) = &self.lost {
+            writeln!(
+                f,
+                "recovery: the cut bytes were saved to {}",
+                lost.display()
             )?;
         }
         Ok(())
@@ -142,6 +152,11 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
     } else {
         parsed.valid_len
     };
+    if let Some(bad) = &parsed.bad_tail
+        && bad.kind == TailKind::Damage
+    {
+        report.lost = Some(save_lost(storage, dir, &log_path, parsed.valid_len)?);
+    }
     if parsed.bad_tail.is_some() || keep == 0 {
         storage.truncate(&log_path, keep)?;
     }
