@@ -361,6 +361,50 @@ mod tests {
         assert_eq!(t.offset, 8);
     }
 
+    /// Decoders of untrusted bytes never panic: random bytes, and valid files with random
+    /// bytes changed, cut or appended.
+    #[test]
+    fn decoders_never_panic() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(8);
+        let entries = vec![
+            (b"a".to_vec(), b"1".to_vec()),
+            (b"bb".to_vec(), vec![7; 30]),
+        ];
+        let valid = [
+            log_of(4),
+            encode_checkpoint(3, &entries),
+            encode_state(State {
+                checkpoint_id: 1,
+                log_id: 2,
+            }),
+        ];
+        for round in 0..3000 {
+            let mut b = if round % 4 == 0 {
+                (0..rng.gen_range(0..80))
+                    .map(|_| rng.r#gen::<u8>())
+                    .collect()
+            } else {
+                valid[round % 3].clone()
+            };
+            for _ in 0..rng.gen_range(0..4) {
+                if !b.is_empty() {
+                    let i = rng.gen_range(0..b.len());
+                    b[i] = rng.r#gen();
+                }
+            }
+            if rng.gen_bool(0.3) {
+                b.truncate(rng.gen_range(0..=b.len()));
+            }
+            if rng.gen_bool(0.2) {
+                b.extend((0..rng.gen_range(1..20)).map(|_| rng.r#gen::<u8>()));
+            }
+            let _ = parse_log(&b);
+            let _ = decode_checkpoint(&b);
+            let _ = decode_state(&b);
+        }
+    }
+
     #[test]
     fn checkpoint_and_state_round_trip_and_catch_flips() {
         let e = vec![(b"a".to_vec(), b"1".to_vec()), (b"b".to_vec(), vec![])];
