@@ -371,3 +371,40 @@ fn a_version_1_store_still_opens() {
     ];
     assert_eq!(store.scan(&[], None, 100), want);
 }
+
+/// Keys at both ends of the image space (image 0 and image u64::MAX), several per image.
+#[test]
+fn extreme_images_keep_every_key() {
+    let mem = MemStorage::new();
+    let store = open(&mem, &FineStoreOptions::default()).unwrap();
+    let mut keys: Vec<Vec<u8>> = vec![
+        vec![],
+        vec![0],
+        vec![0; 9],
+        vec![0xff; 8],
+        vec![0xff; 9],
+        [vec![0xff; 8], vec![0]].concat(),
+    ];
+    for (i, k) in keys.iter().enumerate() {
+        store.put(k, &[i as u8]).unwrap();
+    }
+    keys.sort();
+    let got: Vec<_> = store
+        .scan(&[], None, 100)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(got, keys);
+    let tail = store.scan(&[0xff; 8], Some(&[0xff; 9]), 100);
+    assert_eq!(tail.len(), 2);
+    store.checkpoint().unwrap();
+    store.close().unwrap();
+    let store = open(&mem, &FineStoreOptions::default()).unwrap();
+    let got: Vec<_> = store
+        .scan(&[], None, 100)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(got, keys);
+    assert_eq!(store.get(&[0xff; 9]), Some(vec![4]));
+}
