@@ -14,7 +14,7 @@
 //! 3. After the first failed append or sync, `error` is set for good: the file may end in a
 //!    partial record, so later records could not be read back; every later call fails.
 
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, RwLockWriteGuard};
 use std::thread::JoinHandle;
 
 use lidb_lsm::storage::WritableFile;
@@ -137,8 +137,9 @@ impl Logger {
         lock(&self.state).next_seq
     }
 
-    /// Replaces the log file (checkpoint). The caller flushed and keeps writers out.
-    pub fn switch(&self, file: Box<dyn WritableFile>) {
+    /// Replaces the log file (checkpoint). The caller flushed, and keeps writers out: it holds
+    /// the store's checkpoint gate exclusively, which `_writers_out` proves.
+    pub fn switch(&self, _writers_out: &RwLockWriteGuard<'_, ()>, file: Box<dyn WritableFile>) {
         debug_assert!(lock(&self.state).pending.is_empty());
         *lock(&self.file) = file;
     }

@@ -184,7 +184,7 @@ impl FineStore {
     /// only what follows. Writers wait meanwhile. The old checkpoint and log are removed only
     /// after the new state is durable.
     pub fn checkpoint(&self) -> Result<()> {
-        let _gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
+        let gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
         self.logger.flush()?;
         let mut files = lock(&self.files);
         let old = *files;
@@ -206,9 +206,9 @@ impl FineStore {
             self.logger.poison(format!("checkpoint failed: {e}"));
             return Err(e);
         }
-        self.logger.switch(log);
+        self.logger.switch(&gate, log);
         *files = new;
-        drop(_gate);
+        drop(gate);
         let mut removed = Vec::new();
         if old.checkpoint_id > 0 {
             removed.push(checkpoint_name(old.checkpoint_id));
