@@ -6,7 +6,13 @@
 //! - `format.rs`: the bytes of the log, the checkpoint and `FINESTATE`;
 //! - `recover.rs`: open (read everything, decide, then write) and the recovery report.
 //!
-//! Threads: every method takes `&self`; any number of threads may read and write at once.
+//! Durability: with `sync` a write returns once the batch holding it is synced; without, once
+//! it is buffered, and a crash keeps the writes of a prefix of the log (seq order), at least
+//! through the last `flush`, `checkpoint` or `close` that returned. A failed append or sync
+//! stops every later write (`Error::Closed`); reads go on.
+//!
+//! Threads: every method but `close` takes `&self`; any number of threads may read and write at
+//! once.
 //! A write holds the checkpoint gate (shared), then its key's bucket lock while it buffers its
 //! log record and applies itself, so records of one key reach the log in the order they were
 //! applied, and the log as a whole in seq order (`logger.rs`). A checkpoint takes the gate
