@@ -77,7 +77,13 @@ fn every_acknowledged_write_survives_sigkill_during_learnedkv_gc() {
     sigkill_rounds("learnedkv", Some(150));
 }
 
+/// One test of this file at a time: a child spawned by one test inherits, until its exec, the
+/// descriptors of a store another test has open in this process, lock included, and that store's
+/// next open then reads as "in use by another process".
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn sigkill_rounds(engine: &str, gc_every: Option<u64>) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("lidb-kv-crash-{engine}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     // The latest acknowledged value of every key, over all rounds.
