@@ -1,6 +1,8 @@
-//! The engines `lidb kv` serves: the LSM engine, or the tiered store (LearnedKV, lsm+ or lsm+tier).
+//! The engines `lidb kv` serves: the LSM engine, the tiered store (LearnedKV, lsm+ or
+//! lsm+tier), or FineStore (finedex).
 
 use lidb_bench::engines::drain;
+use lidb_fine::{FineStore, FineStoreOptions};
 use lidb_index::{Family, Params};
 use lidb_kv::{Store, StoreOptions, TierKind};
 use lidb_lsm::{Db, Options};
@@ -10,6 +12,10 @@ use serde_json::{Value, json};
 pub fn tier_of(engine: &str) -> Result<Option<TierKind>, String> {
     match engine {
         "lsm" => Ok(None),
+        "finedex" => Err(
+            "finedex is not an LSM engine: it has no tier, and lidb repair does not know it yet"
+                .into(),
+        ),
         "learnedkv" => Ok(Some(TierKind::Learned {
             family: Family::Plr,
             page_boundary: 2,
@@ -18,7 +24,7 @@ pub fn tier_of(engine: &str) -> Result<Option<TierKind>, String> {
         "lsm+" => Ok(Some(TierKind::WriteBack)),
         "lsm+tier" => Ok(Some(TierKind::Lsm)),
         other => Err(format!(
-            "unknown engine \"{other}\" (known: lsm, learnedkv, lsm+, lsm+tier)"
+            "unknown engine \"{other}\" (known: lsm, learnedkv, lsm+, lsm+tier, finedex)"
         )),
     }
 }
@@ -27,6 +33,7 @@ pub fn tier_of(engine: &str) -> Result<Option<TierKind>, String> {
 pub enum Backend {
     Lsm(Db),
     Tiered(Store),
+    Fine(Box<FineStore>),
 }
 
 type R<T> = Result<T, lidb_lsm::Error>;
@@ -57,6 +64,9 @@ impl Backend {
             };
             Store::open(dir, opts).map(Backend::Tiered)
         };
+        if engine == "finedex" {
+            return open_fine(dir, &lsm);
+        }
         let opened = match tier_of(engine)? {
             None => Db::open(dir, lsm.clone()).map(Backend::Lsm),
             Some(tier) => tiered(tier),
@@ -77,6 +87,7 @@ impl Backend {
         match self {
             Backend::Lsm(db) => db.recovery_report().to_string(),
             Backend::Tiered(s) => s.recovery_report().to_string(),
+            Backend::Fine(s) => s.recovery_report().to_string(),
         }
     }
 
@@ -84,6 +95,7 @@ impl Backend {
         match self {
             Backend::Lsm(db) => db.put(k, v),
             Backend::Tiered(s) => s.put(k, v),
+            Backend::Fine(s) => s.put(k, v),
         }
     }
 
@@ -91,6 +103,7 @@ impl Backend {
         match self {
             Backend::Lsm(db) => db.get(k),
             Backend::Tiered(s) => s.get(k),
+            Backend::Fine(s) => Ok(s.get(k)),
         }
     }
 
@@ -98,6 +111,7 @@ impl Backend {
         match self {
             Backend::Lsm(db) => db.delete(k),
             Backend::Tiered(s) => s.delete(k),
+            Backend::Fine(s) => s.delete(k).map(|_| ()),
         }
     }
 
@@ -112,6 +126,13 @@ impl Backend {
         match self {
             Backend::Lsm(db) => drain(&mut db.scan(start, Some(end))?, limit, each)?,
             Backend::Tiered(s) => drain(&mut s.scan(start, Some(end))?, limit, each)?,
+            Backend::Fine(s) => {
+                let rows = s.scan(start, Some(end), limit);
+                for (k, v) in &rows {
+                    each(k, v);
+                }
+                rows.len()
+            }
         };
         Ok(())
     }
@@ -120,6 +141,7 @@ impl Backend {
         match self {
             Backend::Lsm(db) => db.flush(),
             Backend::Tiered(s) => s.flush(),
+            Backend::Fine(s) => s.flush(),
         }
     }
 
@@ -127,13 +149,24 @@ impl Backend {
         match self {
             Backend::Lsm(db) => db.compact(),
             Backend::Tiered(s) => s.compact(),
+            Backend::Fine(_) => Err(lidb_lsm::Error::InvalidOption(
+                "compact is a command of the LSM engines; finedex has checkpoint".into(),
+            )),
+        }
+    }
+
+    /// Writes a checkpoint and starts a new log (finedex only).
+    pub fn checkpoint(&self) -> Result<(), String> {
+        match self {
+            Backend::Fine(s) => s.checkpoint().map_err(|e| e.to_string()),
+            _ => Err("checkpoint is a command of finedex".into()),
         }
     }
 
     /// Runs a GC and returns when it is installed (tiered engines only).
     pub fn gc(&self) -> Result<(), String> {
         match self {
-            Backend::Lsm(_) => {
+            Backend::Lsm(_) | Backend::Fine(_) => {
                 Err("gc is a command of the tiered engines (learnedkv, lsm+, lsm+tier)".into())
             }
             Backend::Tiered(s) => s.gc().map_err(|e| e.to_string()),
@@ -143,7 +176,7 @@ impl Backend {
     /// Runs a range-query-assisted conversion and returns when it is installed (learnedkv only).
     pub fn convert(&self) -> Result<(), String> {
         match self {
-            Backend::Lsm(_) => Err("convert is a command of learnedkv".into()),
+            Backend::Lsm(_) | Backend::Fine(_) => Err("convert is a command of learnedkv".into()),
             Backend::Tiered(s) => s.convert().map_err(|e| e.to_string()),
         }
     }
@@ -151,6 +184,15 @@ impl Backend {
     pub fn stats(&self) -> Value {
         match self {
             Backend::Lsm(db) => lsm_stats(db),
+            Backend::Fine(s) => {
+                let st = s.index_stats();
+                json!({
+                    "index_top_nodes": st.top_nodes, "index_small_models": st.small_models,
+                    "index_load_factor": st.load_factor,
+                    "level_bin_retrains": st.level_bin_retrains,
+                    "model_retrains": st.model_retrains, "index_heap_bytes": st.heap_bytes,
+                })
+            }
             Backend::Tiered(s) => {
                 let st = s.stats();
                 let sp = s.space();
@@ -170,8 +212,28 @@ impl Backend {
         match self {
             Backend::Lsm(db) => db.close(),
             Backend::Tiered(s) => s.close(),
+            Backend::Fine(s) => (*s).close(),
         }
     }
+}
+
+/// Opens FineStore in `dir` with the `sync` and recovery mode of `lsm` (its other options are
+/// the LSM's and do not apply).
+fn open_fine(dir: &std::path::Path, lsm: &Options) -> Result<Backend, String> {
+    let opts = FineStoreOptions {
+        sync: lsm.sync,
+        recovery_mode: lsm.recovery_mode,
+        ..FineStoreOptions::default()
+    };
+    FineStore::open(dir, opts)
+        .map(|s| Backend::Fine(Box::new(s)))
+        .map_err(|e| match e {
+            lidb_lsm::Error::Corruption { .. } => format!(
+                "{e}\n(`--recovery-mode point-in-time` opens the intact prefix of a damaged log; \
+                 lidb repair does not know finedex yet)"
+            ),
+            e => e.to_string(),
+        })
 }
 
 fn lsm_stats(db: &Db) -> Value {

@@ -168,9 +168,13 @@ fn execute(db: &Backend, line: &str) -> Result<String, String> {
             db.convert()?;
             Ok("OK\n".into())
         }
+        ["checkpoint"] => {
+            db.checkpoint()?;
+            Ok("OK\n".into())
+        }
         ["stats"] => Ok(format!("{}\n", db.stats())),
         [cmd, ..] => Err(format!(
-            "unknown command or wrong arguments: \"{cmd}\" (commands: put K V, get K, del K, scan START END [LIMIT], flush, compact, gc, convert, stats)"
+            "unknown command or wrong arguments: \"{cmd}\" (commands: put K V, get K, del K, scan START END [LIMIT], flush, compact, gc, convert, checkpoint, stats)"
         )),
     }
 }

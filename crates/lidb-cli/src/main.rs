@@ -35,7 +35,8 @@ enum Command {
     #[command(subcommand)]
     Data(data_cmd::DataCommand),
     /// Serve a database over stdin/stdout, one command per line: put K V, get K, del K,
-    /// scan START END [LIMIT], flush, compact, gc (tiered engines), convert (learnedkv), stats.
+    /// scan START END [LIMIT], flush, compact, gc (tiered engines), convert (learnedkv),
+    /// checkpoint (finedex), stats.
     Kv(kv_cmd::KvArgs),
     /// Rebuild a store that does not open (RocksDB's RepairDB is the model): keep every table,
     /// log record and value that reads cleanly, move or copy what does not to DIR/lost/, write a

@@ -123,3 +123,45 @@ fn an_unknown_recovery_mode_is_a_clear_error() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// finedex (FineStore): the same loud failure naming the log and offset; point-in-time serves
+/// the prefix, prints the cut and saves the cut bytes under lost/.
+#[test]
+fn a_flipped_bit_mid_finedex_log_fails_lidb_kv_and_point_in_time_serves_the_prefix() {
+    let dir = std::env::temp_dir().join(format!("lidb-damage-cli-finedex-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    write_and_kill(&dir, "finedex");
+    let log = dir.join("log-000001");
+    let mut bytes = std::fs::read(&log).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x04;
+    std::fs::write(&log, &bytes).unwrap();
+    let before = files(&dir);
+
+    let out = lidb_kv(&dir, "finedex", &[], "get k000\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the open succeeded: {stderr}");
+    assert!(
+        stderr.contains("corruption") && stderr.contains("log-000001") && stderr.contains("offset"),
+        "{stderr}"
+    );
+    assert!(files(&dir) == before, "the failed open changed files");
+
+    let pit = ["--recovery-mode", "point-in-time"];
+    let out = lidb_kv(&dir, "finedex", &pit, "get k000\nget k099\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("recovery:") && stderr.contains("damage"),
+        "{stderr}"
+    );
+    assert!(stdout.starts_with("value-"), "{stdout}");
+    assert!(
+        dir.join("lost").is_dir(),
+        "the cut bytes were not saved to lost/"
+    );
+    let out = lidb_kv(&dir, "finedex", &[], "get k000\n");
+    assert!(out.status.success() && out.stderr.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}

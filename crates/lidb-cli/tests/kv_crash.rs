@@ -1,7 +1,8 @@
 //! The crash test of the issue: a child `lidb kv --sync` writes while the test kills it with
 //! SIGKILL at random instants (mid-write, mid-flush, mid-compaction: the write buffer is tiny so
 //! both happen constantly). After every kill the database is opened in this process and must hold
-//! every write the child acknowledged with OK, with its latest acknowledged value.
+//! every write the child acknowledged with OK, with its latest acknowledged value. The same for
+//! learnedkv with GCs and for finedex (FineStore) with checkpoints.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -10,6 +11,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use lidb_fine::{FineStore, FineStoreOptions};
 use lidb_kv::{Store, StoreOptions};
 use lidb_lsm::{Db, Options};
 
@@ -17,12 +19,17 @@ use lidb_lsm::{Db, Options};
 enum Reopened {
     Lsm(Db),
     Tiered(Store),
+    Fine(Box<FineStore>),
 }
 
 impl Reopened {
     fn open(engine: &str, dir: &std::path::Path) -> Result<Reopened, lidb_lsm::Error> {
         if engine == "lsm" {
             return Ok(Reopened::Lsm(Db::open(dir, Options::default())?));
+        }
+        if engine == "finedex" {
+            let fine = FineStore::open(dir, FineStoreOptions::default())?;
+            return Ok(Reopened::Fine(Box::new(fine)));
         }
         let opts = StoreOptions {
             auto_gc: false,
@@ -35,13 +42,14 @@ impl Reopened {
         match self {
             Reopened::Lsm(db) => db.get(k),
             Reopened::Tiered(s) => s.get(k),
+            Reopened::Fine(s) => Ok(s.get(k)),
         }
     }
 
     fn tables(&self) -> u64 {
         match self {
             Reopened::Lsm(db) => db.stats().levels.iter().map(|l| l.files).sum(),
-            Reopened::Tiered(_) => 0,
+            Reopened::Tiered(_) | Reopened::Fine(_) => 0,
         }
     }
 }
@@ -55,6 +63,13 @@ fn every_acknowledged_write_survives_sigkill() {
     sigkill_rounds("lsm", None);
 }
 
+/// FineStore with a `checkpoint` every 150 writes: kills land inside checkpoints (snapshot, new
+/// log, state switch, removal of the old pair) as well as between them.
+#[test]
+fn every_acknowledged_write_survives_sigkill_with_finedex_checkpoints() {
+    sigkill_rounds("finedex", Some(150));
+}
+
 /// LearnedKV with a `gc` every 150 writes: kills land inside GCs (switch, collect, tier writing,
 /// install) as well as between them.
 #[test]
@@ -62,7 +77,13 @@ fn every_acknowledged_write_survives_sigkill_during_learnedkv_gc() {
     sigkill_rounds("learnedkv", Some(150));
 }
 
+/// One test of this file at a time: a child spawned by one test inherits, until its exec, the
+/// descriptors of a store another test has open in this process, lock included, and that store's
+/// next open then reads as "in use by another process".
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn sigkill_rounds(engine: &str, gc_every: Option<u64>) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = std::env::temp_dir().join(format!("lidb-kv-crash-{engine}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     // The latest acknowledged value of every key, over all rounds.
@@ -103,17 +124,18 @@ fn sigkill_rounds(engine: &str, gc_every: Option<u64>) {
             }
             if gc_every.is_some_and(|g| n > 0 && n.is_multiple_of(g)) {
                 n += 1;
-                if stdin
-                    .write_all(b"gc\n")
-                    .and_then(|()| stdin.flush())
-                    .is_err()
-                {
+                let job: &[u8] = if engine == "finedex" {
+                    b"checkpoint\n"
+                } else {
+                    b"gc\n"
+                };
+                if stdin.write_all(job).and_then(|()| stdin.flush()).is_err() {
                     break;
                 }
                 line.clear();
                 match stdout.read_line(&mut line) {
                     Ok(0) | Err(_) => break,
-                    Ok(_) => assert_eq!(line.trim_end(), "OK", "round {round}: gc said {line:?}"),
+                    Ok(_) => assert_eq!(line.trim_end(), "OK", "round {round}: job said {line:?}"),
                 }
                 gcs_done += 1;
                 continue;
@@ -187,7 +209,10 @@ fn sigkill_rounds(engine: &str, gc_every: Option<u64>) {
             "no table was ever written: the kills never met a flush"
         );
     } else {
-        assert!(gcs_done > 0, "no GC ran: the kills never met one");
+        assert!(
+            gcs_done > 0,
+            "no GC or checkpoint ran: the kills never met one"
+        );
     }
     assert!(
         acked.len() > 100,

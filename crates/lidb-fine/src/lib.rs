@@ -12,7 +12,8 @@
 //! - `seqlock.rs`: the per-bin latch (version word + mutex) and its memory orderings;
 //! - `index.rs`: [`FineIndex`], point operations and model retraining (publication by `ArcSwap`);
 //! - `scan.rs`: ordered range scans; `stats.rs`: structure figures and the load factor;
-//! - `retrainer.rs`: an optional background thread for model retraining.
+//! - `retrainer.rs`: an optional background thread for model retraining;
+//! - `store/`: [`FineStore`], byte keys and values over the index, its log and checkpoints.
 //!
 //! Lock order: a writer holds one record's lock, or one child bin's latch, or a level-bin set's
 //! root latch and then its child bins' latches in id order (`bins.rs`); a writer that triggers
@@ -37,9 +38,11 @@ mod retrainer;
 mod scan;
 mod seqlock;
 mod stats;
+mod store;
 
 pub use config::Config;
 pub use error::{FineError, Result};
 pub use index::{FineIndex, ModelRetrain};
 pub use retrainer::Retrainer;
 pub use stats::FineStats;
+pub use store::{FineRecovery, FineStore, FineStoreOptions};

@@ -1,0 +1,227 @@
+//! Opening a FineStore directory: phase 1 reads everything and decides (no file is written, so
+//! a failed open changes nothing); phase 2 cuts an allowed bad tail, removes files no state
+//! names, and opens the log for appending.
+//!
+//! Called once per open, single-threaded, before any writer exists.
+//!
+//! What recovery trusts (docs/format/finestore-log.md): `FINESTATE` names one checkpoint (or
+//! none) and one log; the state is replaced atomically (temporary file, sync, rename, directory
+//! sync) only after both files it names are synced, so every file it names is whole. Recovery
+//! loads the checkpoint, then replays the log's intact records in order.
+
+use std::path::{Path, PathBuf};
+
+use lidb_lsm::db::report::save_lost;
+use lidb_lsm::storage::{Storage, WritableFile};
+use lidb_lsm::tail::{BadTail, RecoveryMode, TailKind};
+use lidb_lsm::{Error, Result};
+
+use crate::Config;
+use crate::store::format::{
+    self, LOG_HEADER_BYTES, STATE_NAME, STATE_TMP_NAME, State, checkpoint_name, log_name,
+};
+use crate::store::memory::Memory;
+
+/// What an open found and did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FineRecovery {
+    /// The checkpoint loaded, if any, and its entries.
+    pub checkpoint: Option<PathBuf>,
+    pub checkpoint_entries: u64,
+    /// The log replayed and its intact records.
+    pub log: PathBuf,
+    pub log_records: u64,
+    /// The bad end of the log, cut at open (allowed by the recovery mode).
+    pub cut: Option<BadTail>,
+    /// Where the bytes of a damage cut were copied first (`lost/{log}@{offset}`).
+    pub lost: Option<PathBuf>,
+    /// Whether the directory held no store and one was created.
+    pub created: bool,
+}
+
+impl std::fmt::Display for FineRecovery {
+    /// One `recovery: ...` line per cut; nothing when the open cut nothing.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(t) = &self.cut {
+            writeln!(
+                f,
+                "recovery: {}: cut {} bytes at offset {} ({}, {} intact records dropped): {}",
+                self.log.display(),
+                t.bytes,
+                t.offset,
+                t.kind,
+                t.records_after,
+                t.detail
+            )?;
+        }
+        if let Some(lost) = &self.lost {
+            writeln!(
+                f,
+                "recovery: the cut bytes were saved to {}",
+                lost.display()
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The outcome of a successful open: the data, the log to append to, the next seq.
+#[derive(Debug)]
+pub struct Opened {
+    pub memory: Memory,
+    pub state: State,
+    pub log_file: Box<dyn WritableFile>,
+    pub next_seq: u64,
+    pub report: FineRecovery,
+}
+
+fn is_store_file(name: &str) -> bool {
+    name.starts_with("log-") || name.starts_with("checkpoint-") || name == STATE_TMP_NAME
+}
+
+/// Writes `FINESTATE` atomically and durably.
+pub fn write_state(storage: &dyn Storage, dir: &Path, state: State) -> Result<()> {
+    let tmp = dir.join(STATE_TMP_NAME);
+    let mut f = storage.create(&tmp)?;
+    f.append(&format::encode_state(state))?;
+    f.sync()?;
+    drop(f);
+    storage.rename(&tmp, &dir.join(STATE_NAME))?;
+    storage.sync_dir(dir)
+}
+
+/// Creates log `id` holding only its header, synced.
+pub fn create_log(storage: &dyn Storage, dir: &Path, id: u64) -> Result<Box<dyn WritableFile>> {
+    let mut f = storage.create(&dir.join(log_name(id)))?;
+    f.append(&format::log_header())?;
+    f.sync()?;
+    Ok(f)
+}
+
+/// Opens (or creates) the store in `dir`.
+pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) -> Result<Opened> {
+    let state_path = dir.join(STATE_NAME);
+    if !storage.exists(&state_path) {
+        return create(storage, dir, cfg);
+    }
+    // Phase 1: reads only.
+    let state = format::decode_state(&storage.read_all(&state_path)?)
+        .map_err(|d| lidb_lsm::error::corruption(&state_path, d))?;
+    let mut report = FineRecovery::default();
+    let must_exist = |path: &Path| {
+        if storage.exists(path) {
+            Ok(())
+        } else {
+            let detail = format!("{STATE_NAME} names this file, which is missing");
+            Err(lidb_lsm::error::corruption(path, detail))
+        }
+    };
+    let (entries, mut next_seq) = if state.checkpoint_id > 0 {
+        let path = dir.join(checkpoint_name(state.checkpoint_id));
+        must_exist(&path)?;
+        let ckpt = format::decode_checkpoint(&storage.read_all(&path)?)
+            .map_err(|d| lidb_lsm::error::corruption(&path, d))?;
+        report.checkpoint = Some(path);
+        report.checkpoint_entries = ckpt.entries.len() as u64;
+        (ckpt.entries, ckpt.next_seq)
+    } else {
+        (Vec::new(), 1)
+    };
+    let log_path = dir.join(log_name(state.log_id));
+    must_exist(&log_path)?;
+    let parsed = format::parse_log(&storage.read_all(&log_path)?)
+        .map_err(|d| lidb_lsm::error::corruption(&log_path, d))?;
+    if let Some(bad) = &parsed.bad_tail
+        && !mode.allows(bad.kind)
+    {
+        let detail = format!("{} (recovery mode {mode})", bad.detail);
+        return Err(lidb_lsm::error::corruption(&log_path, detail));
+    }
+    let memory = Memory::load(entries, cfg).map_err(|e| Error::InvalidOption(e.to_string()))?;
+    for op in &parsed.ops {
+        memory.apply(&op.key, op.value.as_deref());
+        next_seq = next_seq.max(op.seq + 1);
+    }
+    report.log = log_path.clone();
+    report.log_records = parsed.ops.len() as u64;
+    report.cut = parsed.bad_tail.clone();
+
+    // Phase 2: writes.
+    let keep = if parsed.valid_len < LOG_HEADER_BYTES {
+        0
+    } else {
+        parsed.valid_len
+    };
+    if let Some(bad) = &parsed.bad_tail
+        && bad.kind == TailKind::Damage
+    {
+        report.lost = Some(save_lost(storage, dir, &log_path, parsed.valid_len)?);
+    }
+    if parsed.bad_tail.is_some() || keep == 0 {
+        storage.truncate(&log_path, keep)?;
+    }
+    let mut log_file = storage.open_append(&log_path)?;
+    if log_file.is_empty() {
+        log_file.append(&format::log_header())?;
+        log_file.sync()?;
+    }
+    if report.cut.is_none() {
+        sweep(storage, dir, state)?;
+    }
+    Ok(Opened {
+        memory,
+        state,
+        log_file,
+        next_seq,
+        report,
+    })
+}
+
+/// A directory without `FINESTATE`: a new store, unless store files hold data (then the state
+/// was lost, which is damage, not an empty store).
+fn create(storage: &dyn Storage, dir: &Path, cfg: Config) -> Result<Opened> {
+    for name in storage.list(dir)? {
+        let path = dir.join(&name);
+        let data_file = name.starts_with("log-") || name.starts_with("checkpoint-");
+        if data_file && storage.file_size(&path)? > LOG_HEADER_BYTES {
+            let detail = format!("{STATE_NAME} is missing but {name} holds data");
+            return Err(lidb_lsm::error::corruption(dir.join(STATE_NAME), detail));
+        }
+    }
+    let state = State {
+        checkpoint_id: 0,
+        log_id: 1,
+    };
+    let log_file = create_log(storage, dir, state.log_id)?;
+    write_state(storage, dir, state)?;
+    let memory = Memory::load(Vec::new(), cfg).map_err(|e| Error::InvalidOption(e.to_string()))?;
+    let report = FineRecovery {
+        log: dir.join(log_name(state.log_id)),
+        created: true,
+        ..FineRecovery::default()
+    };
+    Ok(Opened {
+        memory,
+        state,
+        log_file,
+        next_seq: 1,
+        report,
+    })
+}
+
+/// Removes store files `state` does not name (leftovers of a checkpoint that crashed before or
+/// after switching the state).
+pub fn sweep(storage: &dyn Storage, dir: &Path, state: State) -> Result<()> {
+    let named = [checkpoint_name(state.checkpoint_id), log_name(state.log_id)];
+    let mut removed = false;
+    for name in storage.list(dir)? {
+        if is_store_file(&name) && !named.contains(&name) {
+            storage.remove(&dir.join(&name))?;
+            removed = true;
+        }
+    }
+    if removed {
+        storage.sync_dir(dir)?;
+    }
+    Ok(())
+}

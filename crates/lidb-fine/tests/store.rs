@@ -1,0 +1,410 @@
+//! FineStore against a BTreeMap model across reopens and checkpoints (keys whose images collide
+//! included), and the damage cases of its files: a torn log tail, a flipped bit mid-log, a
+//! corrupt checkpoint. Crash tests are in `store_crash.rs`. Seeds are printed on failure.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lidb_fine::{Config, FineStore, FineStoreOptions};
+use lidb_lsm::Error;
+use lidb_lsm::storage::Storage;
+use lidb_lsm::storage::mem::MemStorage;
+use lidb_lsm::tail::{RecoveryMode, TailKind};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+const DIR: &str = "/fine";
+
+fn small_bins() -> Config {
+    Config {
+        root_slots: 2,
+        child_slots: 2,
+        threshold: 2,
+        model_retrain_divisor: 0,
+        ..Config::default()
+    }
+}
+
+fn open(mem: &MemStorage, opts: &FineStoreOptions) -> lidb_lsm::Result<FineStore> {
+    FineStore::open_with_storage(Arc::new(mem.clone()), Path::new(DIR), opts.clone())
+}
+
+/// Keys from a small space where many share their first 8 bytes (equal images), plus short
+/// keys whose zero padding collides with a real zero byte ("ab" and "ab\0").
+fn random_key(rng: &mut ChaCha8Rng) -> Vec<u8> {
+    match rng.gen_range(0..4) {
+        0 => format!("collide!{}", rng.gen_range(0..40)).into_bytes(),
+        1 => {
+            let mut k = b"ab".to_vec();
+            k.extend(std::iter::repeat_n(0u8, rng.gen_range(0..3)));
+            k
+        }
+        2 => vec![],
+        _ => format!("k{:05}", rng.gen_range(0..400)).into_bytes(),
+    }
+}
+
+fn check_equal(
+    store: &FineStore,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    rng: &mut ChaCha8Rng,
+    ctx: &str,
+) {
+    let all = store.scan(&[], None, usize::MAX);
+    let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(all, want, "{ctx}: full scan");
+    for _ in 0..20 {
+        let (a, b) = (random_key(rng), random_key(rng));
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        // A reversed or empty range is empty (and no panic), also inside one bucket.
+        assert!(
+            store.scan(&hi, Some(&lo), 10).is_empty(),
+            "{ctx}: reversed range"
+        );
+        let limit = rng.gen_range(0..30);
+        let got = store.scan(&lo, Some(&hi), limit);
+        let want: Vec<_> = model
+            .range(lo.clone()..hi.clone())
+            .take(limit)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(got, want, "{ctx}: scan {lo:?}..{hi:?} limit {limit}");
+        let k = random_key(rng);
+        assert_eq!(store.get(&k), model.get(&k).cloned(), "{ctx}: get {k:?}");
+    }
+}
+
+#[test]
+fn model_based_across_reopens_and_checkpoints() {
+    for seed in 0..4u64 {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mem = MemStorage::new();
+        let opts = FineStoreOptions {
+            sync: seed % 2 == 0,
+            index: small_bins(),
+            ..FineStoreOptions::default()
+        };
+        let mut model = BTreeMap::new();
+        let mut store = open(&mem, &opts).unwrap();
+        for step in 0..1500 {
+            let ctx = format!("seed {seed} step {step}");
+            let k = random_key(&mut rng);
+            match rng.gen_range(0..100) {
+                0..60 => {
+                    let v = format!("v{step}").into_bytes();
+                    store.put(&k, &v).unwrap();
+                    model.insert(k, v);
+                }
+                60..85 => {
+                    assert_eq!(
+                        store.delete(&k).unwrap(),
+                        model.remove(&k).is_some(),
+                        "{ctx}"
+                    );
+                }
+                85..97 => assert_eq!(store.get(&k), model.get(&k).cloned(), "{ctx}"),
+                97 => store.checkpoint().unwrap(),
+                98 => {
+                    store.close().unwrap();
+                    store = open(&mem, &opts).unwrap();
+                    assert!(store.recovery_report().cut.is_none(), "{ctx}");
+                }
+                _ => {
+                    drop(store);
+                    store = open(&mem, &opts).unwrap();
+                }
+            }
+            if step % 250 == 0 {
+                check_equal(&store, &model, &mut rng, &ctx);
+            }
+        }
+        store.close().unwrap();
+        let store = open(&mem, &opts).unwrap();
+        check_equal(&store, &model, &mut rng, &format!("seed {seed} end"));
+    }
+}
+
+/// Puts `n` records of 29 bytes each (key "kNN", value 5 bytes), closes: the log is then the
+/// 8-byte header followed by records at 8 + 29 * i.
+fn fixed_log(mem: &MemStorage, n: u32) -> PathBuf {
+    let store = open(mem, &FineStoreOptions::default()).unwrap();
+    for i in 0..n {
+        store.put(format!("k{i:02}").as_bytes(), b"value").unwrap();
+    }
+    let log = PathBuf::from(DIR).join("log-000001");
+    store.close().unwrap();
+    assert_eq!(mem.file_size(&log).unwrap(), 8 + 29 * u64::from(n));
+    log
+}
+
+fn snapshot(mem: &MemStorage) -> Vec<(PathBuf, Vec<u8>)> {
+    mem.files()
+        .into_iter()
+        .filter(|p| !p.ends_with("LOCK"))
+        .map(|p| {
+            let b = mem.read_all(&p).unwrap();
+            (p, b)
+        })
+        .collect()
+}
+
+#[test]
+fn a_torn_log_tail_is_cut_and_reported() {
+    let mem = MemStorage::new();
+    let log = fixed_log(&mem, 5);
+    // A strict prefix of a record: its header says 100 payload bytes, two landed.
+    let mut f = mem.open_append(&log).unwrap();
+    f.append(&[1, 2, 3, 4, 100, 0, 0, 0, 9, 9]).unwrap();
+    f.sync().unwrap();
+    drop(f);
+    let absolute = FineStoreOptions {
+        recovery_mode: RecoveryMode::Absolute,
+        ..FineStoreOptions::default()
+    };
+    assert!(matches!(
+        open(&mem, &absolute),
+        Err(Error::Corruption { .. })
+    ));
+    let store = open(&mem, &FineStoreOptions::default()).unwrap();
+    let cut = store.recovery_report().cut.clone().expect("a cut");
+    assert_eq!(
+        (cut.kind, cut.offset, cut.bytes),
+        (TailKind::Torn, 8 + 29 * 5, 10)
+    );
+    assert_eq!(store.recovery_report().log_records, 5);
+    let line = store.recovery_report().to_string();
+    assert!(
+        line.starts_with("recovery: ") && line.contains("offset 153"),
+        "{line}"
+    );
+    assert_eq!(store.scan(&[], None, 100).len(), 5);
+    store.put(b"after", b"cut").unwrap();
+    store.close().unwrap();
+    let store = open(&mem, &FineStoreOptions::default()).unwrap();
+    assert!(store.recovery_report().cut.is_none());
+    assert_eq!(store.get(b"after"), Some(b"cut".to_vec()));
+}
+
+#[test]
+fn a_flipped_bit_mid_log_fails_the_open_and_changes_nothing() {
+    let mem = MemStorage::new();
+    let log = fixed_log(&mem, 6);
+    let bad_record = 8 + 29 * 2;
+    mem.corrupt(&log, bad_record + 20, 0x10).unwrap();
+    let before = snapshot(&mem);
+    let err = open(&mem, &FineStoreOptions::default()).unwrap_err();
+    match &err {
+        Error::Corruption { file, detail } => {
+            assert_eq!(file, &log, "{err}");
+            assert!(detail.contains(&format!("offset {bad_record}")), "{err}");
+        }
+        other => panic!("expected Corruption, got {other}"),
+    }
+    assert_eq!(snapshot(&mem), before, "a failed open changed files");
+    let pit = FineStoreOptions {
+        recovery_mode: RecoveryMode::PointInTime,
+        ..FineStoreOptions::default()
+    };
+    let store = open(&mem, &pit).unwrap();
+    let cut = store.recovery_report().cut.clone().unwrap();
+    assert_eq!(
+        (cut.kind, cut.offset, cut.records_after),
+        (TailKind::Damage, bad_record, 3)
+    );
+    let keys: Vec<_> = store
+        .scan(&[], None, 100)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(keys, vec![b"k00".to_vec(), b"k01".to_vec()]);
+    let lost = store.recovery_report().lost.clone().unwrap();
+    let log_bytes = &before.iter().find(|(p, _)| *p == log).unwrap().1;
+    assert_eq!(
+        lost,
+        PathBuf::from(DIR).join(format!("lost/log-000001@{bad_record}"))
+    );
+    assert_eq!(
+        mem.read_all(&lost).unwrap(),
+        log_bytes[bad_record as usize..]
+    );
+    assert!(store.recovery_report().to_string().contains("saved to"));
+}
+
+#[test]
+fn a_corrupt_checkpoint_is_named_in_the_error() {
+    let mem = MemStorage::new();
+    let store = open(&mem, &FineStoreOptions::default()).unwrap();
+    for i in 0..50u32 {
+        store.put(&i.to_be_bytes(), b"v").unwrap();
+    }
+    store.checkpoint().unwrap();
+    store.close().unwrap();
+    let ckpt = PathBuf::from(DIR).join("checkpoint-000001");
+    assert!(
+        !mem.exists(&PathBuf::from(DIR).join("log-000001")),
+        "old log kept"
+    );
+    let store = open(&mem, &FineStoreOptions::default()).unwrap();
+    assert_eq!(store.recovery_report().checkpoint.as_ref(), Some(&ckpt));
+    assert_eq!(store.recovery_report().checkpoint_entries, 50);
+    drop(store);
+    mem.corrupt(&ckpt, 40, 1).unwrap();
+    let before = snapshot(&mem);
+    for mode in [RecoveryMode::TolerateTornTail, RecoveryMode::PointInTime] {
+        let opts = FineStoreOptions {
+            recovery_mode: mode,
+            ..FineStoreOptions::default()
+        };
+        match open(&mem, &opts) {
+            Err(Error::Corruption { file, .. }) => assert_eq!(file, ckpt),
+            other => panic!("expected Corruption naming the checkpoint, got {other:?}"),
+        }
+    }
+    assert_eq!(snapshot(&mem), before);
+}
+
+#[test]
+fn a_missing_log_or_checkpoint_is_named_in_the_error() {
+    let mem = MemStorage::new();
+    let store = open(&mem, &FineStoreOptions::default()).unwrap();
+    store.put(b"a", b"1").unwrap();
+    store.checkpoint().unwrap();
+    store.close().unwrap();
+    for name in ["log-000002", "checkpoint-000001"] {
+        let path = PathBuf::from(DIR).join(name);
+        let bytes = mem.read_all(&path).unwrap();
+        mem.remove(&path).unwrap();
+        match open(&mem, &FineStoreOptions::default()) {
+            Err(Error::Corruption { file, .. }) => assert_eq!(file, path),
+            other => panic!("{name}: expected Corruption, got {other:?}"),
+        }
+        let mut f = mem.create(&path).unwrap();
+        f.append(&bytes).unwrap();
+    }
+    assert_eq!(
+        open(&mem, &FineStoreOptions::default()).unwrap().get(b"a"),
+        Some(b"1".to_vec())
+    );
+}
+
+#[test]
+fn a_lost_state_file_is_damage_not_a_new_store() {
+    let mem = MemStorage::new();
+    fixed_log(&mem, 3);
+    mem.remove(&PathBuf::from(DIR).join("FINESTATE")).unwrap();
+    assert!(matches!(
+        open(&mem, &FineStoreOptions::default()),
+        Err(Error::Corruption { .. })
+    ));
+}
+
+#[test]
+fn concurrent_writers_with_the_logger_thread() {
+    let mem = MemStorage::new();
+    let opts = FineStoreOptions {
+        sync: true,
+        index: small_bins(),
+        ..FineStoreOptions::default()
+    };
+    let store = open(&mem, &opts).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let store = &store;
+            s.spawn(move || {
+                for i in 0..300u32 {
+                    // Threads share images: "collide!" + thread + i.
+                    let k = format!("collide!{t}-{i:04}");
+                    store.put(k.as_bytes(), &i.to_le_bytes()).unwrap();
+                    if i % 3 == 0 {
+                        assert!(store.delete(k.as_bytes()).unwrap());
+                    }
+                }
+            });
+        }
+        s.spawn(|| {
+            for _ in 0..3 {
+                store.checkpoint().unwrap();
+                let keys = store.scan(b"collide!", None, usize::MAX);
+                assert!(keys.windows(2).all(|w| w[0].0 < w[1].0));
+            }
+        });
+    });
+    drop(store);
+    mem.crash(7);
+    let store = open(&mem, &opts).unwrap();
+    for t in 0..4u32 {
+        for i in 0..300u32 {
+            let k = format!("collide!{t}-{i:04}");
+            let want = (i % 3 != 0).then(|| i.to_le_bytes().to_vec());
+            assert_eq!(store.get(k.as_bytes()), want, "{k}");
+        }
+    }
+}
+
+/// A store written by format version 1 (`tests/fixtures/finestore-v1`, made with `lidb kv
+/// --engine finedex`: five puts, a checkpoint, then a put, a delete and an overwrite in the log)
+/// still opens with the same contents. Opened from a copy: the fixture is never written.
+#[test]
+fn a_version_1_store_still_opens() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/finestore-v1");
+    let mem = MemStorage::new();
+    mem.create_dir_all(Path::new(DIR)).unwrap();
+    for name in ["FINESTATE", "checkpoint-000001", "log-000002"] {
+        let mut f = mem.create(&Path::new(DIR).join(name)).unwrap();
+        f.append(&std::fs::read(fixture.join(name)).unwrap())
+            .unwrap();
+        f.sync().unwrap();
+    }
+    mem.sync_dir(Path::new(DIR)).unwrap();
+    let store = open(&mem, &FineStoreOptions::default()).unwrap();
+    let report = store.recovery_report();
+    assert_eq!((report.checkpoint_entries, report.log_records), (5, 3));
+    let want: Vec<(Vec<u8>, Vec<u8>)> = vec![
+        (b"ab".to_vec(), b"33".to_vec()),
+        (b"ab\0".to_vec(), b"4".to_vec()),
+        (b"collide!b".to_vec(), b"2".to_vec()),
+        (b"collide!c".to_vec(), b"6".to_vec()),
+        (b"k\0\xff".to_vec(), b"5".to_vec()),
+    ];
+    assert_eq!(store.scan(&[], None, 100), want);
+}
+
+/// Keys at both ends of the image space (image 0 and image u64::MAX), several per image.
+#[test]
+fn extreme_images_keep_every_key() {
+    let mem = MemStorage::new();
+    let store = open(&mem, &FineStoreOptions::default()).unwrap();
+    let mut keys: Vec<Vec<u8>> = vec![
+        vec![],
+        vec![0],
+        vec![0; 9],
+        vec![0xff; 8],
+        vec![0xff; 9],
+        [vec![0xff; 8], vec![0]].concat(),
+    ];
+    for (i, k) in keys.iter().enumerate() {
+        store.put(k, &[i as u8]).unwrap();
+    }
+    keys.sort();
+    let got: Vec<_> = store
+        .scan(&[], None, 100)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(got, keys);
+    let tail = store.scan(&[0xff; 8], Some(&[0xff; 9]), 100);
+    assert_eq!(tail.len(), 2);
+    store.checkpoint().unwrap();
+    store.close().unwrap();
+    let store = open(&mem, &FineStoreOptions::default()).unwrap();
+    let got: Vec<_> = store
+        .scan(&[], None, 100)
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(got, keys);
+    assert_eq!(store.get(&[0xff; 9]), Some(vec![4]));
+}
