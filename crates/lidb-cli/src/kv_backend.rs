@@ -12,8 +12,10 @@ use serde_json::{Value, json};
 pub fn tier_of(engine: &str) -> Result<Option<TierKind>, String> {
     match engine {
         "lsm" => Ok(None),
+        // Only repair asks for finedex's tier (open handles finedex before asking).
         "finedex" => Err(
-            "finedex is not an LSM engine: it has no tier, and lidb repair does not know it yet"
+            "lidb repair does not handle finedex yet; `lidb kv --engine finedex \
+             --recovery-mode point-in-time` opens the intact prefix of a damaged log"
                 .into(),
         ),
         "learnedkv" => Ok(Some(TierKind::Learned {
