@@ -1,13 +1,17 @@
 //! Writes the seed corpus `fuzz/corpus/<target>/` from files the engines really make, all in
 //! memory (MemStorage). Run from the repository root:
-//! `cargo run --manifest-path fuzz/Cargo.toml --example gen_corpus`.
+//! `cargo run --manifest-path fuzz/Cargo.toml --example gen_corpus [target...]` (targets named:
+//! only their directories are written).
 //! Each seed is one selector byte then the file: bit 0 asks the target to reseal checksums
-//! (`lidb_fuzz::prepare`), bit 1 picks the static tier's model over its key list.
+//! (`lidb_fuzz::prepare`), bit 1 picks the static tier's model over its key list; for
+//! `finestore`, bits 1-2 pick the file (0 log, 1 checkpoint, 2 FINESTATE) and bits 3-4 the
+//! recovery mode.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use lidb_fine::{FineStore, FineStoreOptions};
 use lidb_index::{Family, Params};
 use lidb_kv::static_tier::{StaticTierBuilder, TierOptions, keys_path, model_path};
 use lidb_kv::{Store, StoreOptions};
@@ -17,10 +21,14 @@ use lidb_lsm::storage::mem::MemStorage;
 use lidb_lsm::table::{TableBuilder, TableOptions};
 use lidb_lsm::{Db, EntryKind, Granularity, Options};
 
-struct Corpus(PathBuf);
+/// The corpus root, and the targets to write (empty: all).
+struct Corpus(PathBuf, Vec<String>);
 
 impl Corpus {
     fn put(&self, target: &str, name: &str, selector: Option<u8>, bytes: &[u8]) {
+        if !self.1.is_empty() && !self.1.iter().any(|t| t == target) {
+            return;
+        }
         let dir = self.0.join(target);
         fs::create_dir_all(&dir).expect("corpus dir");
         let mut out = Vec::with_capacity(bytes.len() + 1);
@@ -228,11 +236,47 @@ fn kv(c: &Corpus) {
     c.put("static_tier", "model", Some(3), &model);
 }
 
+/// A FineStore's FINESTATE, checkpoint and log (records after the checkpoint, a deletion among
+/// them); the log also torn, and damaged under point-in-time recovery.
+fn finestore(c: &Corpus) {
+    let storage = Arc::new(MemStorage::new());
+    let dir = Path::new("/fine");
+    let store = FineStore::open_with_storage(storage.clone(), dir, FineStoreOptions::default())
+        .expect("open finestore");
+    for i in 0..30u32 {
+        store
+            .put(&key(i), format!("value {i}").as_bytes())
+            .expect("put");
+    }
+    store.delete(&key(5)).expect("delete");
+    store.checkpoint().expect("checkpoint");
+    for i in 20..35u32 {
+        store.put(&key(i), b"newer").expect("put");
+    }
+    store.delete(&key(2)).expect("delete");
+    store.close().expect("close");
+    let read = |name: &str| storage.read_all(&dir.join(name)).expect("read");
+    let log = read("log-000002");
+    c.put("finestore", "log", Some(1), &log);
+    c.put("finestore", "log.torn", Some(0), &log[..log.len() - 5]);
+    let mut damaged = log.clone();
+    damaged[30] ^= 0x10;
+    c.put("finestore", "log.damaged.point-in-time", Some(8), &damaged);
+    c.put(
+        "finestore",
+        "checkpoint",
+        Some(3),
+        &read("checkpoint-000001"),
+    );
+    c.put("finestore", "FINESTATE", Some(5), &read("FINESTATE"));
+}
+
 fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus");
-    let c = Corpus(root);
+    let c = Corpus(root, std::env::args().skip(1).collect());
     lsm(&c);
     tables(&c);
     indexes(&c);
     kv(&c);
+    finestore(&c);
 }

@@ -78,8 +78,32 @@ pub fn seal_index_frames(b: &mut [u8]) {
 /// A record log (docs/format/wal.md): a valid header, then every record that fits its file
 /// gets its CRC (of the length bytes and the payload).
 pub fn seal_log(b: &mut [u8]) {
+    seal_framed_log(b, b"LIDBLOG\x01");
+}
+
+/// A FineStore log (docs/format/finestore-log.md): the same record framing as [`seal_log`]
+/// behind a "FINELOG" version 1 header.
+pub fn seal_fine_log(b: &mut [u8]) {
+    seal_framed_log(b, b"FINELOG\x01");
+}
+
+/// A FineStore checkpoint (docs/format/finestore-checkpoint.md): one CRC of every byte before
+/// the last four.
+pub fn seal_fine_checkpoint(b: &mut [u8]) {
+    if let Some(n) = b.len().checked_sub(4) {
+        crc_at(b, 0, n);
+    }
+}
+
+/// FineStore's `FINESTATE` (docs/format/finestore-log.md): the CRC of bytes [0, 24) at 24.
+pub fn seal_fine_state(b: &mut [u8]) {
+    crc_at(b, 0, 24);
+}
+
+/// `header` (8 bytes), then the CRC of each record that fits (crc u32, len u32, payload).
+fn seal_framed_log(b: &mut [u8], header: &[u8; 8]) {
     if let Some(h) = b.get_mut(..8) {
-        h.copy_from_slice(b"LIDBLOG\x01");
+        h.copy_from_slice(header);
     }
     let mut pos = 8usize;
     while let Some(len) = le_u32(b, pos + 4) {

@@ -94,8 +94,15 @@ impl Logger {
         if st.shutdown {
             return Err(Error::Closed("the store is closed".into()));
         }
+        // Recovery never yields a record seq of u64::MAX, so a logger may start there (a
+        // checkpoint or record claiming the last seq): it then refuses writes, not overflows.
         let seq = st.next_seq;
-        st.next_seq += 1;
+        if seq == u64::MAX {
+            return Err(Error::Closed(
+                "the log's sequence numbers are exhausted".into(),
+            ));
+        }
+        st.next_seq = seq + 1;
         encode(seq, &mut st.pending);
         self.work.notify_one();
         Ok(seq)

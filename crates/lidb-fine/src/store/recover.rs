@@ -139,8 +139,14 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
     }
     let memory = Memory::load(entries, cfg).map_err(|e| Error::InvalidOption(e.to_string()))?;
     for op in &parsed.ops {
+        // A writer never logs seq u64::MAX (`Logger::append`): such a record is damage that
+        // passed its checksum, and would leave no next seq.
+        let Some(after) = op.seq.checked_add(1) else {
+            let detail = format!("an intact record claims seq {}, past the last", op.seq);
+            return Err(lidb_lsm::error::corruption(&log_path, detail));
+        };
         memory.apply(&op.key, op.value.as_deref());
-        next_seq = next_seq.max(op.seq + 1);
+        next_seq = next_seq.max(after);
     }
     report.log = log_path.clone();
     report.log_records = parsed.ops.len() as u64;
@@ -224,4 +230,62 @@ pub fn sweep(storage: &dyn Storage, dir: &Path, state: State) -> Result<()> {
         storage.sync_dir(dir)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use lidb_lsm::storage::mem::MemStorage;
+
+    use super::*;
+    use crate::{FineStore, FineStoreOptions};
+
+    /// A store whose FINESTATE names `checkpoint` (if any) and a log holding one put at `seq`.
+    fn store_with(seq: u64, checkpoint_next_seq: Option<u64>) -> Arc<MemStorage> {
+        let mem = Arc::new(MemStorage::new());
+        let dir = Path::new("/s");
+        mem.create_dir_all(dir).unwrap();
+        let put = |name: String, bytes: &[u8]| {
+            let mut f = mem.create(&dir.join(name)).unwrap();
+            f.append(bytes).unwrap();
+            f.sync().unwrap();
+        };
+        let mut log = format::log_header().to_vec();
+        format::encode_record(&mut log, seq, b"k", Some(b"v"));
+        put(log_name(2), &log);
+        if let Some(next) = checkpoint_next_seq {
+            put(checkpoint_name(1), &format::encode_checkpoint(next, &[]));
+        }
+        let state = State {
+            checkpoint_id: u64::from(checkpoint_next_seq.is_some()),
+            log_id: 2,
+        };
+        put(STATE_NAME.to_string(), &format::encode_state(state));
+        mem
+    }
+
+    fn open(mem: &Arc<MemStorage>) -> Result<FineStore> {
+        FineStore::open_with_storage(mem.clone(), Path::new("/s"), FineStoreOptions::default())
+    }
+
+    /// Found by the `finestore` fuzz target: a checksummed record or checkpoint claiming the
+    /// last seqs made the next write overflow `next_seq` (a panic with overflow checks, seqs
+    /// wrapping to 0 without); and a record at seq u64::MAX overflowed in recovery.
+    #[test]
+    fn seqs_at_the_end_of_u64_fail_cleanly() {
+        let store = open(&store_with(u64::MAX - 1, None)).unwrap();
+        assert_eq!(store.get(b"k").as_deref(), Some(&b"v"[..]));
+        assert!(matches!(store.put(b"a", b"b"), Err(Error::Closed(_))));
+        drop(store);
+
+        let store = open(&store_with(5, Some(u64::MAX))).unwrap();
+        assert!(matches!(store.put(b"a", b"b"), Err(Error::Closed(_))));
+        drop(store);
+
+        let err = open(&store_with(u64::MAX, None)).unwrap_err();
+        assert!(matches!(err, Error::Corruption { .. }), "{err:?}");
+        assert!(err.to_string().contains("log-000002"), "{err}");
+    }
 }
