@@ -194,9 +194,15 @@ impl FineStore {
         self.logger.flush()?;
         let mut files = lock(&self.files);
         let old = *files;
+        // A hand-made FINESTATE may name ids at the end of u64: refuse, never wrap.
+        let next = |id: u64| {
+            id.checked_add(1).ok_or_else(|| {
+                lidb_lsm::Error::Closed("the store's file numbers are exhausted".into())
+            })
+        };
         let new = State {
-            checkpoint_id: old.checkpoint_id + 1,
-            log_id: old.log_id + 1,
+            checkpoint_id: next(old.checkpoint_id)?,
+            log_id: next(old.log_id)?,
         };
         let s = self.storage.as_ref();
         let entries = self.memory.snapshot();

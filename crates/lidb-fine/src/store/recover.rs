@@ -288,4 +288,33 @@ mod tests {
         assert!(matches!(err, Error::Corruption { .. }), "{err:?}");
         assert!(err.to_string().contains("log-000002"), "{err}");
     }
+    /// A hand-made FINESTATE naming the last log id: the store opens and serves, and a
+    /// checkpoint (which would need the next id) is refused instead of wrapping to log 0.
+    #[test]
+    fn a_checkpoint_after_the_last_file_id_is_refused() {
+        let mem = Arc::new(MemStorage::new());
+        let dir = Path::new("/s");
+        mem.create_dir_all(dir).unwrap();
+        let mut log = format::log_header().to_vec();
+        format::encode_record(&mut log, 1, b"k", Some(b"v"));
+        for (name, bytes) in [
+            (log_name(u64::MAX), log),
+            (
+                STATE_NAME.to_string(),
+                format::encode_state(State {
+                    checkpoint_id: 0,
+                    log_id: u64::MAX,
+                }),
+            ),
+        ] {
+            let mut f = mem.create(&dir.join(name)).unwrap();
+            f.append(&bytes).unwrap();
+            f.sync().unwrap();
+        }
+        let store = open(&mem).unwrap();
+        assert_eq!(store.get(b"k").as_deref(), Some(&b"v"[..]));
+        let err = store.checkpoint().unwrap_err();
+        assert!(matches!(err, Error::Closed(_)), "{err:?}");
+        assert!(mem.exists(&dir.join(log_name(u64::MAX))));
+    }
 }
