@@ -26,6 +26,7 @@ pub use fine::FinePeer;
 pub use index::{ConcurrentIndex, IndexKind, build};
 pub use keys::{KeySplit, value_of};
 pub use peers::{BTreeRwLock, CongeePeer, SccTree, SkipMapPeer};
+pub use worker::SAMPLE_EVERY;
 use worker::{OP_NAMES, Stream, ThreadResult, Work, run_thread};
 
 /// A workload: a YCSB mix over the loaded keys, or inserts of fresh keys only.
@@ -89,8 +90,17 @@ pub struct Config {
     pub max_duration: Duration,
     pub seed: u64,
     pub progress: bool,
-    /// Bytes the process has allocated and not freed (a counting global allocator), if known.
-    pub allocated_bytes: Option<fn() -> u64>,
+    /// A counting global allocator of the binary, if it has one: measures the bulk load.
+    pub alloc_counter: Option<AllocCounter>,
+}
+
+/// Hooks of a counting global allocator: `start` zeroes and turns counting on, `stop` turns it
+/// off and returns the bytes allocated and not freed meanwhile. Counting is off while the
+/// workers run, so it costs them one relaxed load of a flag per allocation.
+#[derive(Debug, Clone, Copy)]
+pub struct AllocCounter {
+    pub start: fn(),
+    pub stop: fn() -> u64,
 }
 
 impl Config {
@@ -124,7 +134,8 @@ pub struct Row {
     pub kops_per_s: f64,
     pub p50_us: f64,
     pub p99_us: f64,
-    /// Heap bytes per live key: the index's own report, or else the counting allocator's.
+    /// Heap bytes per loaded key right after the bulk load: the index's own report (finedex),
+    /// or else what the counting allocator saw the build allocate; `None`: neither.
     pub bytes_per_key: Option<f64>,
     pub bytes_source: &'static str,
     pub build_ms: f64,
@@ -159,26 +170,25 @@ pub fn run(cfg: &Config, split: &KeySplit) -> Result<Report, String> {
     let mut report = Report::default();
     for (kind, workload, threads) in runs {
         bar.set_message(format!("{} {} t={threads}", kind.name(), workload.name()));
-        let before = cfg.allocated_bytes.map(|f| f());
+        if let Some(c) = cfg.alloc_counter {
+            (c.start)();
+        }
         let t0 = Instant::now();
         let index = build(kind, &entries)?;
         let build_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let counted = cfg.alloc_counter.map(|c| (c.stop)());
+        let loaded_keys = entries.len().max(1) as f64;
+        let (bytes_per_key, bytes_source) = match (index.heap_bytes(), counted) {
+            (Some(b), _) => (Some(b as f64 / loaded_keys), "index"),
+            (None, Some(b)) => (Some(b as f64 / loaded_keys), "allocator"),
+            (None, None) => (None, "n/a"),
+        };
         if !index.concurrent() && threads > 1 {
             bar.inc(cfg.ops as u64);
             continue;
         }
         let (results, seconds) = run_threads(cfg, split, &*index, workload, threads, &bar)?;
-        let inserted: u64 = results.iter().map(|r| r.done[2]).sum();
         check_inserted(&*index, split, workload, threads, cfg.ops, &mut report);
-        let live_keys = (entries.len() as u64 + inserted).max(1) as f64;
-        let (bytes_per_key, bytes_source) = match (index.heap_bytes(), cfg.allocated_bytes) {
-            (Some(b), _) => (Some(b as f64 / live_keys), "index"),
-            (None, Some(f)) => {
-                let used = f().saturating_sub(before.unwrap_or(0));
-                (Some(used as f64 / live_keys), "allocator")
-            }
-            (None, None) => (None, "n/a"),
-        };
         let retrains = index.retrains();
         drop(index);
         let base = Row {
