@@ -71,7 +71,8 @@ pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
         .ok_or_else(|| CliError::Usage(format!("--threads: \"{}\": want 1,2,..", a.threads)))?;
     let records = count("--records", &a.records)?;
     let ops = count("--ops", &a.ops)?;
-    if records == 0 || ops == 0 || !(a.max_seconds > 0.0) {
+    let seconds_ok = a.max_seconds.is_finite() && a.max_seconds > 0.0 && a.max_seconds < 1e9;
+    if records == 0 || ops == 0 || !seconds_ok {
         return Err(CliError::Usage(
             "--records, --ops and --max-seconds must be above 0".into(),
         ));

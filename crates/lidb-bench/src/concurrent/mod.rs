@@ -106,14 +106,13 @@ pub struct AllocCounter {
 impl Config {
     /// Fresh keys the data set must hold beyond the records.
     pub fn fresh_needed(&self) -> usize {
-        let max_threads = self.threads.iter().copied().max().unwrap_or(1).max(1);
         self.workloads
             .iter()
-            .map(|w| w.fresh_per_thread(self.ops.div_ceil(max_threads)) * max_threads)
-            .chain(self.workloads.iter().map(|w| {
-                // At one thread a thread gets all the ops.
-                w.fresh_per_thread(self.ops)
-            }))
+            .flat_map(|w| {
+                self.threads
+                    .iter()
+                    .map(move |&t| w.fresh_per_thread(self.ops / t.max(1)) * t.max(1))
+            })
             .max()
             .unwrap_or(0)
     }
@@ -138,6 +137,9 @@ pub struct Row {
     /// or else what the counting allocator saw the build allocate; `None`: neither.
     pub bytes_per_key: Option<f64>,
     pub bytes_source: &'static str,
+    /// Heap bytes per loaded key the counting allocator saw the build allocate (every index,
+    /// finedex included, allocator overhead excluded); `None` without a counting allocator.
+    pub counted_bytes_per_key: Option<f64>,
     pub build_ms: f64,
     pub level_bin_retrains: Option<u64>,
     pub model_retrains: Option<u64>,
@@ -190,10 +192,11 @@ pub fn run(cfg: &Config, split: &KeySplit) -> Result<Report, String> {
         let (results, seconds) = run_threads(cfg, split, &*index, workload, threads, &bar)?;
         check_inserted(&*index, split, workload, threads, cfg.ops, &mut report);
         let retrains = index.retrains();
+        let concurrent = index.concurrent();
         drop(index);
         let base = Row {
             index: kind.name().into(),
-            concurrent: true,
+            concurrent,
             workload: workload.name().into(),
             threads,
             op: String::new(),
@@ -205,6 +208,7 @@ pub fn run(cfg: &Config, split: &KeySplit) -> Result<Report, String> {
             p99_us: 0.0,
             bytes_per_key,
             bytes_source,
+            counted_bytes_per_key: counted.map(|b| b as f64 / loaded_keys),
             build_ms,
             level_bin_retrains: retrains.map(|r| r.0),
             model_retrains: retrains.map(|r| r.1),
@@ -246,7 +250,7 @@ fn run_threads(
         });
     }
     let barrier = Barrier::new(threads + 1);
-    let (results, seconds) = std::thread::scope(|s| {
+    let results = std::thread::scope(|s| {
         let handles: Vec<_> = streams
             .into_iter()
             .enumerate()
@@ -265,8 +269,7 @@ fn run_threads(
             })
             .collect();
         barrier.wait();
-        let start = Instant::now();
-        let results: Vec<ThreadResult> = handles
+        handles
             .into_iter()
             .map(|h| {
                 h.join().unwrap_or_else(|_| ThreadResult {
@@ -275,9 +278,14 @@ fn run_threads(
                     ..ThreadResult::default()
                 })
             })
-            .collect();
-        (results, start.elapsed().as_secs_f64())
+            .collect::<Vec<ThreadResult>>()
     });
+    let first = results.iter().filter_map(|r| r.span.map(|s| s.0)).min();
+    let last = results.iter().filter_map(|r| r.span.map(|s| s.1)).max();
+    let seconds = match (first, last) {
+        (Some(a), Some(b)) => b.duration_since(a).as_secs_f64(),
+        _ => 0.0,
+    };
     Ok((results, seconds))
 }
 
@@ -354,8 +362,18 @@ fn rows_of(base: &Row, results: &[ThreadResult], report: &mut Report) {
 /// The rows as an aligned table.
 pub fn table(rows: &[Row]) -> String {
     let header = [
-        "index", "workload", "threads", "op", "ops", "kops/s", "p50_us", "p99_us", "B/key",
-        "build_ms", "retrains",
+        "index",
+        "workload",
+        "threads",
+        "op",
+        "ops",
+        "kops/s",
+        "p50_us",
+        "p99_us",
+        "B/key",
+        "counted_B/key",
+        "build_ms",
+        "retrains",
     ];
     let cells: Vec<Vec<String>> = rows
         .iter()
@@ -371,6 +389,8 @@ pub fn table(rows: &[Row]) -> String {
                 format!("{:.2}", r.p99_us),
                 r.bytes_per_key
                     .map_or("n/a".into(), |b| format!("{b:.1} ({})", r.bytes_source)),
+                r.counted_bytes_per_key
+                    .map_or("n/a".into(), |b| format!("{b:.1}")),
                 format!("{:.1}", r.build_ms),
                 match (r.level_bin_retrains, r.model_retrains) {
                     (Some(l), Some(m)) => format!("{l} bin/{m} model"),

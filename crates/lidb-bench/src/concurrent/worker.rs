@@ -40,6 +40,9 @@ pub struct ThreadResult {
     pub errors: u64,
     /// The first error, described.
     pub first_error: Option<String>,
+    /// When the thread started and finished its operations (the run's time is from the first
+    /// start to the last finish, taken by the workers: the spawning thread may be descheduled).
+    pub span: Option<(Instant, Instant)>,
 }
 
 impl ThreadResult {
@@ -123,6 +126,7 @@ pub fn run_thread(
             )),
         }
     }
+    r.span = Some((start, Instant::now()));
     bar.inc(work.ops % CHECK_EVERY);
     r
 }
