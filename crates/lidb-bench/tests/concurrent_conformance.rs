@@ -77,3 +77,81 @@ fn parse_list_knows_every_name_and_all() {
     }
     assert!(IndexKind::parse_list("finedex,nope").is_err());
 }
+
+/// The runner's checks: a correct index gives exact op counts and no errors; one that answers a
+/// few reads wrong is caught, and its wrong answers are not counted as throughput.
+mod runner {
+    use std::time::Duration;
+
+    use lidb_bench::concurrent::{
+        BTreeRwLock, ConcurrentIndex, Config, Distribution, IndexKind, KeySplit, Workload, run,
+        run_with,
+    };
+
+    fn config(workloads: &str) -> Config {
+        Config {
+            indexes: vec![IndexKind::BTreeRwLock],
+            workloads: Workload::parse_list(workloads).unwrap(),
+            threads: vec![1, 2],
+            records: 2_000,
+            ops: 4_000,
+            distribution: Distribution::Uniform,
+            max_duration: Duration::from_secs(60),
+            seed: 3,
+            progress: false,
+            alloc_counter: None,
+        }
+    }
+
+    fn split(cfg: &Config) -> KeySplit {
+        let keys: Vec<u64> = (0..10_000u64).map(|k| k * 7 + 1).collect();
+        KeySplit::new(keys, cfg.records, cfg.fresh_needed(), cfg.seed).unwrap()
+    }
+
+    struct Broken(BTreeRwLock);
+
+    impl ConcurrentIndex for Broken {
+        fn insert(&self, key: u64, value: u64) -> Option<u64> {
+            self.0.insert(key, value)
+        }
+        fn update(&self, key: u64, value: u64) -> Option<u64> {
+            self.0.update(key, value)
+        }
+        fn get(&self, key: u64) -> Option<u64> {
+            // Every key ending in 0 mod 10 (in 7k+1 steps: one in ten) answers wrong.
+            self.0
+                .get(key)
+                .map(|v| if key.is_multiple_of(10) { v ^ 1 } else { v })
+        }
+        fn remove(&self, key: u64) -> Option<u64> {
+            self.0.remove(key)
+        }
+        fn scan(&self, from: u64, limit: usize, out: &mut Vec<(u64, u64)>) {
+            self.0.scan(from, limit, out)
+        }
+    }
+
+    #[test]
+    fn a_correct_index_counts_every_op_and_no_error() {
+        let cfg = config("a,b,c,d,e,f,insert");
+        let report = run(&cfg, &split(&cfg)).unwrap();
+        assert_eq!(report.errors, 0, "{:?}", report.first_error);
+        for row in report.rows.iter().filter(|r| r.op == "all") {
+            assert_eq!(row.ops, 4_000, "{} {}", row.workload, row.threads);
+        }
+    }
+
+    #[test]
+    fn wrong_answers_are_errors_not_throughput() {
+        let cfg = config("c");
+        let report = run_with(&cfg, &split(&cfg), &|_, e| {
+            Ok(Box::new(Broken(BTreeRwLock::bulk_load(e))))
+        })
+        .unwrap();
+        assert!(report.errors > 100, "{}", report.errors);
+        assert!(report.first_error.is_some());
+        for row in report.rows.iter().filter(|r| r.op == "all") {
+            assert_eq!(row.ops + row.errors, 4_000);
+        }
+    }
+}

@@ -153,8 +153,16 @@ pub struct Report {
     pub first_error: Option<String>,
 }
 
+/// Builds an index of a kind over the loaded entries (keys strictly increasing).
+pub type Builder = dyn Fn(IndexKind, &[(u64, u64)]) -> Result<Box<dyn ConcurrentIndex>, String>;
+
 /// Runs every (index, workload, threads) of `cfg` over `split`.
 pub fn run(cfg: &Config, split: &KeySplit) -> Result<Report, String> {
+    run_with(cfg, split, &build)
+}
+
+/// [`run`] with the indexes made by `builder` (tests pass a broken one).
+pub fn run_with(cfg: &Config, split: &KeySplit, builder: &Builder) -> Result<Report, String> {
     let entries = split.sorted_entries();
     let runs: Vec<(IndexKind, Workload, usize)> = cfg
         .indexes
@@ -176,7 +184,7 @@ pub fn run(cfg: &Config, split: &KeySplit) -> Result<Report, String> {
             (c.start)();
         }
         let t0 = Instant::now();
-        let index = build(kind, &entries)?;
+        let index = builder(kind, &entries)?;
         let build_ms = t0.elapsed().as_secs_f64() * 1e3;
         let counted = cfg.alloc_counter.map(|c| (c.stop)());
         let loaded_keys = entries.len().max(1) as f64;
