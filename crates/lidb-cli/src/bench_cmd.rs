@@ -46,7 +46,8 @@ pub enum BenchCommand {
     /// "rmw" or "all"), ops, errors, seconds, kops_per_s, p50_us, p99_us, bytes_per_key (after
     /// the bulk load), bytes_source ("index", "allocator" or "n/a"), counted_bytes_per_key (the
     /// allocator's figure for every index), build_ms,
-    /// level_bin_retrains and model_retrains (finedex; null otherwise).
+    /// level_bin_retrains, level_bin_retrain_ms, model_retrains and model_retrain_ms (finedex;
+    /// null otherwise).
     Concurrent(crate::concurrent_cmd::ConcurrentArgs),
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use lidb_fine::{Config, FineIndex, Retrainer};
 
-use super::index::ConcurrentIndex;
+use super::index::{ConcurrentIndex, Retrains};
 
 /// How often the background thread looks for models to retrain.
 pub const RETRAIN_PERIOD: Duration = Duration::from_millis(20);
@@ -53,8 +53,13 @@ impl ConcurrentIndex for FinePeer {
     fn heap_bytes(&self) -> Option<u64> {
         Some(self.index.stats().heap_bytes)
     }
-    fn retrains(&self) -> Option<(u64, u64)> {
+    fn retrains(&self) -> Option<Retrains> {
         let s = self.index.stats();
-        Some((s.level_bin_retrains, s.model_retrains))
+        Some(Retrains {
+            level_bin: s.level_bin_retrains,
+            level_bin_ms: s.level_bin_retrain_ns as f64 / 1e6,
+            model: s.model_retrains,
+            model_ms: s.model_retrain_us as f64 / 1e3,
+        })
     }
 }

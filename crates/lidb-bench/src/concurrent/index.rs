@@ -30,10 +30,19 @@ pub trait ConcurrentIndex: Send + Sync {
     fn heap_bytes(&self) -> Option<u64> {
         None
     }
-    /// Retraining counts (level-bin, model), for a learned index that retrains.
-    fn retrains(&self) -> Option<(u64, u64)> {
+    /// Retrainings since the build, for a learned index that retrains.
+    fn retrains(&self) -> Option<Retrains> {
         None
     }
+}
+
+/// Retrainings of a learned index since its build (FINEdex's two granularities).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Retrains {
+    pub level_bin: u64,
+    pub level_bin_ms: f64,
+    pub model: u64,
+    pub model_ms: f64,
 }
 
 /// The implementations, by their command-line names.

@@ -23,7 +23,7 @@ use serde::Serialize;
 
 pub use delta::LiDelta;
 pub use fine::FinePeer;
-pub use index::{ConcurrentIndex, IndexKind, build};
+pub use index::{ConcurrentIndex, IndexKind, Retrains, build};
 pub use keys::{KeySplit, value_of};
 pub use peers::{BTreeRwLock, CongeePeer, SccTree, SkipMapPeer};
 pub use worker::SAMPLE_EVERY;
@@ -141,8 +141,11 @@ pub struct Row {
     /// finedex included, allocator overhead excluded); `None` without a counting allocator.
     pub counted_bytes_per_key: Option<f64>,
     pub build_ms: f64,
+    /// Retrainings during the build and the run, and their total time (finedex; else `None`).
     pub level_bin_retrains: Option<u64>,
+    pub level_bin_retrain_ms: Option<f64>,
     pub model_retrains: Option<u64>,
+    pub model_retrain_ms: Option<f64>,
 }
 
 /// The rows, and the first error of a run that had any.
@@ -218,8 +221,10 @@ pub fn run_with(cfg: &Config, split: &KeySplit, builder: &Builder) -> Result<Rep
             bytes_source,
             counted_bytes_per_key: counted.map(|b| b as f64 / loaded_keys),
             build_ms,
-            level_bin_retrains: retrains.map(|r| r.0),
-            model_retrains: retrains.map(|r| r.1),
+            level_bin_retrains: retrains.map(|r| r.level_bin),
+            level_bin_retrain_ms: retrains.map(|r| r.level_bin_ms),
+            model_retrains: retrains.map(|r| r.model),
+            model_retrain_ms: retrains.map(|r| r.model_ms),
         };
         rows_of(&base, &results, &mut report);
     }
@@ -401,7 +406,11 @@ pub fn table(rows: &[Row]) -> String {
                     .map_or("n/a".into(), |b| format!("{b:.1}")),
                 format!("{:.1}", r.build_ms),
                 match (r.level_bin_retrains, r.model_retrains) {
-                    (Some(l), Some(m)) => format!("{l} bin/{m} model"),
+                    (Some(l), Some(m)) => format!(
+                        "{l} bin ({:.1} ms)/{m} model ({:.1} ms)",
+                        r.level_bin_retrain_ms.unwrap_or(0.0),
+                        r.model_retrain_ms.unwrap_or(0.0)
+                    ),
                     _ => "-".into(),
                 },
             ]
