@@ -45,7 +45,8 @@ pub enum BenchCommand {
     /// JSON rows: index, concurrent, workload, threads, op ("read", "update", "insert", "scan",
     /// "rmw" or "all"), ops, errors, seconds, kops_per_s, p50_us, p99_us, bytes_per_key (after
     /// the bulk load), bytes_source ("index", "allocator" or "n/a"), counted_bytes_per_key (the
-    /// allocator's figure for every index), build_ms,
+    /// allocator's figure for every index), end_bytes_per_key (finedex's own report per live key
+    /// after the run), build_ms,
     /// level_bin_retrains, level_bin_retrain_ms, model_retrains and model_retrain_ms (finedex;
     /// null otherwise).
     Concurrent(crate::concurrent_cmd::ConcurrentArgs),

@@ -140,6 +140,9 @@ pub struct Row {
     /// Heap bytes per loaded key the counting allocator saw the build allocate (every index,
     /// finedex included, allocator overhead excluded); `None` without a counting allocator.
     pub counted_bytes_per_key: Option<f64>,
+    /// Heap bytes per live key (loaded plus inserted) at the end of the run, from the index's
+    /// own report (finedex); `None` for the others.
+    pub end_bytes_per_key: Option<f64>,
     pub build_ms: f64,
     /// Retrainings during the build and the run, and their total time (finedex; else `None`).
     pub level_bin_retrains: Option<u64>,
@@ -204,6 +207,9 @@ pub fn run_with(cfg: &Config, split: &KeySplit, builder: &Builder) -> Result<Rep
         check_inserted(&*index, split, workload, threads, cfg.ops, &mut report);
         let retrains = index.retrains();
         let concurrent = index.concurrent();
+        let inserted: u64 = results.iter().filter_map(|r| r.done.get(2)).sum();
+        let live_keys = (entries.len() as u64 + inserted).max(1) as f64;
+        let end_bytes_per_key = index.heap_bytes().map(|b| b as f64 / live_keys);
         drop(index);
         let base = Row {
             index: kind.name().into(),
@@ -220,6 +226,7 @@ pub fn run_with(cfg: &Config, split: &KeySplit, builder: &Builder) -> Result<Rep
             bytes_per_key,
             bytes_source,
             counted_bytes_per_key: counted.map(|b| b as f64 / loaded_keys),
+            end_bytes_per_key,
             build_ms,
             level_bin_retrains: retrains.map(|r| r.level_bin),
             level_bin_retrain_ms: retrains.map(|r| r.level_bin_ms),
