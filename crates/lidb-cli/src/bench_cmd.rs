@@ -38,6 +38,18 @@ pub enum BenchCommand {
     /// JSON rows: engine, phase ("no_updates", "updates_0.5N", "updates_N"), scans,
     /// scans_per_s, mb_per_s, entries_per_scan.
     Scan(crate::kvbench_cmd::ScanArgs),
+    /// Concurrent in-memory indexes behind one trait (the FINEdex paper's evaluation): finedex,
+    /// btree-rwlock, skipmap, scc-tree, congee, li+delta; YCSB a..f or insert at each thread
+    /// count, every answer checked.
+    ///
+    /// JSON rows: index, concurrent, workload, threads, op ("read", "update", "insert", "scan",
+    /// "rmw" or "all"), ops, errors, seconds, kops_per_s, p50_us, p99_us, bytes_per_key (after
+    /// the bulk load), bytes_source ("index", "allocator" or "n/a"), counted_bytes_per_key (the
+    /// allocator's figure for every index), end_bytes_per_key (finedex's own report per live key
+    /// after the run), build_ms,
+    /// level_bin_retrains, level_bin_retrain_ms, model_retrains and model_retrain_ms (finedex;
+    /// null otherwise).
+    Concurrent(crate::concurrent_cmd::ConcurrentArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -142,6 +154,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
         BenchCommand::Lsm(a) => lsm_bench(a),
         BenchCommand::Ycsb(a) => crate::kvbench_cmd::ycsb(a),
         BenchCommand::Scan(a) => crate::kvbench_cmd::scan(a),
+        BenchCommand::Concurrent(a) => crate::concurrent_cmd::run(a),
     }
 }
 

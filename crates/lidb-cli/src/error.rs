@@ -17,6 +17,8 @@ pub enum CliError {
     },
     /// An option's value is not acceptable; the message names the option.
     Usage(String),
+    /// A benchmark ran but its answers were wrong; the message says what failed.
+    Check(String),
 }
 
 impl fmt::Display for CliError {
@@ -30,6 +32,7 @@ impl fmt::Display for CliError {
             CliError::KvBench(e) => write!(f, "{e}"),
             CliError::Io { what, source } => write!(f, "{what}: {source}"),
             CliError::Usage(msg) => write!(f, "{msg}"),
+            CliError::Check(msg) => write!(f, "{msg}"),
         }
     }
 }

@@ -114,7 +114,7 @@ fn size(option: &str, text: &str) -> Result<u64, CliError> {
 
 /// The path of `--data`: a file, a known dataset name (with or without `_uint64.zst`), or a
 /// synthetic spec (returned as is).
-fn resolve_data(data: &str) -> Result<String, CliError> {
+pub(crate) fn resolve_data(data: &str) -> Result<String, CliError> {
     if data.starts_with("synthetic:") || std::path::Path::new(data).is_file() {
         return Ok(data.to_string());
     }

@@ -2,8 +2,10 @@
 //! error as one line on stderr and exits non-zero. A panic would be a bug: the hook below still
 //! keeps it to one line without a backtrace.
 
+mod alloc_count;
 mod args;
 mod bench_cmd;
+mod concurrent_cmd;
 mod data_cmd;
 mod error;
 mod index_cmd;
@@ -16,6 +18,10 @@ mod size;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+/// Counts the bytes an index's bulk load allocates (`lidb bench concurrent`); off otherwise.
+#[global_allocator]
+static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
 
 /// lidb: a key-value storage engine whose indexes are learned, and the benchmarks that show when
 /// that pays off.

@@ -1,0 +1,144 @@
+//! `lidb bench concurrent`: parses the options, loads and splits the key set, runs
+//! `lidb_bench::concurrent` and prints a configuration line, then a table or JSON lines. Fails
+//! (after printing the rows) if any operation failed or answered wrong.
+
+use std::io::Write;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use lidb_bench::concurrent::{self, AllocCounter, Config, Distribution, IndexKind, KeySplit};
+
+use crate::error::{CliError, io};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum DistributionArg {
+    Uniform,
+    Zipf,
+}
+
+#[derive(Debug, Args)]
+pub struct ConcurrentArgs {
+    /// Indexes, comma-separated, or "all": finedex, btree-rwlock, skipmap, scc-tree, congee,
+    /// li+delta.
+    #[arg(long, default_value = "all")]
+    index: String,
+    /// Workloads, comma-separated: a..f (YCSB over the loaded keys; D reads the latest
+    /// inserted, E runs short scans) or insert (inserts of keys not loaded).
+    #[arg(long, default_value = "c,insert")]
+    workload: String,
+    /// Thread counts, comma-separated.
+    #[arg(long, default_value = "1,2")]
+    threads: String,
+    /// Keys bulk-loaded (K and M suffixes).
+    #[arg(long, default_value = "200K")]
+    records: String,
+    /// Operations per run, split evenly between its threads (the insert workload inserts this
+    /// many keys not loaded).
+    #[arg(long, default_value = "200K")]
+    ops: String,
+    /// Keys: synthetic:NAME:N, a SOSD u64 file, or a dataset of the data directory.
+    #[arg(long, default_value = "synthetic:lognormal:1M")]
+    data: String,
+    /// How reads, updates and scans pick loaded keys (D always reads the latest inserted).
+    #[arg(long, value_enum, default_value_t = DistributionArg::Uniform)]
+    distribution: DistributionArg,
+    /// A run's threads stop early after this many seconds.
+    #[arg(long, default_value_t = 60.0)]
+    max_seconds: f64,
+    /// Seed of synthetic data, the key shuffle and the operations.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// One JSON object per line instead of a table (the config line goes to stderr).
+    #[arg(long)]
+    json: bool,
+}
+
+fn count(option: &str, text: &str) -> Result<usize, CliError> {
+    lidb_data::synthetic::parse_count(text.trim())
+        .map(|n| n as usize)
+        .map_err(|e| CliError::Usage(format!("{option}: {e}")))
+}
+
+pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
+    let usage = crate::args::usage;
+    let indexes = IndexKind::parse_list(&a.index).map_err(usage("--index"))?;
+    let workloads = concurrent::Workload::parse_list(&a.workload).map_err(usage("--workload"))?;
+    let threads = a
+        .threads
+        .split(',')
+        .map(|t| t.trim().parse::<usize>().ok().filter(|&t| t >= 1))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| CliError::Usage(format!("--threads: \"{}\": want 1,2,..", a.threads)))?;
+    let records = count("--records", &a.records)?;
+    let ops = count("--ops", &a.ops)?;
+    let seconds_ok = a.max_seconds.is_finite() && a.max_seconds > 0.0 && a.max_seconds < 1e9;
+    if records == 0 || ops == 0 || !seconds_ok {
+        return Err(CliError::Usage(
+            "--records, --ops and --max-seconds must be above 0".into(),
+        ));
+    }
+    if let Some(&t) = threads.iter().find(|&&t| t > ops) {
+        return Err(CliError::Usage(format!(
+            "--threads {t} is above --ops {ops}"
+        )));
+    }
+    let cfg = Config {
+        indexes,
+        workloads,
+        threads,
+        records,
+        ops,
+        distribution: match a.distribution {
+            DistributionArg::Uniform => Distribution::Uniform,
+            DistributionArg::Zipf => Distribution::Zipf,
+        },
+        max_duration: Duration::from_secs_f64(a.max_seconds),
+        seed: a.seed,
+        progress: true,
+        alloc_counter: Some(AllocCounter {
+            start: crate::alloc_count::start,
+            stop: crate::alloc_count::stop,
+        }),
+    };
+    let path = crate::kvbench_cmd::resolve_data(&a.data)?;
+    let keys = lidb_data::synthetic::load(&path, a.seed)?;
+    let available = keys.len();
+    let split = KeySplit::new(keys, records, cfg.fresh_needed(), a.seed)
+        .map_err(|e| CliError::Usage(format!("--data {}: {e}", a.data)))?;
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let header = format!(
+        "# lidb bench concurrent: cores={cores} data={path} keys={available} records={records} \
+         ops={ops} (per run, split between threads) workloads={} threads={} distribution={:?} \
+         seed={} max_seconds={} latency=every {}th op sampled; bytes_per_key after the bulk load \
+         (index: its own report; allocator: counted while building)",
+        a.workload,
+        a.threads,
+        cfg.distribution,
+        a.seed,
+        a.max_seconds,
+        concurrent::SAMPLE_EVERY,
+    );
+    if a.json {
+        eprintln!("{header}");
+    } else {
+        println!("{header}");
+    }
+    let report = concurrent::run(&cfg, &split).map_err(CliError::Check)?;
+    let mut out = std::io::stdout().lock();
+    if a.json {
+        for row in &report.rows {
+            let line = serde_json::to_string(row).map_err(|e| CliError::Check(e.to_string()))?;
+            writeln!(out, "{line}").map_err(io("stdout"))?;
+        }
+    } else {
+        write!(out, "{}", concurrent::table(&report.rows)).map_err(io("stdout"))?;
+    }
+    if report.errors > 0 {
+        return Err(CliError::Check(format!(
+            "{} operations failed or answered wrong; first: {}",
+            report.errors,
+            report.first_error.as_deref().unwrap_or("?")
+        )));
+    }
+    Ok(())
+}
