@@ -50,8 +50,8 @@ fn file_header() -> [u8; LOG_HEADER_BYTES as usize] {
 }
 
 /// The checksum of a record: CRC-32C of the length bytes followed by the payload, so a zeroed
-/// header (len 0, crc 0) never passes.
-fn record_crc(len_bytes: [u8; 4], payload: &[u8]) -> u32 {
+/// header (len 0, crc 0) never passes. FineStore's log frames its records the same way.
+pub fn record_crc(len_bytes: [u8; 4], payload: &[u8]) -> u32 {
     crc32c::crc32c_append(crc32c::crc32c(&len_bytes), payload)
 }
 
@@ -166,14 +166,24 @@ pub struct LogContents {
     pub bad_tail: Option<BadTail>,
 }
 
-/// The record framing, for `tail::classify`.
-struct LogFraming;
+/// The record framing (crc32c | length | payload, [`record_crc`]) for `tail::classify`, with
+/// the largest payload a record may claim: this log's ([`MAX_RECORD_BYTES`]), or another log's
+/// that frames its records the same way (FineStore's).
+#[derive(Debug, Clone, Copy)]
+pub struct RecordFraming {
+    pub max_payload: u64,
+}
 
-impl Framing for LogFraming {
+/// This log's framing.
+const LOG_FRAMING: RecordFraming = RecordFraming {
+    max_payload: MAX_RECORD_BYTES,
+};
+
+impl Framing for RecordFraming {
     fn claimed_len(&self, rest: &[u8]) -> Option<u64> {
         let (_, len_bytes) = split_header(rest)?;
         let len = u64::from(u32::from_le_bytes(len_bytes));
-        (len <= MAX_RECORD_BYTES).then_some(RECORD_HEADER_BYTES + len)
+        (len <= self.max_payload).then_some(RECORD_HEADER_BYTES + len)
     }
 
     fn intact(&self, rest: &[u8], len: u64) -> bool {
@@ -185,7 +195,7 @@ impl Framing for LogFraming {
     }
 
     fn max_len(&self) -> u64 {
-        RECORD_HEADER_BYTES + MAX_RECORD_BYTES
+        RECORD_HEADER_BYTES + self.max_payload
     }
 }
 
@@ -264,7 +274,8 @@ pub fn parse_log(bytes: &[u8]) -> std::result::Result<LogContents, String> {
     }
 }
 
-fn split_header(rest: &[u8]) -> Option<(u32, [u8; 4])> {
+/// A record header's checksum and length bytes, or `None` when fewer than 8 bytes remain.
+pub fn split_header(rest: &[u8]) -> Option<(u32, [u8; 4])> {
     let crc: [u8; 4] = rest.get(0..4)?.try_into().ok()?;
     let len: [u8; 4] = rest.get(4..8)?.try_into().ok()?;
     Some((u32::from_le_bytes(crc), len))
@@ -279,7 +290,7 @@ fn bad_at(
     let tail = bytes.get(offset as usize..).unwrap_or_default();
     out.valid_len = offset;
     out.bad_tail = Some(classify(
-        &LogFraming,
+        &LOG_FRAMING,
         tail,
         offset,
         bytes.len() as u64,

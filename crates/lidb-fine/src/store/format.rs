@@ -14,7 +14,8 @@
 //! FINESTATE:  [magic "FINESTA" 7][version u8 = 1][checkpoint id u64][log id u64][crc32c u32]
 //! ```
 
-use lidb_lsm::tail::{BadTail, Framing, classify};
+use lidb_lsm::log::{RecordFraming, record_crc, split_header};
+use lidb_lsm::tail::{BadTail, classify};
 
 pub const LOG_MAGIC: &[u8; 7] = b"FINELOG";
 pub const CHECKPOINT_MAGIC: &[u8; 7] = b"FINECKP";
@@ -63,10 +64,6 @@ pub struct LogOp {
     pub value: Option<Vec<u8>>,
 }
 
-fn record_crc(len_bytes: [u8; 4], payload: &[u8]) -> u32 {
-    crc32c::crc32c_append(crc32c::crc32c(&len_bytes), payload)
-}
-
 /// Appends the framed record of one write to `out`. The caller keeps keys and values under
 /// the limits (`check_sizes`).
 pub fn encode_record(out: &mut Vec<u8>, seq: u64, key: &[u8], value: Option<&[u8]>) {
@@ -89,34 +86,10 @@ pub fn fits(key: &[u8], value: &[u8]) -> bool {
     13 + key.len() as u64 + value.len() as u64 <= MAX_PAYLOAD_BYTES
 }
 
-/// The record framing, for `lidb_lsm::tail::classify`.
-struct FineLogFraming;
-
-fn split_header(rest: &[u8]) -> Option<(u32, [u8; 4])> {
-    let crc: [u8; 4] = rest.get(0..4)?.try_into().ok()?;
-    let len: [u8; 4] = rest.get(4..8)?.try_into().ok()?;
-    Some((u32::from_le_bytes(crc), len))
-}
-
-impl Framing for FineLogFraming {
-    fn claimed_len(&self, rest: &[u8]) -> Option<u64> {
-        let (_, len_bytes) = split_header(rest)?;
-        let len = u64::from(u32::from_le_bytes(len_bytes));
-        (len <= MAX_PAYLOAD_BYTES).then_some(RECORD_HEADER_BYTES + len)
-    }
-
-    fn intact(&self, rest: &[u8], len: u64) -> bool {
-        let Some((crc, len_bytes)) = split_header(rest) else {
-            return false;
-        };
-        rest.get(RECORD_HEADER_BYTES as usize..len as usize)
-            .is_some_and(|payload| record_crc(len_bytes, payload) == crc)
-    }
-
-    fn max_len(&self) -> u64 {
-        RECORD_HEADER_BYTES + MAX_PAYLOAD_BYTES
-    }
-}
+/// The record framing (the same as lidb-lsm's record log), for `lidb_lsm::tail::classify`.
+const FINE_LOG_FRAMING: RecordFraming = RecordFraming {
+    max_payload: MAX_PAYLOAD_BYTES,
+};
 
 /// The intact records of a log, and what follows them.
 #[derive(Debug, Default)]
@@ -195,7 +168,7 @@ fn bad_at(mut out: ParsedLog, bytes: &[u8], offset: u64, detail: impl Into<Strin
     let tail = bytes.get(offset as usize..).unwrap_or_default();
     out.valid_len = offset;
     out.bad_tail = Some(classify(
-        &FineLogFraming,
+        &FINE_LOG_FRAMING,
         tail,
         offset,
         bytes.len() as u64,
