@@ -23,7 +23,8 @@ pub struct StoreArgs {
     pub db: PathBuf,
     /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC),
     /// lsm+ (values in a value log, every pointer in one LSM, GC writes them back: the paper's
-    /// RocksDB+) or lsm+tier (learnedkv with an LSM in place of the learned index).
+    /// RocksDB+), lsm+tier (learnedkv with an LSM in place of the learned index) or finedex
+    /// (FineStore: in memory over FINEdex, a log and checkpoints; `lidb kv` only, not repair).
     #[arg(long, default_value = "lsm")]
     pub engine: String,
     /// Index family of new tables.
