@@ -179,6 +179,75 @@ const LOG_FRAMING: RecordFraming = RecordFraming {
     max_payload: MAX_RECORD_BYTES,
 };
 
+/// Where a walk over framed records stopped.
+#[derive(Debug, Default)]
+pub struct RecordsEnd {
+    /// Bytes from the start of the file through the last intact record.
+    pub valid_len: u64,
+    /// Set when bytes follow `valid_len`: a torn tail or damage, as [`classify`] found.
+    pub bad_tail: Option<BadTail>,
+}
+
+impl RecordFraming {
+    /// Hands each intact record of `bytes` from offset `start` on (after the file's header) to
+    /// `each` with its offset, until the end of the bytes or the first bad record (header torn,
+    /// length over the limit, payload torn, checksum failing), whose tail it classifies.
+    /// Err: what `each` returned for a record it refused.
+    pub fn walk(
+        &self,
+        bytes: &[u8],
+        start: u64,
+        mut each: impl FnMut(u64, &[u8]) -> std::result::Result<(), String>,
+    ) -> std::result::Result<RecordsEnd, String> {
+        let mut pos = start;
+        loop {
+            let rest = bytes.get(pos as usize..).unwrap_or_default();
+            if rest.is_empty() {
+                return Ok(RecordsEnd {
+                    valid_len: pos,
+                    bad_tail: None,
+                });
+            }
+            let bad = |detail: String| RecordsEnd {
+                valid_len: pos,
+                bad_tail: Some(self.bad_tail(bytes, pos, &detail)),
+            };
+            let Some((crc, len_bytes)) = split_header(rest) else {
+                return Ok(bad(format!(
+                    "record header torn ({} of 8 bytes)",
+                    rest.len()
+                )));
+            };
+            let len = u64::from(u32::from_le_bytes(len_bytes));
+            if len > self.max_payload {
+                let limit = self.max_payload;
+                return Ok(bad(format!(
+                    "record length {len} exceeds the limit of {limit}"
+                )));
+            }
+            let body = RECORD_HEADER_BYTES as usize;
+            let Some(payload) = rest.get(body..body + len as usize) else {
+                let present = rest.len() - body;
+                return Ok(bad(format!(
+                    "record of {len} bytes torn ({present} bytes present)"
+                )));
+            };
+            if record_crc(len_bytes, payload) != crc {
+                return Ok(bad(format!("record of {len} bytes fails its checksum")));
+            }
+            each(pos, payload)?;
+            pos += RECORD_HEADER_BYTES + len;
+        }
+    }
+
+    /// The bad tail of `bytes` from `offset` on (`detail`: why the record there is bad),
+    /// classified as torn or damage by this framing.
+    pub fn bad_tail(&self, bytes: &[u8], offset: u64, detail: &str) -> BadTail {
+        let tail = bytes.get(offset as usize..).unwrap_or_default();
+        classify(self, tail, offset, bytes.len() as u64, detail)
+    }
+}
+
 impl Framing for RecordFraming {
     fn claimed_len(&self, rest: &[u8]) -> Option<u64> {
         let (_, len_bytes) = split_header(rest)?;
@@ -210,9 +279,8 @@ pub fn read_log(storage: &dyn Storage, path: &Path) -> Result<LogContents> {
 
 /// Parses the bytes of a log (see [`read_log`]); the error is the corruption detail.
 pub fn parse_log(bytes: &[u8]) -> std::result::Result<LogContents, String> {
-    let mut out = LogContents::default();
     if bytes.is_empty() {
-        return Ok(out);
+        return Ok(LogContents::default());
     }
     let expected = file_header();
     let header = bytes.get(..LOG_HEADER_BYTES as usize);
@@ -227,74 +295,42 @@ pub fn parse_log(bytes: &[u8]) -> std::result::Result<LogContents, String> {
                 ));
             }
             // A zero version byte is a header torn before its last byte landed.
-            return Ok(bad_at(out, bytes, 0, "the log header is torn"));
+            return Ok(bad_at(bytes, 0, "the log header is torn"));
         }
         _ => {
             let head = header.unwrap_or(bytes);
             let is_prefix = expected.starts_with(head);
             if is_prefix || head.iter().all(|&b| b == 0) {
-                return Ok(bad_at(out, bytes, 0, "the log header is torn"));
+                return Ok(bad_at(bytes, 0, "the log header is torn"));
             }
             return Err(format!(
                 "not a lidb log: the file starts with {head:02x?}, expected the magic \"LIDBLOG\""
             ));
         }
     }
-    let mut pos = LOG_HEADER_BYTES;
-    out.valid_len = pos;
-    loop {
-        let rest = bytes.get(pos as usize..).unwrap_or_default();
-        if rest.is_empty() {
-            return Ok(out);
-        }
-        let Some((crc, len_bytes)) = split_header(rest) else {
-            let detail = format!("record header torn ({} of 8 bytes)", rest.len());
-            return Ok(bad_at(out, bytes, pos, detail));
-        };
-        let len = u32::from_le_bytes(len_bytes);
-        if u64::from(len) > MAX_RECORD_BYTES {
-            let detail = format!("record length {len} exceeds the limit of {MAX_RECORD_BYTES}");
-            return Ok(bad_at(out, bytes, pos, detail));
-        }
-        let body = RECORD_HEADER_BYTES as usize;
-        let Some(payload) = rest.get(body..body + len as usize) else {
-            let detail = format!(
-                "record of {len} bytes torn ({} bytes present)",
-                rest.len() - body
-            );
-            return Ok(bad_at(out, bytes, pos, detail));
-        };
-        if record_crc(len_bytes, payload) != crc {
-            let detail = format!("record of {len} bytes fails its checksum");
-            return Ok(bad_at(out, bytes, pos, detail));
-        }
-        out.records.push(payload.to_vec());
-        pos += RECORD_HEADER_BYTES + u64::from(len);
-        out.valid_len = pos;
-    }
+    let mut records = Vec::new();
+    let end = LOG_FRAMING.walk(bytes, LOG_HEADER_BYTES, |_, payload| {
+        records.push(payload.to_vec());
+        Ok(())
+    })?;
+    Ok(LogContents {
+        records,
+        valid_len: end.valid_len,
+        bad_tail: end.bad_tail,
+    })
 }
 
 /// A record header's checksum and length bytes, or `None` when fewer than 8 bytes remain.
-pub fn split_header(rest: &[u8]) -> Option<(u32, [u8; 4])> {
+fn split_header(rest: &[u8]) -> Option<(u32, [u8; 4])> {
     let crc: [u8; 4] = rest.get(0..4)?.try_into().ok()?;
     let len: [u8; 4] = rest.get(4..8)?.try_into().ok()?;
     Some((u32::from_le_bytes(crc), len))
 }
 
-fn bad_at(
-    mut out: LogContents,
-    bytes: &[u8],
-    offset: u64,
-    detail: impl Into<String>,
-) -> LogContents {
-    let tail = bytes.get(offset as usize..).unwrap_or_default();
-    out.valid_len = offset;
-    out.bad_tail = Some(classify(
-        &LOG_FRAMING,
-        tail,
-        offset,
-        bytes.len() as u64,
-        &detail.into(),
-    ));
-    out
+fn bad_at(bytes: &[u8], offset: u64, detail: &str) -> LogContents {
+    LogContents {
+        records: Vec::new(),
+        valid_len: offset,
+        bad_tail: Some(LOG_FRAMING.bad_tail(bytes, offset, detail)),
+    }
 }

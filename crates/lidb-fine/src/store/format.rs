@@ -14,8 +14,8 @@
 //! FINESTATE:  [magic "FINESTA" 7][version u8 = 1][checkpoint id u64][log id u64][crc32c u32]
 //! ```
 
-use lidb_lsm::log::{RecordFraming, record_crc, split_header};
-use lidb_lsm::tail::{BadTail, classify};
+use lidb_lsm::log::{RecordFraming, record_crc};
+use lidb_lsm::tail::BadTail;
 
 pub const LOG_MAGIC: &[u8; 7] = b"FINELOG";
 pub const CHECKPOINT_MAGIC: &[u8; 7] = b"FINECKP";
@@ -23,8 +23,6 @@ pub const STATE_MAGIC: &[u8; 7] = b"FINESTA";
 pub const FORMAT_VERSION: u8 = 1;
 /// Bytes of a log's file header.
 pub const LOG_HEADER_BYTES: u64 = 8;
-/// Bytes of a record header: crc u32 + len u32.
-pub const RECORD_HEADER_BYTES: u64 = 8;
 /// Largest payload of a log record (1 GiB); a longer stated length is a bad record.
 pub const MAX_PAYLOAD_BYTES: u64 = 1 << 30;
 /// Bytes of `FINESTATE`.
@@ -117,37 +115,15 @@ pub fn parse_log(bytes: &[u8]) -> Result<ParsedLog, String> {
             "not a FineStore log: it starts with {head:02x?}, expected \"FINELOG\" version 1"
         ));
     }
-    let mut pos = LOG_HEADER_BYTES;
-    out.valid_len = pos;
-    loop {
-        let rest = bytes.get(pos as usize..).unwrap_or_default();
-        if rest.is_empty() {
-            return Ok(out);
-        }
-        let Some((crc, len_bytes)) = split_header(rest) else {
-            let detail = format!("record header torn ({} of 8 bytes)", rest.len());
-            return Ok(bad_at(out, bytes, pos, detail));
-        };
-        let len = u64::from(u32::from_le_bytes(len_bytes));
-        if len > MAX_PAYLOAD_BYTES {
-            let detail = format!("record length {len} exceeds the limit of {MAX_PAYLOAD_BYTES}");
-            return Ok(bad_at(out, bytes, pos, detail));
-        }
-        let body = RECORD_HEADER_BYTES as usize;
-        let Some(payload) = rest.get(body..body + len as usize) else {
-            let detail = format!("record of {len} bytes torn ({} present)", rest.len() - body);
-            return Ok(bad_at(out, bytes, pos, detail));
-        };
-        if record_crc(len_bytes, payload) != crc {
-            let detail = format!("record of {len} bytes fails its checksum");
-            return Ok(bad_at(out, bytes, pos, detail));
-        }
+    let end = FINE_LOG_FRAMING.walk(bytes, LOG_HEADER_BYTES, |pos, payload| {
         let op = decode_payload(payload)
             .ok_or_else(|| format!("intact record at offset {pos} does not decode"))?;
         out.ops.push(op);
-        pos += RECORD_HEADER_BYTES + len;
-        out.valid_len = pos;
-    }
+        Ok(())
+    })?;
+    out.valid_len = end.valid_len;
+    out.bad_tail = end.bad_tail;
+    Ok(out)
 }
 
 fn decode_payload(p: &[u8]) -> Option<LogOp> {
@@ -164,16 +140,9 @@ fn decode_payload(p: &[u8]) -> Option<LogOp> {
     Some(LogOp { seq, key, value })
 }
 
-fn bad_at(mut out: ParsedLog, bytes: &[u8], offset: u64, detail: impl Into<String>) -> ParsedLog {
-    let tail = bytes.get(offset as usize..).unwrap_or_default();
+fn bad_at(mut out: ParsedLog, bytes: &[u8], offset: u64, detail: &str) -> ParsedLog {
     out.valid_len = offset;
-    out.bad_tail = Some(classify(
-        &FINE_LOG_FRAMING,
-        tail,
-        offset,
-        bytes.len() as u64,
-        &detail.into(),
-    ));
+    out.bad_tail = Some(FINE_LOG_FRAMING.bad_tail(bytes, offset, detail));
     out
 }
 
