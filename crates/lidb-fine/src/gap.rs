@@ -67,6 +67,22 @@ impl Written {
 }
 
 impl GapSlot {
+    /// Whether the level bins were created.
+    pub fn created(&self) -> bool {
+        self.inner.get().is_some()
+    }
+
+    /// Creates the level bins if there are none. Only [`crate::record::Record::gap_for_insert`]
+    /// calls this, under its record's lock.
+    pub fn create(&self, cfg: &Config) {
+        self.inner.get_or_init(|| {
+            Box::new(Gap {
+                bins: LevelBins::new(cfg.root_slots as usize, cfg.child_slots as usize),
+                sub: OnceLock::new(),
+            })
+        });
+    }
+
     /// The small model retrained from these bins, if any.
     pub fn sub(&self) -> Option<&Arc<Node>> {
         self.inner.get()?.sub.get()
@@ -119,9 +135,9 @@ impl GapSlot {
 
     /// Applies `op` to key `q` of this gap (below a record of key `parent < q`): `op` gets the
     /// current value and returns the new one (`None` removes). Retrains the bins into a small
-    /// model when the new key does not fit. With `may_insert == false` (an op that never turns
-    /// an absent key into a present one) a gap whose bins were never created answers at once
-    /// instead of allocating them.
+    /// model when the new key does not fit. With `may_insert == true` (an op that may turn an
+    /// absent key into a present one) the caller created the bins first
+    /// ([`crate::record::Record::gap_for_insert`]); otherwise a gap without bins answers at once.
     pub fn modify(
         &self,
         parent: u64,
@@ -133,15 +149,10 @@ impl GapSlot {
         debug_assert!(parent < q);
         let (m, n) = (cfg.root_slots as usize, cfg.child_slots as usize);
         loop {
-            if !may_insert && self.inner.get().is_none() {
+            let Some(gap) = self.inner.get() else {
+                debug_assert!(!may_insert, "an insert into a gap that was not created");
                 return Step::Done(Written::plain(None));
-            }
-            let gap = self.inner.get_or_init(|| {
-                Box::new(Gap {
-                    bins: LevelBins::new(m, n),
-                    sub: OnceLock::new(),
-                })
-            });
+            };
             if let Some(sub) = gap.sub.get() {
                 return Step::Descend(sub);
             }

@@ -22,8 +22,10 @@
 //! quiesced: `ArcSwap` frees it when its last reader drops its guard (the RCU barrier's job of
 //! keeping it alive while read, without waiting for anyone).
 //!
-//! Removed trained records stay in the flattened list (a concurrent insert through the old layout
-//! may revive one); nothing compacts them yet.
+//! Reclamation: a removed trained record with no gap is left out of the flattened list, after
+//! being marked dead under its lock (`record.rs`): a writer that reaches it through the old layout
+//! (which could revive it, unseen by the new one) starts again from the new layout instead. A
+//! node whose removed records reach a quarter of its records is retrained for that alone.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -36,7 +38,8 @@ use crate::error::{FineError, Result};
 use crate::gap::Step;
 use crate::layout::{Layout, split_into_nodes};
 use crate::node::{DEEP_SMALL_MODELS, Home, Node};
-use crate::record::Record;
+use crate::record::{Dead, Record};
+use crate::seqlock::Backoff;
 
 /// The concurrent learned index over u64 keys and u64 values.
 #[derive(Debug)]
@@ -55,8 +58,11 @@ pub struct FineIndex {
 pub struct ModelRetrain {
     /// Top-level nodes retrained (each into one or more new ones).
     pub nodes_retrained: u64,
-    /// Trained records in the new nodes (removed ones and placeholders included).
+    /// Trained records in the new nodes (removed ones that could not be reclaimed included).
     pub records: u64,
+    /// Removed trained records left out of the new nodes (freed once no reader holds an older
+    /// layout).
+    pub reclaimed: u64,
     /// Top-level nodes (models) of the new layout.
     pub nodes: u64,
     /// Wall time of flattening, training and publishing, in microseconds.
@@ -88,9 +94,12 @@ impl FineIndex {
         // Invariant 2 of node.rs: the top node starts at key 0.
         let mut records = Vec::with_capacity(entries.len() + 1);
         if entries.first().is_none_or(|e| e.0 != 0) {
-            records.push(Arc::new(Record::removed(0)));
+            records.push(Arc::new(Record::removed(0).pinned()));
         }
-        records.extend(entries.iter().map(|&(k, v)| Arc::new(Record::new(k, v))));
+        records.extend(entries.iter().map(|&(k, v)| {
+            let r = Record::new(k, v);
+            Arc::new(if k == 0 { r.pinned() } else { r })
+        }));
         let layout = Layout::build(records, &cfg);
         Ok(FineIndex {
             layout: ArcSwap::from_pointee(layout),
@@ -161,28 +170,63 @@ impl FineIndex {
         may_insert: bool,
         op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
     ) -> Option<u64> {
+        let mut backoff = Backoff::default();
+        loop {
+            match self.try_write(key, may_insert, op) {
+                Ok(old) => return old,
+                // A model retraining reclaimed the record this key reached (`op` did not run);
+                // the layout without it is about to be published.
+                Err(Dead) => backoff.snooze(),
+            }
+        }
+    }
+
+    fn try_write(
+        &self,
+        key: u64,
+        may_insert: bool,
+        op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
+    ) -> std::result::Result<Option<u64>, Dead> {
         let (old, depth, retrain_ns) = {
             let layout = self.layout.load();
-            let (_, top) = layout.node_for(key)?;
+            let Some((_, top)) = layout.node_for(key) else {
+                return Ok(None);
+            };
             let mut node: &Node = top;
             let mut depth = 0u32;
             loop {
                 match node.home(key) {
-                    None => return None,
-                    Some(Home::Record(r)) => return r.modify(op),
-                    Some(Home::Gap(r)) => match r.gap.modify(r.key, key, op, may_insert, &self.cfg)
-                    {
-                        Step::Descend(sub) => {
-                            node = sub;
-                            depth += 1;
-                        }
-                        Step::Done(w) => {
-                            if !w.retrained {
-                                return w.old;
+                    None => return Ok(None),
+                    Some(Home::Record(r)) => {
+                        let m = r.modify(op)?;
+                        if m.removed {
+                            let removed = top.removed_records.fetch_add(1, Relaxed) + 1;
+                            let due = self.cfg.model_retrain_after_nested > 0
+                                && removed >= reclaim_due(top);
+                            drop(layout);
+                            if due && let Ok(_g) = self.retrain_lock.try_lock() {
+                                self.retrain_wanted_locked();
                             }
-                            break (w.old, depth, w.retrain_ns);
                         }
-                    },
+                        return Ok(m.old);
+                    }
+                    Some(Home::Gap(r)) => {
+                        if may_insert {
+                            r.gap_for_insert(&self.cfg)?;
+                        }
+                        match r.gap.modify(r.key, key, op, may_insert, &self.cfg) {
+                            Step::Descend(sub) => {
+                                node = sub;
+                                depth += 1;
+                            }
+                            Step::Done(w) => {
+                                if !w.retrained {
+                                    return Ok(w.old);
+                                }
+                                break (w.old, depth, w.retrain_ns);
+                            }
+                        }
+                    }
                 }
             }
         };
@@ -193,7 +237,7 @@ impl FineIndex {
         self.level_bin_retrain_ns.fetch_add(retrain_ns, Relaxed);
         let layout = self.layout.load();
         let Some((_, top)) = layout.node_for(key) else {
-            return old;
+            return Ok(old);
         };
         let entries = u64::from(self.cfg.root_slots) * u64::from(self.cfg.child_slots);
         top.retrained_entries.fetch_add(entries, Relaxed);
@@ -213,15 +257,16 @@ impl FineIndex {
             // Another thread retraining already covers this trigger.
             self.retrain_wanted_locked();
         }
-        old
+        Ok(old)
     }
 
-    /// Whether a top-level node's small models call for its model retraining: they nest
-    /// [`DEEP_SMALL_MODELS`] deep, or one of them needed a smaller one
+    /// Whether a top-level node calls for its model retraining: a quarter of its records were
+    /// removed (the retraining reclaims them), its small models nest [`DEEP_SMALL_MODELS`]
+    /// deep, or one of them needed a smaller one
     /// `model_retrain_after_nested` times (at least once) and they gathered at least
     /// `records / model_retrain_divisor` entries (0: no minimum).
     fn wants_retraining(&self, node: &Node) -> bool {
-        if node.deep.load(Relaxed) {
+        if node.deep.load(Relaxed) || node.removed_records.load(Relaxed) >= reclaim_due(node) {
             return true;
         }
         let nested = node.nested_small_models.load(Relaxed);
@@ -263,12 +308,17 @@ impl FineIndex {
         let started = Instant::now();
         let old = self.layout.load_full();
         let mut nodes = Vec::with_capacity(old.nodes().len());
-        let (mut retrained, mut records) = (0u64, 0u64);
+        let (mut retrained, mut records, mut reclaimed) = (0u64, 0u64, 0u64);
         for (j, node) in old.nodes().iter().enumerate() {
             if pick(node) {
                 let before = nodes.len();
                 let after = old.nodes().get(j + 1).and_then(|n| n.records().first());
-                let flat = flatten(node, after);
+                let mut flat = flatten(node, after);
+                let before_reclaim = flat.len();
+                // The first record keeps the node's first key, which the layout routes by.
+                let mut first = true;
+                flat.retain(|r| std::mem::take(&mut first) || !r.reclaim());
+                reclaimed += (before_reclaim - flat.len()) as u64;
                 records += flat.len() as u64;
                 split_into_nodes(flat, &self.cfg, &mut nodes);
                 retrained += 1;
@@ -281,6 +331,7 @@ impl FineIndex {
         let report = ModelRetrain {
             nodes_retrained: retrained,
             records,
+            reclaimed,
             nodes: layout.nodes().len() as u64,
             took_us: 0,
         };
@@ -290,6 +341,12 @@ impl FineIndex {
         self.model_retrain_us.fetch_add(took_us, Relaxed);
         ModelRetrain { took_us, ..report }
     }
+}
+
+/// Removed trained records below a top-level node at which its model retraining (which reclaims
+/// them) is due: a quarter of its records, at least 16.
+fn reclaim_due(node: &Node) -> u64 {
+    (node.records().len() as u64 / 4).max(16)
 }
 
 /// Every record reachable from `top`, in key order: each record, then the records of the small
@@ -318,4 +375,62 @@ pub(crate) fn flatten(top: &Node, after: Option<&Arc<Record>>) -> Vec<Arc<Record
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The interleaving the concurrent tests can only hope to hit: a writer loaded the layout,
+    /// then a model retraining reclaimed the record its key reaches and published a layout
+    /// without it. Through the old layout the write must be refused (`Dead`, op not run), or it
+    /// would revive a record the current layout no longer holds.
+    #[test]
+    fn a_write_through_an_old_layout_never_revives_a_reclaimed_record() {
+        let entries: Vec<(u64, u64)> = (0..100u64).map(|k| (k * 2, k)).collect();
+        let ix =
+            FineIndex::bulk_load(&entries, Config::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ix.remove(10), Some(5));
+        let old = ix.layout.load_full();
+        let report = ix.retrain_models();
+        assert_eq!(report.reclaimed, 1, "{report:?}");
+
+        let Some((_, node)) = old.node_for(10) else {
+            panic!("no node for 10");
+        };
+        let Some(Home::Record(r)) = node.home(10) else {
+            panic!("10 is not a trained record of the old layout");
+        };
+        let mut ran = false;
+        let got = r.modify(&mut |_| {
+            ran = true;
+            Some(7)
+        });
+        assert_eq!(got, Err(Dead), "a reclaimed record took a write");
+        assert!(!ran);
+        let Some(Home::Gap(g)) = node.home(11) else {
+            panic!("11 does not fall in the gap of 10 in the old layout");
+        };
+        assert!(std::ptr::eq(g.as_ref(), r.as_ref()));
+        assert_eq!(
+            g.gap_for_insert(&ix.cfg),
+            Err(Dead),
+            "a reclaimed record got a gap"
+        );
+        assert_eq!(
+            r.read(),
+            None,
+            "a reader of the old layout sees the key absent"
+        );
+
+        // Through the current layout both keys land in the gap of record 8.
+        assert_eq!(ix.insert(10, 70), None);
+        assert_eq!(ix.insert(11, 71), None);
+        assert_eq!(ix.get(10), Some(70));
+        assert_eq!(ix.get(11), Some(71));
+        assert_eq!(
+            ix.range(8, 12, 10),
+            vec![(8, 4), (10, 70), (11, 71), (12, 6)]
+        );
+    }
 }

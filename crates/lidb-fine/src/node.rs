@@ -9,7 +9,8 @@
 //! 2. Every query routed to a node is `>= keys[0]`: the top node starts with key 0, and a small
 //!    model retrained under record r starts with key `r.key + 1` (a removed placeholder record if
 //!    that key was not among the retrained entries), so no key falls before a node's first
-//!    record and no node needs a head gap.
+//!    record and no node needs a head gap. Those first records are pinned (`record.rs`): model
+//!    retraining never reclaims them, so they stay where invariant 3 looks for them.
 //! 3. After a model retraining, a small model's records may ALSO appear inlined in the top
 //!    array, right after the parent record whose gap still points to the small model (a set
 //!    `OnceLock` cannot be cleared, and old layouts still descend through it). Walks in key order
@@ -44,6 +45,9 @@ pub(crate) struct Node {
     pub retrained_entries: AtomicU64,
     /// A level-bin retraining happened [`DEEP_SMALL_MODELS`] small models below this node.
     pub deep: AtomicBool,
+    /// Trained records below this node removed since it was built (the trigger of a model
+    /// retraining that reclaims them).
+    pub removed_records: AtomicU64,
 }
 
 /// Nesting of small models below a top-level node at which its model retraining is due whatever
@@ -67,6 +71,7 @@ impl Node {
             nested_small_models: AtomicU64::new(0),
             retrained_entries: AtomicU64::new(0),
             deep: AtomicBool::new(false),
+            removed_records: AtomicU64::new(0),
         }
     }
 
@@ -76,9 +81,12 @@ impl Node {
         let first = parent.saturating_add(1);
         let mut records = Vec::with_capacity(entries.len() + 1);
         if entries.first().is_none_or(|e| e.0 != first) {
-            records.push(Arc::new(Record::removed(first)));
+            records.push(Arc::new(Record::removed(first).pinned()));
         }
-        records.extend(entries.iter().map(|&(k, v)| Arc::new(Record::new(k, v))));
+        records.extend(entries.iter().map(|&(k, v)| {
+            let r = Record::new(k, v);
+            Arc::new(if k == first { r.pinned() } else { r })
+        }));
         Node::from_records(records, cfg)
     }
 

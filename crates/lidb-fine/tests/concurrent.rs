@@ -447,3 +447,77 @@ fn in_place_and_structural_writers_share_one_gap() {
     }
     assert_eq!(ix.stats().level_bin_retrains, 0, "the set filled up");
 }
+
+#[test]
+fn writes_racing_the_reclamation_of_their_record_are_never_lost() {
+    // Every even key is trained and then removed, so each model retraining (a thread runs them
+    // in a loop) reclaims the removed records that have no gap. Each writer owns the keys
+    // `k % WRITERS == w` and inserts and removes them at random, reading each key back right
+    // after writing it: a write that revived a reclaimed record through an old layout would be
+    // invisible in the new one, and the read back (or the final check) would miss it.
+    const WRITERS: u64 = 2;
+    const SPAN: u64 = 4_096;
+    let trained: Vec<(u64, u64)> = (0..SPAN).step_by(2).map(|k| (k, k)).collect();
+    let cfg = Config {
+        model_retrain_after_nested: 0,
+        ..Config::default()
+    };
+    let ix = Arc::new(FineIndex::bulk_load(&trained, cfg).unwrap());
+    for &(k, _) in &trained {
+        ix.remove(k);
+    }
+    let deadline = Instant::now() + Duration::from_secs(4);
+    let stop = Arc::new(AtomicBool::new(false));
+    let reclaimed = std::thread::scope(|s| {
+        let retrainer = {
+            let ix = Arc::clone(&ix);
+            let stop = Arc::clone(&stop);
+            s.spawn(move || {
+                let mut reclaimed = 0;
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) && n < 20_000 && Instant::now() < deadline {
+                    reclaimed += ix.retrain_models().reclaimed;
+                    n += 1;
+                }
+                reclaimed
+            })
+        };
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let ix = Arc::clone(&ix);
+                s.spawn(move || {
+                    let mut rng = ChaCha8Rng::seed_from_u64(77 + w);
+                    let mut mine: HashMap<u64, u64> = HashMap::new();
+                    for i in 0..200_000u64 {
+                        if Instant::now() >= deadline {
+                            break;
+                        }
+                        // Mostly even (trained, reclaimable) keys, some odd ones (gaps).
+                        let k = rng.gen_range(0..SPAN / WRITERS) * WRITERS + w;
+                        if rng.gen_range(0..3) == 0 {
+                            assert_eq!(ix.remove(k), mine.remove(&k), "remove {k}");
+                        } else {
+                            let v = (i << 8) | w;
+                            assert_eq!(ix.insert(k, v), mine.insert(k, v), "insert {k}");
+                        }
+                        assert_eq!(ix.get(k), mine.get(&k).copied(), "read back {k}");
+                    }
+                    mine
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for h in writers {
+            all.extend(h.join().unwrap());
+        }
+        stop.store(true, Ordering::Relaxed);
+        let reclaimed = retrainer.join().unwrap();
+        all.sort_unstable();
+        assert_eq!(ix.range(0, u64::MAX, usize::MAX), all, "final scan");
+        reclaimed
+    });
+    assert!(
+        reclaimed > 0,
+        "no record was ever reclaimed: the race was not exercised"
+    );
+}

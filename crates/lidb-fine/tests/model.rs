@@ -293,3 +293,49 @@ fn dense_ascending_inserts_into_one_gap_of_sparse_trained_keys() {
         assert_eq!(ix.get(base + i), Some(base + i));
     }
 }
+
+#[test]
+fn removed_trained_records_are_reclaimed_by_model_retraining() {
+    let entries: Vec<(u64, u64)> = (0..20_000u64).map(|k| (k * 3, k)).collect();
+    let cfg = Config::default();
+    let ix = FineIndex::bulk_load(&entries, cfg).unwrap();
+    let before = ix.stats();
+    let mut model: BTreeMap<u64, u64> = entries.iter().copied().collect();
+    // Remove nine keys in ten: the removals alone set off model retrainings (a quarter of a
+    // node's records removed), which leave the removed records out of the new nodes.
+    for &(k, _) in &entries {
+        if k % 10 != 0 {
+            assert_eq!(ix.remove(k), model.remove(&k), "remove {k}");
+        }
+    }
+    let after = ix.stats();
+    assert!(after.model_retrains > 0, "{after:?}");
+    check_all(&ix, &model, "after removals");
+    // A node is retrained once a quarter of its records (at least 16) are removed, so fewer than
+    // that stay in each node (the first record of each node among them).
+    assert!(
+        after.removed_trained < after.top_records / 4 + 16 * after.top_nodes,
+        "removed records left: before {before:?}\nafter {after:?}"
+    );
+    assert_eq!(after.live_trained, model.len() as u64, "{after:?}");
+    assert!(
+        after.heap_bytes * 4 < before.heap_bytes,
+        "memory not given back: before {before:?}\nafter {after:?}"
+    );
+    // The reclaimed keys come back through the gaps, and retraining again keeps them.
+    for &(k, v) in entries.iter().filter(|e| e.0 % 10 == 3) {
+        assert_eq!(ix.insert(k, v + 1), None, "reinsert {k}");
+        model.insert(k, v + 1);
+    }
+    check_all(&ix, &model, "after reinserts");
+    // Retraining everything reclaims the removed records below the trigger too, except those
+    // whose gap now holds a reinserted key.
+    let left = ix.stats().removed_trained;
+    let r = ix.retrain_models();
+    assert!(r.reclaimed > 0, "{r:?}");
+    assert_eq!(ix.stats().removed_trained, left - r.reclaimed);
+    check_all(&ix, &model, "after a second retraining");
+    for (&k, &v) in &model {
+        assert_eq!(ix.get(k), Some(v), "get {k}");
+    }
+}
