@@ -19,7 +19,8 @@
 //!   the logger thread has not written yet are not counted.
 //! - `read_split()`: none (no LSM, no tier), as rocksdb.
 //! - `notes()`: the ignored options and the index's heap bytes (FINEdex's own estimate; the keys
-//!   and values, also in memory, are not counted).
+//!   and values, also in memory, are not counted). FineStore never checkpoints by itself, so in
+//!   write workloads its log (vlog_bytes) grows with every write; the note says so.
 //!
 //! Threads: any; FineStore takes `&self` everywhere (see `lidb_fine::store`).
 
@@ -119,7 +120,8 @@ impl Engine for FineEngine {
             self.ignored.clone(),
             format!(
                 "index heap {} ({heap} bytes, FINEdex's estimate; keys and values are held in \
-                 memory too, not counted); on disk {} bytes of log and checkpoint (vlog_bytes)",
+                 memory too, not counted); on disk {} bytes of log and checkpoint (vlog_bytes; \
+                 it never checkpoints by itself, so its log grows with every write until gc())",
                 human_size(heap),
                 dir_bytes(&self.dir)
             ),
