@@ -1,6 +1,7 @@
 //! The conformance harness of the benchmark engine trait: every engine `engines::names()` offers
 //! (rocksdb too when built with `--features rocksdb`) runs the same random puts, overwrites,
-//! deletes, gets, scans, GCs and reopens, checked against a BTreeMap.
+//! deletes, gets, scans, GCs and reopens, checked against a BTreeMap; then what finedex's
+//! mapping of the trait promises (gc is a checkpoint, ignored options are said).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -86,4 +87,61 @@ fn unknown_and_missing_engines_are_one_line_errors() {
             .map(|e| e.to_string());
         assert!(e.is_some_and(|m| m.contains("--features rocksdb")));
     }
+}
+
+/// finedex's gc() is a checkpoint: after overwrites it shrinks the files to about one copy of
+/// the data, keeps every answer and the reopen; convert is refused; its notes name every option
+/// it ignores and its index memory.
+#[test]
+fn finedex_gc_is_a_checkpoint_and_its_notes_say_what_it_ignores() {
+    let dir = std::env::temp_dir().join(format!("lidb-engines-fine-gc-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let cfg = config(dir.clone());
+    let engine = engines::open("finedex", &cfg).unwrap();
+    assert_eq!(engine.name(), "finedex");
+    for round in 0..4u8 {
+        for i in 0..500u32 {
+            engine
+                .put(format!("k{i:04}").as_bytes(), &[round; 100])
+                .unwrap();
+        }
+    }
+    engine.flush().unwrap();
+    let before = engine.space();
+    assert!(before.vlog_bytes >= 4 * 500 * 100, "{before:?}");
+    assert_eq!(
+        (before.lsm_bytes, before.key_list_bytes, before.model_bytes),
+        (0, 0, 0)
+    );
+    engine.gc().unwrap();
+    let after = engine.space();
+    assert!(
+        after.vlog_bytes >= 500 * 100 && after.vlog_bytes < 2 * 500 * 100,
+        "{after:?}"
+    );
+    assert_eq!(engine.get(b"k0007").unwrap(), Some(vec![3; 100]));
+    let e = engine.convert().unwrap_err().to_string();
+    assert!(e.contains("finedex has no conversion"), "{e}");
+    let notes = engine.notes().join("\n");
+    for option in [
+        "memtable=64KiB",
+        "cache=256KiB",
+        "bloom_bits=10",
+        "direct_io=false",
+        "lsm_index=",
+        "tier_index=",
+        "over_provisioning=",
+        "background_gc=",
+        "do not apply and are ignored; sync=false applies",
+        "gc() is a checkpoint",
+        "index heap",
+        "never checkpoints by itself",
+    ] {
+        assert!(notes.contains(option), "{option}: {notes}");
+    }
+    drop(engine);
+    let engine = engines::open("finedex", &cfg).unwrap();
+    assert_eq!(engine.get(b"k0499").unwrap(), Some(vec![3; 100]));
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
 }

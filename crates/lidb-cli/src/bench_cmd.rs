@@ -24,13 +24,19 @@ pub enum BenchCommand {
     /// "boundary". Configurations of one table size share one load and switch indexes with
     /// Db::reindex.
     Lsm(LsmArgs),
-    /// The LearnedKV paper's phases over engines (lsm, learnedkv, lsm+, lsm+tier, rocksdb): P0 loads
-    /// --records, each later phase runs --ops-per-phase operations of a YCSB workload.
+    /// The LearnedKV paper's phases over engines (lsm, learnedkv, lsm+, lsm+tier, finedex,
+    /// rocksdb): P0 loads --records, each later phase runs --ops-per-phase operations of a YCSB
+    /// workload.
     ///
     /// JSON rows: engine, phase, op ("read", "update", "insert", "scan", "rmw" or "all"), ops,
     /// kops_per_s, p50_us, p99_us, p999_us, and the engine at the end of the phase: lsm_bytes,
-    /// key_list_bytes, model_bytes, vlog_bytes (Table 1), reads_lsm, reads_tier (point reads
-    /// each part answered during the phase), gcs (GCs installed so far). Every read's value is checked.
+    /// key_list_bytes, model_bytes, vlog_bytes (Table 1; finedex: its log and checkpoint files
+    /// in vlog_bytes), reads_lsm, reads_tier (point reads each part answered during the phase),
+    /// gcs (GCs installed so far). Every read's value is checked.
+    ///
+    /// finedex (FineStore) keeps keys and values in memory over FINEdex with a log on disk:
+    /// --memtable, --cache, --direct-io and Bloom filters do not apply to it and are ignored (a
+    /// note says so), its gc() is a checkpoint, and a note gives its index's heap bytes.
     Ycsb(crate::kvbench_cmd::YcsbArgs),
     /// The LearnedKV paper's range scans (Experiment 6): load, gc(), --scans scans of about
     /// --scan-bytes each, then again after N/2 and after N updates.

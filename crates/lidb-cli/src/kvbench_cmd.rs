@@ -19,7 +19,9 @@ use crate::error::{CliError, io};
 pub struct CommonArgs {
     /// Engines, comma-separated, compared in this order; ratios are against the first (lsm,
     /// learnedkv, lsm+ (the paper's RocksDB+: one LSM of pointers, GC writes them back), lsm+tier
-    /// (learnedkv with an LSM in place of the learned index), and rocksdb when built with
+    /// (learnedkv with an LSM in place of the learned index), finedex (FineStore: keys and values
+    /// in memory over the FINEdex learned index, a log on disk; --memtable, --cache and
+    /// --direct-io do not apply to it and are ignored with a note) and rocksdb when built with
     /// --features rocksdb).
     #[arg(long, default_value = "lsm+,learnedkv")]
     engine: String,
@@ -38,13 +40,14 @@ pub struct CommonArgs {
     /// Seed of the operations, the permutation of --data and the scan starts.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Read with O_DIRECT (every cache miss is a real read), as the paper's direct-I/O runs.
+    /// Read with O_DIRECT (every cache miss is a real read), as the paper's direct-I/O runs
+    /// (finedex never reads its files after open: ignored, with a note).
     #[arg(long)]
     direct_io: bool,
-    /// Memtable size of every engine.
+    /// Memtable size of every engine (finedex has none: ignored, with a note).
     #[arg(long, default_value = "64MiB")]
     memtable: String,
-    /// Block cache of every engine.
+    /// Block cache of every engine (finedex has none: ignored, with a note).
     #[arg(long, default_value = "8MiB")]
     cache: String,
     /// Engine directories go under DIR/kv-<pid>/, one per engine, removed at the end.
@@ -81,9 +84,10 @@ pub struct YcsbArgs {
     /// Worker threads splitting each phase's operations.
     #[arg(long, default_value_t = 1)]
     threads: u32,
-    /// What a read-only workload (c) runs after the load: gc (every engine, as the paper),
-    /// convert (learnedkv's range-query-assisted conversion: a learned tier over the values
-    /// where they are; other engines refuse) or none (reads go through what the load built).
+    /// What a read-only workload (c) runs after the load: gc (every engine, as the paper;
+    /// finedex's gc is a checkpoint, which leaves its in-memory index as it was), convert
+    /// (learnedkv's range-query-assisted conversion: a learned tier over the values where they
+    /// are; other engines refuse) or none (reads go through what the load built).
     #[arg(long, default_value = "gc")]
     settle: String,
 }

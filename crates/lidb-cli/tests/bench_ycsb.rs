@@ -1,4 +1,4 @@
-//! End-to-end tests of `lidb bench ycsb` and `lidb bench scan`: tiny runs over lidb's four
+//! End-to-end tests of `lidb bench ycsb` and `lidb bench scan`: tiny runs over lidb's five
 //! engines give JSON rows with exactly the documented names, every (engine, phase, op) present,
 //! and engine-name mistakes fail with one-line errors.
 
@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const ENGINES: [&str; 4] = ["lsm", "learnedkv", "lsm+", "lsm+tier"];
+const ENGINES: [&str; 5] = ["lsm", "learnedkv", "lsm+", "lsm+tier", "finedex"];
 
 const YCSB_FIELDS: [&str; 15] = [
     "engine",
@@ -86,7 +86,7 @@ fn ycsb(workload: &str, expected_ops: &[&str]) {
             "bench",
             "ycsb",
             "--engine",
-            "lsm,learnedkv,lsm+,lsm+tier",
+            "lsm,learnedkv,lsm+,lsm+tier,finedex",
             "--workload",
             workload,
             "--records",
@@ -176,7 +176,7 @@ fn scan_rows_for_every_set() {
             "bench",
             "scan",
             "--engine",
-            "lsm,learnedkv,lsm+,lsm+tier",
+            "lsm,learnedkv,lsm+,lsm+tier,finedex",
             "--records",
             "3000",
             "--scans",
@@ -188,7 +188,7 @@ fn scan_rows_for_every_set() {
         ],
     );
     let want: BTreeSet<String> = SCAN_FIELDS.iter().map(|s| s.to_string()).collect();
-    assert_eq!(rows.len(), 12);
+    assert_eq!(rows.len(), 15);
     for engine in ENGINES {
         for phase in ["no_updates", "updates_0.5N", "updates_N"] {
             let row = rows
@@ -293,5 +293,77 @@ fn ycsb_c_settles_by_conversion_or_not_at_all() {
             "convert",
         ],
         "no conversion",
+    );
+}
+
+/// `--engine finedex,lsm`: finedex's rows carry its log and checkpoint bytes, its notes name the
+/// options it ignores and its index memory, a read-only workload's gc is its checkpoint, and
+/// convert is refused.
+#[test]
+fn ycsb_finedex_beside_lsm() {
+    let (rows, err) = rows(
+        "ycsb-finedex",
+        &[
+            "bench",
+            "ycsb",
+            "--engine",
+            "finedex,lsm",
+            "--workload",
+            "c",
+            "--records",
+            "2000",
+            "--ops-per-phase",
+            "1000",
+            "--phases",
+            "1",
+            "--value-size",
+            "100",
+            "--threads",
+            "2",
+            "--memtable",
+            "1MiB",
+        ],
+    );
+    let p1 = rows
+        .iter()
+        .find(|r| r["engine"] == "finedex" && r["phase"] == 1 && r["op"] == "all")
+        .unwrap();
+    assert_eq!(p1["ops"], 1000, "{p1}");
+    // After the checkpoint the files hold one copy of the 2000 records.
+    assert!(p1["vlog_bytes"].as_u64().unwrap() > 2000 * 100, "{p1}");
+    assert_eq!(
+        (p1["lsm_bytes"].as_u64(), p1["gcs"].as_u64()),
+        (Some(0), Some(0)),
+        "{p1}"
+    );
+    for needle in [
+        "finedex: gc() after P0",
+        "finedex: index heap",
+        "ratio lsm/finedex",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    // --memtable is lsm's; finedex says it ignores it.
+    let ignored = err
+        .lines()
+        .find(|l| l.contains("finedex: an in-memory index with a log"))
+        .unwrap_or_else(|| panic!("no note of ignored options: {err}"));
+    assert!(
+        ignored.contains("memtable=1MiB") && ignored.contains("do not apply and are ignored"),
+        "{ignored}"
+    );
+    assert!(!err.contains("lsm: an in-memory index"), "{err}");
+    one_line_error(
+        &[
+            "bench",
+            "ycsb",
+            "--engine",
+            "finedex",
+            "--workload",
+            "c",
+            "--settle",
+            "convert",
+        ],
+        "engine finedex has no conversion",
     );
 }

@@ -1,12 +1,17 @@
 //! One trait over every engine the benchmarks compare, so one harness drives them all:
 //! `lsm` (lidb-lsm, values inline), `learnedkv` (lidb-kv with the learned tier), `lsm+` (lidb-kv
 //! without a tier: one LSM of pointers, GC writes them back, the paper's RocksDB+), `lsm+tier`
-//! (lidb-kv with the tier's learned index replaced by an LSM, which isolates the index itself)
-//! and `rocksdb` (real RocksDB, behind the `rocksdb` cargo feature).
+//! (lidb-kv with the tier's learned index replaced by an LSM, which isolates the index itself),
+//! `finedex` (lidb-fine's FineStore: every key and value in memory over the concurrent learned
+//! index FINEdex, a log and checkpoints on disk) and `rocksdb` (real RocksDB, behind the
+//! `rocksdb` cargo feature).
 //!
 //! Every engine is configured from one [`EngineConfig`] so they get the same memtable size, the
-//! same block cache budget, 10-bit Bloom filters and direct I/O alike.
+//! same block cache budget, 10-bit Bloom filters and direct I/O alike. finedex has none of these
+//! (only `sync` applies to it) and ignores them, saying so in its [`Engine::notes`]; `gc()` is
+//! its checkpoint (see `fine.rs`).
 
+mod fine;
 mod lidb;
 
 pub use lidb::Tiering;
@@ -136,9 +141,15 @@ pub trait Engine: Send + Sync {
     fn flush(&self) -> EngineResult<()>;
     fn space(&self) -> Space;
     fn read_split(&self) -> ReadSplit;
+    /// What the run's notes should say of this engine: options of the [`EngineConfig`] it
+    /// ignores, figures the rows have no column for (finedex's index memory). Called between
+    /// phases, never timed.
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
-/// What every engine is configured with.
+/// What every engine is configured with (finedex takes only `dir` and `sync`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineConfig {
     pub dir: PathBuf,
@@ -179,7 +190,7 @@ impl EngineConfig {
 
 /// The engine names `open` accepts.
 pub fn names() -> Vec<&'static str> {
-    let mut v = vec!["lsm", "learnedkv", "lsm+", "lsm+tier"];
+    let mut v = vec!["lsm", "learnedkv", "lsm+", "lsm+tier", "finedex"];
     if cfg!(feature = "rocksdb") {
         v.push("rocksdb");
     }
@@ -193,6 +204,7 @@ pub fn open(name: &str, cfg: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
         "learnedkv" => Ok(Box::new(lidb::TieredEngine::open(cfg, Tiering::Learned)?)),
         "lsm+" => Ok(Box::new(lidb::TieredEngine::open(cfg, Tiering::WriteBack)?)),
         "lsm+tier" => Ok(Box::new(lidb::TieredEngine::open(cfg, Tiering::LsmTier)?)),
+        "finedex" => Ok(Box::new(fine::FineEngine::open(cfg)?)),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Ok(Box::new(rocks::RocksEngine::open(cfg)?)),
         #[cfg(not(feature = "rocksdb"))]

@@ -151,6 +151,7 @@ pub fn run(cfg: &Config) -> Result<Report, Error> {
             }
             rows.push(scans(engine.as_ref(), cfg, &sorted, &starts, phase)?);
         }
+        notes.extend(engine.notes().into_iter().map(|n| format!("{name}: {n}")));
         drop(engine);
         run_dir.release(&dir)?;
     }

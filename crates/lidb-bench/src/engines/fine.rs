@@ -1,0 +1,144 @@
+//! `finedex`: FineStore (lidb-fine, paper 004) behind the benchmark trait.
+//!
+//! FineStore keeps every key and value in memory, over the concurrent learned index FINEdex, and
+//! on disk only in a log and a checkpoint it replays on open. So of [`EngineConfig`] only `dir`
+//! and `sync` apply (`sync` is FineStoreOptions' `sync`: a write returns once its batch is
+//! synced). It has no memtable, block cache, Bloom filter, SSTable index, learned tier, value-log
+//! GC or background compaction, and never reads its files after open, so `memtable_bytes`,
+//! `block_cache_bytes`, `bloom_bits_per_key`, `direct_io`, `lsm_index`/`lsm_boundary`,
+//! `tier_index`/`tier_page_boundary`, `over_provisioning` and `background` are ignored, as the
+//! other engines ignore options that are not theirs, but not silently: [`Engine::notes`] names
+//! them, with their values, for the run's notes.
+//!
+//! Mapping of the trait:
+//! - `gc()` is a checkpoint: every live entry written to a new checkpoint file and a new empty
+//!   log started, which is what reclaims the space of overwritten and deleted values. It does not
+//!   change the in-memory index, so reads after it run as before. `convert()` is refused.
+//! - `space()`: the bytes of the store's files (log, checkpoint, `FINESTATE`) as `vlog_bytes`,
+//!   the place of LearnedKV's value log (the files hold the values); other columns are 0. Bytes
+//!   the logger thread has not written yet are not counted.
+//! - `read_split()`: none (no LSM, no tier), as rocksdb.
+//! - `notes()`: the ignored options and the index's heap bytes (FINEdex's own estimate; the keys
+//!   and values, also in memory, are not counted). FineStore never checkpoints by itself, so in
+//!   write workloads its log (vlog_bytes) grows with every write; the note says so.
+//!
+//! Threads: any; FineStore takes `&self` everywhere (see `lidb_fine::store`).
+
+use lidb_fine::{FineStore, FineStoreOptions};
+
+use super::{Engine, EngineConfig, EngineResult, ReadSplit, Space};
+use crate::lsm::load::{format_size, human_size};
+
+pub struct FineEngine {
+    store: FineStore,
+    dir: std::path::PathBuf,
+    /// What of the configuration does not apply, as one note.
+    ignored: String,
+}
+
+impl FineEngine {
+    pub fn open(cfg: &EngineConfig) -> EngineResult<FineEngine> {
+        let opts = FineStoreOptions {
+            sync: cfg.sync,
+            ..FineStoreOptions::default()
+        };
+        Ok(FineEngine {
+            store: FineStore::open(&cfg.dir, opts)?,
+            dir: cfg.dir.clone(),
+            ignored: ignored_options(cfg),
+        })
+    }
+}
+
+/// The note naming the options of `cfg` FineStore ignores, with their values.
+fn ignored_options(cfg: &EngineConfig) -> String {
+    format!(
+        "an in-memory index with a log: memtable={} cache={} bloom_bits={} direct_io={} \
+         lsm_index={}/{} tier_index={}/{} over_provisioning={} background_gc={} do not apply and \
+         are ignored; sync={} applies; gc() is a checkpoint (a new checkpoint and an empty log; \
+         the index in memory is unchanged)",
+        format_size(cfg.memtable_bytes),
+        format_size(cfg.block_cache_bytes),
+        cfg.bloom_bits_per_key,
+        cfg.direct_io,
+        cfg.lsm_index.name(),
+        cfg.lsm_boundary,
+        cfg.tier_index.name(),
+        cfg.tier_page_boundary,
+        cfg.over_provisioning,
+        cfg.background,
+        cfg.sync,
+    )
+}
+
+impl Engine for FineEngine {
+    fn name(&self) -> &'static str {
+        "finedex"
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        Ok(self.store.put(key, value)?)
+    }
+    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
+        Ok(self.store.get(key))
+    }
+    fn delete(&self, key: &[u8]) -> EngineResult<()> {
+        // Whether the key was there does not matter to the trait.
+        self.store.delete(key)?;
+        Ok(())
+    }
+    fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        each: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<usize> {
+        let entries = self.store.scan(start, end, limit);
+        for (k, v) in &entries {
+            each(k, v);
+        }
+        Ok(entries.len())
+    }
+    fn gc(&self) -> EngineResult<()> {
+        Ok(self.store.checkpoint()?)
+    }
+    fn flush(&self) -> EngineResult<()> {
+        Ok(self.store.flush()?)
+    }
+    fn space(&self) -> Space {
+        Space {
+            vlog_bytes: dir_bytes(&self.dir),
+            ..Space::default()
+        }
+    }
+    fn read_split(&self) -> ReadSplit {
+        ReadSplit::default()
+    }
+    fn notes(&self) -> Vec<String> {
+        let heap = self.store.index_stats().heap_bytes;
+        vec![
+            self.ignored.clone(),
+            format!(
+                "index heap {} ({heap} bytes, FINEdex's estimate; keys and values are held in \
+                 memory too, not counted); on disk {} bytes of log and checkpoint (vlog_bytes; \
+                 it never checkpoints by itself, so its log grows with every write until gc())",
+                human_size(heap),
+                dir_bytes(&self.dir)
+            ),
+        ]
+    }
+}
+
+/// Bytes of the regular files directly in `dir` (FineStore makes no subdirectories); a file
+/// that vanishes meanwhile (a checkpoint removing the old log) counts 0.
+fn dir_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.metadata().ok())
+        .filter(std::fs::Metadata::is_file)
+        .map(|m| m.len())
+        .sum()
+}
