@@ -137,7 +137,7 @@ impl FineStore {
         let seq = {
             let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
             let bucket = self.memory.bucket_or_create(key);
-            let mut b = lock(&bucket);
+            let mut b = lock(bucket);
             let seq = self
                 .logger
                 .append(|seq, buf| format::encode_record(buf, seq, key, Some(value)))?;
@@ -154,7 +154,7 @@ impl FineStore {
             let Some(bucket) = self.memory.bucket(key) else {
                 return Ok(false);
             };
-            let mut b = lock(&bucket);
+            let mut b = lock(bucket);
             if !b.contains_key(key) {
                 return Ok(false);
             }
