@@ -45,7 +45,8 @@ pub struct Sample {
     pub retrains: Option<Retrains>,
 }
 
-/// Samples `progress` every `interval` from `start` until all `threads` workers have bumped
+/// Samples `progress` at every multiple of `interval` after `start` (a late sample ends its
+/// interval late, and the ticks it missed are skipped) until all `threads` workers have bumped
 /// `finished`, then once more.
 pub fn sample(
     interval: Duration,
@@ -58,8 +59,8 @@ pub fn sample(
     let interval = interval.max(Duration::from_millis(1));
     let mut samples = Vec::new();
     let (mut last_ops, mut last_at) = (0u64, Duration::ZERO);
-    for k in 1u32.. {
-        let tick = interval.saturating_mul(k);
+    let mut tick = interval;
+    loop {
         let mut all_done = finished.load(Acquire) >= threads;
         while !all_done && start.elapsed() < tick {
             std::thread::sleep(tick.saturating_sub(start.elapsed()).min(NAP));
@@ -76,6 +77,11 @@ pub fn sample(
         (last_ops, last_at) = (ops, at);
         if all_done {
             break;
+        }
+        // The next tick after now: a sampler that overslept (descheduled) skips the ticks it
+        // missed instead of taking samples of almost no length.
+        while tick <= at {
+            tick += interval;
         }
     }
     samples
