@@ -257,6 +257,15 @@ mod skew {
                     for r in &rows {
                         assert_eq!(r.workload, Workload::Skew.name());
                         assert!(r.hot_lo.is_some() && r.hot_lo <= r.hot_hi, "{ctx}");
+                        // The models alone: finedex only, part of its heap estimate.
+                        let heap = r.bytes_per_key.unwrap_or(0.0) * 2_000.0;
+                        match (kind, r.model_bytes) {
+                            (IndexKind::Finedex, Some(b)) => {
+                                assert!(b > 0 && (b as f64) < heap, "{ctx}: {b} of {heap}");
+                            }
+                            (IndexKind::Finedex, None) => panic!("{ctx}: no model_bytes"),
+                            (_, b) => assert_eq!(b, None, "{ctx}"),
+                        }
                     }
                 }
             }
