@@ -2,6 +2,8 @@
 //! (insert, update, get, remove, scan) over a bulk-loaded start, keys drawn from a small range so
 //! that operations hit present, removed and never-seen keys. Keys and values avoid `u64::MAX`
 //! (congee's exclusive range end, li+delta's tombstone). The seed is in every failure message.
+//! Then the runner: exact op counts, wrong answers caught, the skew workload (hot window, fresh
+//! keys, insert and read rows) and the throughput timeline.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
@@ -88,7 +90,7 @@ mod runner {
         run_with,
     };
 
-    fn config(workloads: &str) -> Config {
+    pub fn config(workloads: &str) -> Config {
         Config {
             indexes: vec![IndexKind::BTreeRwLock],
             workloads: Workload::parse_list(workloads).unwrap(),
@@ -96,6 +98,8 @@ mod runner {
             records: 2_000,
             ops: 4_000,
             distribution: Distribution::Uniform,
+            hotspots: vec![],
+            timeline: None,
             max_duration: Duration::from_secs(60),
             seed: 3,
             progress: false,
@@ -103,12 +107,12 @@ mod runner {
         }
     }
 
-    fn split(cfg: &Config) -> KeySplit {
+    pub fn split(cfg: &Config) -> KeySplit {
         let keys: Vec<u64> = (0..10_000u64).map(|k| k * 7 + 1).collect();
         KeySplit::new(keys, cfg.records, cfg.fresh_needed(), cfg.seed).unwrap()
     }
 
-    struct Broken(BTreeRwLock);
+    pub struct Broken(pub BTreeRwLock);
 
     impl ConcurrentIndex for Broken {
         fn insert(&self, key: u64, value: u64) -> Option<u64> {
@@ -152,6 +156,196 @@ mod runner {
         assert!(report.first_error.is_some());
         for row in report.rows.iter().filter(|r| r.op == "all") {
             assert_eq!(row.ops + row.errors, 4_000);
+        }
+    }
+}
+
+/// The skew workload: a seeded hot window of width R * (loaded range) inside the loaded range,
+/// fresh keys inside it that are not loaded, insert and read rows per ratio, every answer checked.
+mod skew {
+    use std::collections::{BTreeSet, HashSet};
+
+    use lidb_bench::concurrent::{HotWindow, IndexKind, Workload, parse_hotspots, run};
+
+    use super::runner::{config, split};
+
+    #[test]
+    fn hotspot_lists_parse_and_bad_ratios_are_refused() {
+        assert_eq!(parse_hotspots("0.01,0.1,1").unwrap(), vec![0.01, 0.1, 1.0]);
+        for bad in ["0", "-0.5", "1.5", "abc", "", "nan", "inf", "0.5,0"] {
+            assert!(parse_hotspots(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn the_window_is_inside_and_its_fresh_keys_are_new_and_distinct() {
+        let loaded: Vec<u64> = (0..5_000u64).map(|k| k * 1_000 + 17).collect();
+        let (min, max) = (loaded[0], loaded[loaded.len() - 1]);
+        for (ratio, count) in [(0.01, 2_000), (0.001, 4_000), (0.5, 10_000), (1.0, 100)] {
+            for seed in 0..4 {
+                let w = HotWindow::new(&loaded, ratio, seed).unwrap();
+                assert!(min <= w.lo && w.lo <= w.hi && w.hi <= max, "{w:?}");
+                assert_eq!(w.hi - w.lo, ((max - min) as f64 * ratio) as u64);
+                let keys = w.fresh_keys(&loaded, count, ratio, seed).unwrap();
+                assert_eq!(keys.len(), count);
+                let set: HashSet<u64> = keys.iter().copied().collect();
+                assert_eq!(set.len(), count, "duplicates at R={ratio} seed {seed}");
+                for k in &keys {
+                    assert!(w.contains(*k), "{k} outside {w:?}");
+                    assert!(loaded.binary_search(k).is_err(), "{k} is loaded");
+                }
+                // Deterministic from the seed.
+                assert_eq!(keys, w.fresh_keys(&loaded, count, ratio, seed).unwrap());
+                assert_eq!(w, HotWindow::new(&loaded, ratio, seed).unwrap());
+            }
+        }
+        assert_eq!(HotWindow::new(&[], 0.5, 1), None);
+    }
+
+    #[test]
+    fn a_window_too_small_names_its_shortfall() {
+        // Dense keys: a window of width 19 holds 20 keys, all loaded.
+        let loaded: Vec<u64> = (0..2_000).collect();
+        let w = HotWindow::new(&loaded, 0.01, 3).unwrap();
+        let e = w.fresh_keys(&loaded, 10, 0.01, 3).unwrap_err();
+        assert!(
+            e.contains("10 short") && e.contains("--hotspot 0.01"),
+            "{e}"
+        );
+        // Every other key loaded: exactly the free ones can be had, one more cannot.
+        let loaded: Vec<u64> = (0..2_000).map(|k| k * 2).collect();
+        let w = HotWindow::new(&loaded, 0.05, 3).unwrap();
+        let free = (w.lo..=w.hi).filter(|k| k % 2 == 1).count();
+        let keys = w.fresh_keys(&loaded, free, 0.05, 3).unwrap();
+        assert_eq!(keys.iter().copied().collect::<BTreeSet<u64>>().len(), free);
+        let e = w.fresh_keys(&loaded, free + 1, 0.05, 3).unwrap_err();
+        assert!(e.contains("1 short"), "{e}");
+        // Through the runner: fails before any run.
+        let mut cfg = config("skew");
+        cfg.hotspots = vec![0.000_01];
+        assert!(run(&cfg, &split(&cfg)).unwrap_err().contains("short"));
+    }
+
+    #[test]
+    fn every_index_runs_skew_with_insert_and_read_rows() {
+        let mut cfg = config("skew");
+        cfg.indexes = IndexKind::ALL.to_vec();
+        cfg.hotspots = vec![0.05, 1.0];
+        cfg.ops = 2_000;
+        let report = run(&cfg, &split(&cfg)).unwrap();
+        assert_eq!(report.errors, 0, "{:?}", report.first_error);
+        for kind in IndexKind::ALL {
+            for hotspot in [0.05, 1.0] {
+                for threads in [1, 2] {
+                    let rows: Vec<_> = report
+                        .rows
+                        .iter()
+                        .filter(|r| {
+                            r.index == kind.name()
+                                && r.hotspot == Some(hotspot)
+                                && r.threads == threads
+                        })
+                        .collect();
+                    if threads > 1 && rows.iter().any(|r| !r.concurrent) {
+                        continue;
+                    }
+                    let ops = |op: &str| rows.iter().find(|r| r.op == op).map(|r| r.ops);
+                    let ctx = format!("{} R={hotspot} t={threads}", kind.name());
+                    assert_eq!(ops("insert"), Some(2_000), "{ctx}");
+                    assert_eq!(ops("read"), Some(2_000), "{ctx}");
+                    assert_eq!(ops("all"), Some(4_000), "{ctx}");
+                    for r in &rows {
+                        assert_eq!(r.workload, Workload::Skew.name());
+                        assert!(r.hot_lo.is_some() && r.hot_lo <= r.hot_hi, "{ctx}");
+                        // The models alone: finedex only, part of its heap estimate.
+                        let heap = r.bytes_per_key.unwrap_or(0.0) * 2_000.0;
+                        match (kind, r.model_bytes) {
+                            (IndexKind::Finedex, Some(b)) => {
+                                assert!(b > 0 && (b as f64) < heap, "{ctx}: {b} of {heap}");
+                            }
+                            (IndexKind::Finedex, None) => panic!("{ctx}: no model_bytes"),
+                            (_, b) => assert_eq!(b, None, "{ctx}"),
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The timeline: the ops of a phase's intervals add up exactly to the operations its workers
+/// ran (checked ones plus errors), for every workload and a broken index too.
+mod timeline {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    use lidb_bench::concurrent::{BTreeRwLock, IndexKind, Report, run, run_with};
+
+    use super::runner::{Broken, config, split};
+
+    /// Sums of timeline ops per (index, workload, hotspot, threads, phase).
+    fn sums(report: &Report) -> BTreeMap<String, u64> {
+        let mut m = BTreeMap::new();
+        for t in &report.timeline {
+            assert_eq!(t.row, "timeline");
+            assert!(t.interval >= 1 && t.t_ms >= 0.0);
+            let key = format!(
+                "{} {} {:?} {} {}",
+                t.index, t.workload, t.hotspot, t.threads, t.op
+            );
+            *m.entry(key).or_insert(0) += t.ops;
+        }
+        m
+    }
+
+    #[test]
+    fn interval_ops_add_up_to_the_ops_of_each_phase() {
+        let mut cfg = config("c,insert,skew");
+        cfg.indexes = vec![IndexKind::Finedex, IndexKind::BTreeRwLock];
+        cfg.hotspots = vec![0.1];
+        cfg.timeline = Some(Duration::from_millis(1));
+        let report = run(&cfg, &split(&cfg)).unwrap();
+        assert_eq!(report.errors, 0, "{:?}", report.first_error);
+        let sums = sums(&report);
+        let mut phases = 0;
+        for r in &report.rows {
+            let phase = match (r.workload.as_str(), r.op.as_str()) {
+                ("skew", "insert" | "read") => r.op.as_str(),
+                ("skew", _) | (_, "read" | "insert") => continue,
+                (_, _) => "all",
+            };
+            assert_eq!(r.row, "result");
+            let key = format!(
+                "{} {} {:?} {} {phase}",
+                r.index, r.workload, r.hotspot, r.threads
+            );
+            assert_eq!(sums.get(&key), Some(&(r.ops + r.errors)), "{key}");
+            phases += 1;
+        }
+        // finedex and btree: c and insert at 1 and 2 threads, skew's two phases at each.
+        assert_eq!(phases, 2 * (2 + 2 + 4));
+        assert!(
+            report
+                .timeline
+                .iter()
+                .all(|t| (t.index == "finedex") == t.model_retrains.is_some())
+        );
+    }
+
+    #[test]
+    fn wrong_answers_count_in_the_timeline_as_operations() {
+        let mut cfg = config("c");
+        cfg.timeline = Some(Duration::from_millis(1));
+        let report = run_with(&cfg, &split(&cfg), &|_, e| {
+            Ok(Box::new(Broken(BTreeRwLock::bulk_load(e))))
+        })
+        .unwrap();
+        assert!(report.errors > 0);
+        let sums = sums(&report);
+        for r in report.rows.iter().filter(|r| r.op == "all") {
+            let key = format!("btree-rwlock c None {} all", r.threads);
+            assert_eq!(sums.get(&key), Some(&4_000), "{key}");
+            assert_eq!(r.ops + r.errors, 4_000);
         }
     }
 }

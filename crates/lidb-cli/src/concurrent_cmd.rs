@@ -23,9 +23,20 @@ pub struct ConcurrentArgs {
     #[arg(long, default_value = "all")]
     index: String,
     /// Workloads, comma-separated: a..f (YCSB over the loaded keys; D reads the latest
-    /// inserted, E runs short scans) or insert (inserts of keys not loaded).
+    /// inserted, E runs short scans), insert (inserts of keys not loaded) or skew (--ops inserts
+    /// of fresh keys inside a hot window of the loaded range, then --ops reads of the window's
+    /// keys, each phase timed on its own; see --hotspot).
     #[arg(long, default_value = "c,insert")]
     workload: String,
+    /// Hotspot ratios of the skew workload, comma-separated, each its own runs: the hot window's
+    /// width over the range of the loaded keys, 0 < R <= 1 (smaller is more skewed). The
+    /// window's place comes from --seed. Default 0.01; only with --workload skew.
+    #[arg(long)]
+    hotspot: Option<String>,
+    /// Print a throughput timeline: operations completed in every interval of this many
+    /// milliseconds while a run's threads work (and finedex's retrain counts so far).
+    #[arg(long)]
+    timeline_ms: Option<u64>,
     /// Thread counts, comma-separated.
     #[arg(long, default_value = "1,2")]
     threads: String,
@@ -48,7 +59,8 @@ pub struct ConcurrentArgs {
     /// Seed of synthetic data, the key shuffle and the operations.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// One JSON object per line instead of a table (the config line goes to stderr).
+    /// One JSON object per line instead of a table (the config line goes to stderr): result rows
+    /// carry "row":"result", timeline rows "row":"timeline".
     #[arg(long)]
     json: bool,
 }
@@ -77,6 +89,20 @@ pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
             "--records, --ops and --max-seconds must be above 0".into(),
         ));
     }
+    let skew = workloads.contains(&concurrent::Workload::Skew);
+    let hotspots = match &a.hotspot {
+        None => vec![concurrent::DEFAULT_HOTSPOT],
+        Some(_) if !skew => {
+            return Err(CliError::Usage(
+                "--hotspot applies only to --workload skew".into(),
+            ));
+        }
+        Some(text) => concurrent::parse_hotspots(text).map_err(usage("--hotspot"))?,
+    };
+    let timeline = match a.timeline_ms {
+        Some(0) => return Err(CliError::Usage("--timeline-ms must be above 0".into())),
+        ms => ms.map(Duration::from_millis),
+    };
     if let Some(&t) = threads.iter().find(|&&t| t > ops) {
         return Err(CliError::Usage(format!(
             "--threads {t} is above --ops {ops}"
@@ -92,6 +118,8 @@ pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
             DistributionArg::Uniform => Distribution::Uniform,
             DistributionArg::Zipf => Distribution::Zipf,
         },
+        hotspots,
+        timeline,
         max_duration: Duration::from_secs_f64(a.max_seconds),
         seed: a.seed,
         progress: true,
@@ -109,13 +137,20 @@ pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
     let header = format!(
         "# lidb bench concurrent: cores={cores} data={path} keys={available} records={records} \
          ops={ops} (per run, split between threads) workloads={} threads={} distribution={:?} \
-         seed={} max_seconds={} latency=every {}th op sampled; bytes_per_key after the bulk load \
-         (index: its own report; allocator: counted while building)",
+         seed={} max_seconds={}{}{} latency=every {}th op sampled; build_ms=bulk load (training) \
+         time; bytes_per_key after the bulk load (index: its own report; allocator: counted \
+         while building); model_bytes: the learned models alone (finedex)",
         a.workload,
         a.threads,
         cfg.distribution,
         a.seed,
         a.max_seconds,
+        if skew {
+            format!(" hotspot={}", a.hotspot.as_deref().unwrap_or("0.01"))
+        } else {
+            String::new()
+        },
+        timeline.map_or(String::new(), |d| format!(" timeline_ms={}", d.as_millis())),
         concurrent::SAMPLE_EVERY,
     );
     if a.json {
@@ -126,12 +161,25 @@ pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
     let report = concurrent::run(&cfg, &split).map_err(CliError::Check)?;
     let mut out = std::io::stdout().lock();
     if a.json {
+        let json = |e: serde_json::Error| CliError::Check(e.to_string());
         for row in &report.rows {
-            let line = serde_json::to_string(row).map_err(|e| CliError::Check(e.to_string()))?;
-            writeln!(out, "{line}").map_err(io("stdout"))?;
+            writeln!(out, "{}", serde_json::to_string(row).map_err(json)?).map_err(io("stdout"))?;
+        }
+        for row in &report.timeline {
+            writeln!(out, "{}", serde_json::to_string(row).map_err(json)?).map_err(io("stdout"))?;
         }
     } else {
         write!(out, "{}", concurrent::table(&report.rows)).map_err(io("stdout"))?;
+        if !report.timeline.is_empty() {
+            writeln!(
+                out,
+                "# timeline (ops completed per interval; t_ms: interval end since the \
+                           phase's start)"
+            )
+            .map_err(io("stdout"))?;
+            write!(out, "{}", concurrent::timeline_table(&report.timeline))
+                .map_err(io("stdout"))?;
+        }
     }
     if report.errors > 0 {
         return Err(CliError::Check(format!(

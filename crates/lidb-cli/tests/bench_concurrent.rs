@@ -1,12 +1,14 @@
 //! End-to-end tests of `lidb bench concurrent`: a tiny run of every index over workloads a and
 //! insert at 1 and 2 threads gives JSON lines with the documented fields and nonzero throughput
-//! for every (index, workload, threads); a data set too small names its shortfall.
+//! for every (index, workload, threads); a data set too small names its shortfall. The skew
+//! workload gives insert and read rows per hotspot ratio, the timeline's intervals add up to each
+//! phase's operations, and bad --hotspot / --timeline-ms values are refused.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 mod support;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
@@ -63,15 +65,7 @@ fn every_index_runs_a_and_insert_at_one_and_two_threads() {
             ));
         }
     }
-    let indexes = [
-        "finedex",
-        "btree-rwlock",
-        "skipmap",
-        "scc-tree",
-        "congee",
-        "li+delta",
-    ];
-    for i in indexes {
+    for i in INDEXES {
         for w in ["a", "insert"] {
             for t in [1, 2] {
                 assert!(
@@ -105,4 +99,130 @@ fn a_data_set_too_small_names_the_shortfall() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("short"), "{stderr}");
+}
+
+const INDEXES: [&str; 6] = [
+    "finedex",
+    "btree-rwlock",
+    "skipmap",
+    "scc-tree",
+    "congee",
+    "li+delta",
+];
+
+#[test]
+fn skew_with_a_timeline_gives_insert_and_read_rows_per_hotspot() {
+    let out = support::lidb(
+        &[
+            "bench",
+            "concurrent",
+            "--workload",
+            "skew",
+            "--hotspot",
+            "0.05,1",
+            "--threads",
+            "1,2",
+            "--records",
+            "3000",
+            "--ops",
+            "2000",
+            "--data",
+            "synthetic:lognormal:10K",
+            "--timeline-ms",
+            "1",
+            "--json",
+        ],
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("hotspot=0.05,1"), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    // (index, hotspot, threads, op) -> ops, from result rows and summed from timeline rows.
+    let mut results = BTreeMap::new();
+    let mut timeline = BTreeMap::new();
+    for line in stdout.lines() {
+        let row: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        let key = (
+            row["index"].as_str().unwrap().to_string(),
+            row["hotspot"].to_string(),
+            row["threads"].as_u64().unwrap(),
+            row["op"].as_str().unwrap().to_string(),
+        );
+        assert_eq!(row["workload"], "skew", "{line}");
+        match row["row"].as_str() {
+            Some("result") => {
+                for f in FIELDS.iter().chain(&["hot_lo", "hot_hi", "build_ms"]) {
+                    assert!(row.get(f).is_some(), "no {f} in {line}");
+                }
+                assert_eq!(row["errors"].as_u64(), Some(0), "{line}");
+                let finedex = row["index"] == "finedex";
+                assert_eq!(row["model_bytes"].is_u64(), finedex, "{line}");
+                results.insert(key, row["ops"].as_u64().unwrap());
+            }
+            Some("timeline") => {
+                for f in ["interval", "t_ms", "kops_per_s", "model_retrains"] {
+                    assert!(row.get(f).is_some(), "no {f} in {line}");
+                }
+                *timeline.entry(key).or_insert(0) += row["ops"].as_u64().unwrap();
+            }
+            _ => panic!("no row kind: {line}"),
+        }
+    }
+    for i in INDEXES {
+        for h in ["0.05", "1.0"] {
+            for t in [1, 2] {
+                for op in ["insert", "read"] {
+                    let key = (i.to_string(), h.to_string(), t, op.to_string());
+                    assert_eq!(results.get(&key), Some(&2000), "{key:?}");
+                    // No errors: the intervals add up to the checked operations.
+                    assert_eq!(timeline.get(&key), Some(&2000), "{key:?}");
+                }
+            }
+        }
+    }
+}
+
+fn refused(extra: &[&str]) -> String {
+    let mut args = vec![
+        "bench",
+        "concurrent",
+        "--index",
+        "btree-rwlock",
+        "--threads",
+        "1",
+        "--records",
+        "900",
+        "--ops",
+        "500",
+        "--data",
+        "synthetic:uniform_dense:2K",
+    ];
+    args.extend_from_slice(extra);
+    let out = support::lidb(&args, "");
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{extra:?} was accepted: {stderr}");
+    stderr
+}
+
+#[test]
+fn bad_hotspots_and_timelines_are_refused() {
+    for bad in ["0", "1.5", "abc", "0.1,-1"] {
+        let e = refused(&["--workload", "skew", "--hotspot", bad]);
+        assert!(
+            e.contains("--hotspot") && e.contains("(0, 1]"),
+            "{bad}: {e}"
+        );
+    }
+    let e = refused(&["--workload", "c", "--hotspot", "0.1"]);
+    assert!(e.contains("only to --workload skew"), "{e}");
+    let e = refused(&["--workload", "skew", "--timeline-ms", "0"]);
+    assert!(e.contains("--timeline-ms"), "{e}");
+}
+
+#[test]
+fn a_hot_window_too_small_names_the_shortfall() {
+    // 900 of 2000 consecutive keys loaded: a window of 1% holds about 11 keys that are not.
+    let e = refused(&["--workload", "skew", "--hotspot", "0.01"]);
+    assert!(e.contains("--hotspot 0.01") && e.contains("short"), "{e}");
 }

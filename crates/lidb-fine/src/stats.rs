@@ -3,9 +3,12 @@
 //!
 //! A walk of the whole layout that takes each level-bin set's write section for a moment to count
 //! it: meant for reports and tests, not for hot paths. Counts are exact when no writer runs.
+//! [`FineIndex::retrain_stats`] reads the retraining counters alone, without the walk.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering::Relaxed;
+
+use lidb_index::segment::SEGMENT_BYTES;
 
 use crate::index::FineIndex;
 use crate::layout::Layout;
@@ -52,6 +55,10 @@ pub struct FineStats {
     /// Estimated heap bytes of the current layout: node arrays and models, records, level bins
     /// (from type sizes; allocator overhead and old layouts still pinned by readers excluded).
     pub heap_bytes: u64,
+    /// Bytes of the LPA models alone, top and small models in use (`SEGMENT_BYTES` each: first
+    /// key, slope, intercept): what a client caches to route its requests (the paper's Fig. 16),
+    /// part of `heap_bytes`.
+    pub model_bytes: u64,
 }
 
 impl FineIndex {
@@ -70,6 +77,7 @@ impl FineIndex {
         for (j, top) in nodes.iter().enumerate() {
             s.top_records += top.records().len() as u64;
             s.top_models += top.models() as u64;
+            s.model_bytes += top.models() as u64 * SEGMENT_BYTES;
             // The node, its pointer and its first key in the layout's arrays.
             s.heap_bytes += top.heap_bytes() + 2 * std::mem::size_of::<u64>() as u64;
             let after = nodes.get(j + 1).and_then(|n| n.records().first());
@@ -79,6 +87,19 @@ impl FineIndex {
             s.load_factor = s.bin_entries as f64 / s.bin_slots as f64;
         }
         s
+    }
+
+    /// The retraining counters alone (`level_bin_retrains`, `level_bin_retrain_ns`,
+    /// `model_retrains`, `model_retrain_us`; every other field 0): four relaxed loads, no walk,
+    /// cheap enough to poll while writers run.
+    pub fn retrain_stats(&self) -> FineStats {
+        FineStats {
+            level_bin_retrains: self.level_bin_retrains.load(Relaxed),
+            level_bin_retrain_ns: self.level_bin_retrain_ns.load(Relaxed),
+            model_retrains: self.model_retrains.load(Relaxed),
+            model_retrain_us: self.model_retrain_us.load(Relaxed),
+            ..FineStats::default()
+        }
     }
 }
 
@@ -110,6 +131,7 @@ fn count_node(top: &Node, after: Option<&Arc<Record>>, s: &mut FineStats) {
                 continue;
             }
             s.small_models += 1;
+            s.model_bytes += sub.models() as u64 * SEGMENT_BYTES;
             s.max_depth = s.max_depth.max(depth + 1);
             stack.push((sub.records(), 0, depth + 1));
         } else if let Some(bins) = r.gap.bins() {

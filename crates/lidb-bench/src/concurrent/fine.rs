@@ -53,8 +53,11 @@ impl ConcurrentIndex for FinePeer {
     fn heap_bytes(&self) -> Option<u64> {
         Some(self.index.stats().heap_bytes)
     }
+    fn model_bytes(&self) -> Option<u64> {
+        Some(self.index.stats().model_bytes)
+    }
     fn retrains(&self) -> Option<Retrains> {
-        let s = self.index.stats();
+        let s = self.index.retrain_stats();
         Some(Retrains {
             level_bin: s.level_bin_retrains,
             level_bin_ms: s.level_bin_retrain_ns as f64 / 1e6,

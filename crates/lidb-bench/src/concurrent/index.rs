@@ -30,7 +30,13 @@ pub trait ConcurrentIndex: Send + Sync {
     fn heap_bytes(&self) -> Option<u64> {
         None
     }
-    /// Retrainings since the build, for a learned index that retrains.
+    /// Bytes of the learned models alone (what a client caches to route requests), for a
+    /// learned index that reports them.
+    fn model_bytes(&self) -> Option<u64> {
+        None
+    }
+    /// Retrainings since the build, for a learned index that retrains (cheap: the timeline
+    /// polls it while workers run).
     fn retrains(&self) -> Option<Retrains> {
         None
     }

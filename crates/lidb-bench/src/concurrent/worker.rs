@@ -1,7 +1,10 @@
 //! One thread of a run: draws its operations, runs them on the shared index, checks every answer
 //! and samples latencies. A thread owns its generator, its chunk of fresh keys and its counters;
-//! the only shared things are the index, the start barrier and the progress bar.
+//! the only shared things are the index, the start barrier, the progress bar and its own
+//! timeline counter (written by it alone, read by the runner's thread: see `timeline.rs`).
 
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
@@ -9,6 +12,7 @@ use lidb_data::{Generator, Op};
 
 use super::index::ConcurrentIndex;
 use super::keys::value_of;
+use super::timeline::PUBLISH_EVERY;
 use crate::kv::hist::Histogram;
 
 /// The operation types, in row order.
@@ -61,18 +65,23 @@ pub struct Work<'a> {
     pub deadline: Duration,
 }
 
-/// Runs `work` on `index` from `start` on; returns what it measured.
+/// Runs `work` on `index` from `start` on; returns what it measured. Publishes the operations
+/// run so far (checked ones plus errors) in `progress`: every [`PUBLISH_EVERY`] and at the end.
 pub fn run_thread(
     index: &dyn ConcurrentIndex,
     mut stream: Stream,
     work: &Work<'_>,
     start: Instant,
     bar: &ProgressBar,
+    progress: &AtomicU64,
 ) -> ThreadResult {
     let mut r = ThreadResult::default();
     let mut inserted = 0usize;
     let mut scan_buf = Vec::with_capacity(128);
     for i in 0..work.ops {
+        if i % PUBLISH_EVERY == 0 {
+            progress.store(i, Relaxed);
+        }
         if i % CHECK_EVERY == CHECK_EVERY - 1 {
             bar.inc(CHECK_EVERY);
             if start.elapsed() > work.deadline {
@@ -127,6 +136,7 @@ pub fn run_thread(
         }
     }
     r.span = Some((start, Instant::now()));
+    progress.store(r.done.iter().sum::<u64>() + r.errors, Relaxed);
     bar.inc(work.ops % CHECK_EVERY);
     r
 }
