@@ -27,8 +27,9 @@ use crate::seqlock::Backoff;
 /// Level bins, then possibly a small model.
 #[derive(Debug, Default)]
 pub(crate) struct GapSlot {
-    /// Allocated on the first write: one pointer per record until then.
-    inner: OnceLock<Box<Gap>>,
+    /// Allocated on the first write: one pointer per record until then. Shared with the copy a
+    /// model retraining makes of the record (`record.rs`), so both reach the same bins.
+    inner: OnceLock<Arc<Gap>>,
 }
 
 /// A gap's level bins and the small model they may have been retrained into.
@@ -76,11 +77,26 @@ impl GapSlot {
     /// calls this, under its record's lock.
     pub fn create(&self, cfg: &Config) {
         self.inner.get_or_init(|| {
-            Box::new(Gap {
+            Arc::new(Gap {
                 bins: LevelBins::new(cfg.root_slots as usize, cfg.child_slots as usize),
                 sub: OnceLock::new(),
             })
         });
+    }
+
+    /// A slot holding the same gap (none if there is none yet).
+    pub fn share(&self) -> GapSlot {
+        let inner = OnceLock::new();
+        if let Some(g) = self.inner.get() {
+            let _ = inner.set(Arc::clone(g));
+        }
+        GapSlot { inner }
+    }
+
+    /// Whether both slots hold the same gap.
+    #[cfg(test)]
+    pub fn same_as(&self, other: &GapSlot) -> bool {
+        matches!((self.inner.get(), other.inner.get()), (Some(a), Some(b)) if Arc::ptr_eq(a, b))
     }
 
     /// The small model retrained from these bins, if any.

@@ -3,29 +3,35 @@
 //!
 //! Threads: every method takes `&self` and may be called from any number of threads at once.
 //! Readers take no lock; writers lock one trained record, one child bin, or one level-bin set;
-//! model retraining runs on one thread at a time (`retrain_lock`) and blocks nobody.
+//! model retraining runs on one thread at a time (`retrain_lock`) and blocks no reader.
 //!
-//! Model retraining, per top-level node (a model of the layout, `layout.rs`): flatten the node,
-//! in key order, into the list of its records followed, after each record whose gap was
-//! retrained, by the records of that small model (recursively); train LPA models over their
-//! keys and cut the list into one node per model; publish a layout in which those nodes replace
-//! the old one (the other nodes are shared) with `ArcSwap::store`. A node is retrained when one of
-//! its small models needed a smaller one (the paper's trigger) and its small models gathered at
-//! least `records / model_retrain_divisor` entries, or when small models nest 8 deep below it;
+//! Model retraining, per top-level node (a model of the layout, `layout.rs`):
+//! 1. flatten the node, in key order, into the list of its records followed, after each record
+//!    whose gap was retrained, by the records of that small model (recursively), and plan which
+//!    removed records without a gap to leave out (reclamation; never the first, whose key the
+//!    layout routes by);
+//! 2. train LPA over the planned keys and cut them into one node per model (`plan_nodes`), still
+//!    without any lock: keys never change;
+//! 3. the copy phase: move each record into its new array under its lock (`Record::move_out`):
+//!    same key, value and flag, the same gap (shared, so the level bins are never copied: the
+//!    paper's shared bins) unless its small model was flattened here, in which case the copy has
+//!    none; the old record is frozen for good;
+//! 4. publish a layout in which the new nodes replace the old one (the other nodes are shared)
+//!    with `ArcSwap::store`.
+//!
+//! A writer that reaches a moved record through an old layout starts again from the current
+//! layout (`record.rs`), so from step 3 on no write lands in an old record, and every write made
+//! before its record moved is in the copy. Writers to the node being retrained therefore wait
+//! for at most its copy phase (tens of nanoseconds per record); readers never wait: an old
+//! layout stays readable, frozen records included, and `ArcSwap` frees it when its last reader
+//! drops its guard (the RCU barrier's job of keeping it alive while read, without waiting for
+//! anyone). A record planned for reclamation that was revived or got a gap before its lock was
+//! taken is copied after all, and that node's models are trained again over the final keys.
+//!
+//! A node is retrained when one of its small models needed a smaller one (the paper's trigger)
+//! and its small models gathered at least `records / model_retrain_divisor` entries, when small
+//! models nest 8 deep below it, or when a quarter of its records were removed (reclamation);
 //! [`FineIndex::retrain_models`] retrains all.
-//! The new layout holds the SAME `Arc<Record>`s, hence the same values,
-//! flags, level bins and small models: a write made through the old layout during or after the
-//! retraining lands in an object the new layout reads, so none is lost. A key finds the same
-//! record or gap through either layout: the flattened list is exactly the set of records reachable
-//! from the old top at the snapshot, in order, and a gap retrained after the snapshot is reached
-//! through its `sub` from both. Because nothing is copied, the old layout never has to be
-//! quiesced: `ArcSwap` frees it when its last reader drops its guard (the RCU barrier's job of
-//! keeping it alive while read, without waiting for anyone).
-//!
-//! Reclamation: a removed trained record with no gap is left out of the flattened list, after
-//! being marked dead under its lock (`record.rs`): a writer that reaches it through the old layout
-//! (which could revive it, unseen by the new one) starts again from the new layout instead. A
-//! node whose removed records reach a quarter of its records is retrained for that alone.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -36,9 +42,9 @@ use arc_swap::ArcSwap;
 use crate::config::Config;
 use crate::error::{FineError, Result};
 use crate::gap::Step;
-use crate::layout::{Layout, split_into_nodes};
+use crate::layout::{Layout, build_nodes, plan_nodes};
 use crate::node::{DEEP_SMALL_MODELS, Home, Node};
-use crate::record::{Dead, Record};
+use crate::record::{MovePlan, Moved, Record};
 use crate::seqlock::Backoff;
 
 /// The concurrent learned index over u64 keys and u64 values.
@@ -94,12 +100,9 @@ impl FineIndex {
         // Invariant 2 of node.rs: the top node starts at key 0.
         let mut records = Vec::with_capacity(entries.len() + 1);
         if entries.first().is_none_or(|e| e.0 != 0) {
-            records.push(Arc::new(Record::removed(0).pinned()));
+            records.push(Record::removed(0));
         }
-        records.extend(entries.iter().map(|&(k, v)| {
-            let r = Record::new(k, v);
-            Arc::new(if k == 0 { r.pinned() } else { r })
-        }));
+        records.extend(entries.iter().map(|&(k, v)| Record::new(k, v)));
         let layout = Layout::build(records, &cfg);
         Ok(FineIndex {
             layout: ArcSwap::from_pointee(layout),
@@ -174,9 +177,9 @@ impl FineIndex {
         loop {
             match self.try_write(key, may_insert, op) {
                 Ok(old) => return old,
-                // A model retraining reclaimed the record this key reached (`op` did not run);
-                // the layout without it is about to be published.
-                Err(Dead) => backoff.snooze(),
+                // A model retraining moved the record this key reached (`op` did not run); the
+                // layout with its copy is about to be published.
+                Err(Moved) => backoff.snooze(),
             }
         }
     }
@@ -186,7 +189,7 @@ impl FineIndex {
         key: u64,
         may_insert: bool,
         op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
-    ) -> std::result::Result<Option<u64>, Dead> {
+    ) -> std::result::Result<Option<u64>, Moved> {
         let (old, depth, retrain_ns) = {
             let layout = self.layout.load();
             let Some((_, top)) = layout.node_for(key) else {
@@ -309,18 +312,12 @@ impl FineIndex {
         let old = self.layout.load_full();
         let mut nodes = Vec::with_capacity(old.nodes().len());
         let (mut retrained, mut records, mut reclaimed) = (0u64, 0u64, 0u64);
-        for (j, node) in old.nodes().iter().enumerate() {
+        for node in old.nodes() {
             if pick(node) {
                 let before = nodes.len();
-                let after = old.nodes().get(j + 1).and_then(|n| n.records().first());
-                let mut flat = flatten(node, after);
-                let before_reclaim = flat.len();
-                // The first record keeps the node's first key, which the layout routes by.
-                let mut first = true;
-                flat.retain(|r| std::mem::take(&mut first) || !r.reclaim());
-                reclaimed += (before_reclaim - flat.len()) as u64;
-                records += flat.len() as u64;
-                split_into_nodes(flat, &self.cfg, &mut nodes);
+                let (kept, dropped) = self.rebuild(node, &mut nodes);
+                records += kept;
+                reclaimed += dropped;
                 retrained += 1;
                 debug_assert!(nodes.len() > before);
             } else {
@@ -343,6 +340,51 @@ impl FineIndex {
     }
 }
 
+impl FineIndex {
+    /// Steps 1-3 of a model retraining (module documentation) for one top-level node: appends
+    /// the new nodes to `out`; the records copied and the records reclaimed.
+    fn rebuild(&self, node: &Node, out: &mut Vec<Arc<Node>>) -> (u64, u64) {
+        let flat = flatten(node);
+        let plans: Vec<MovePlan> = flat
+            .iter()
+            .enumerate()
+            .map(|(i, &(r, drop_gap))| {
+                if i > 0 && !drop_gap && r.is_empty() {
+                    MovePlan::Reclaim
+                } else {
+                    MovePlan::Keep { drop_gap }
+                }
+            })
+            .collect();
+        let mut keys: Vec<u64> = flat
+            .iter()
+            .zip(&plans)
+            .filter(|(_, p)| **p != MovePlan::Reclaim)
+            .map(|((r, _), _)| r.key)
+            .collect();
+        let mut plan = plan_nodes(&keys, &self.cfg);
+        // The copy phase: from here writers of this node's keys wait for the publication.
+        let mut copies = Vec::with_capacity(keys.len());
+        let mut revived = false;
+        for (&(r, _), &p) in flat.iter().zip(&plans) {
+            match r.move_out(p) {
+                Some(copy) => {
+                    revived |= p == MovePlan::Reclaim;
+                    copies.push(copy);
+                }
+                None => debug_assert!(p == MovePlan::Reclaim, "record {} moved twice", r.key),
+            }
+        }
+        if revived {
+            keys = copies.iter().map(|r| r.key).collect();
+            plan = plan_nodes(&keys, &self.cfg);
+        }
+        let kept = copies.len() as u64;
+        build_nodes(keys, copies, plan, out);
+        (kept, flat.len() as u64 - kept)
+    }
+}
+
 /// Removed trained records below a top-level node at which its model retraining (which reclaims
 /// them) is due: a quarter of its records, at least 16.
 fn reclaim_due(node: &Node) -> u64 {
@@ -350,28 +392,23 @@ fn reclaim_due(node: &Node) -> u64 {
 }
 
 /// Every record reachable from `top`, in key order: each record, then the records of the small
-/// model retrained from its gap, if any and not inlined already (depth first, with an explicit
-/// stack: small models may nest deeply when model retraining is off). `after` is the record that
-/// follows `top`'s last one in the layout (the next node's first), where a small model of that
-/// last record may have been inlined.
-pub(crate) fn flatten(top: &Node, after: Option<&Arc<Record>>) -> Vec<Arc<Record>> {
+/// model retrained from its gap, if any (depth first, with an explicit stack: small models may
+/// nest deeply when model retraining is off). With each record, whether its small model was
+/// flattened here.
+pub(crate) fn flatten(top: &Node) -> Vec<(&Record, bool)> {
     let mut out = Vec::with_capacity(top.records().len());
-    // (records, next position, the record after the last one)
-    type Frame<'a> = (&'a [Arc<Record>], usize, Option<&'a Arc<Record>>);
-    let mut stack: Vec<Frame<'_>> = vec![(top.records(), 0, after)];
-    while let Some((records, i, after)) = stack.last_mut() {
-        let (records, after): (&[Arc<Record>], _) = (records, *after);
+    let mut stack: Vec<(&[Record], usize)> = vec![(top.records(), 0)];
+    while let Some((records, i)) = stack.last_mut() {
+        let records: &[Record] = records;
         let Some(r) = records.get(*i) else {
             stack.pop();
             continue;
         };
         *i += 1;
-        let next = records.get(*i).or(after);
-        out.push(Arc::clone(r));
-        if let Some(sub) = r.gap.sub()
-            && !sub.inlined_before(next)
-        {
-            stack.push((sub.records(), 0, None));
+        let sub = r.gap.sub();
+        out.push((r, sub.is_some()));
+        if let Some(sub) = sub {
+            stack.push((sub.records(), 0));
         }
     }
     out
@@ -382,11 +419,11 @@ mod tests {
     use super::*;
 
     /// The interleaving the concurrent tests can only hope to hit: a writer loaded the layout,
-    /// then a model retraining reclaimed the record its key reaches and published a layout
-    /// without it. Through the old layout the write must be refused (`Dead`, op not run), or it
-    /// would revive a record the current layout no longer holds.
+    /// then a model retraining moved the record its key reaches (here: reclaimed it) and
+    /// published a layout without it. Through the old layout the write must be refused (`Moved`,
+    /// op not run), or it would land in a record the current layout no longer holds.
     #[test]
-    fn a_write_through_an_old_layout_never_revives_a_reclaimed_record() {
+    fn a_write_through_an_old_layout_never_lands_in_a_moved_record() {
         let entries: Vec<(u64, u64)> = (0..100u64).map(|k| (k * 2, k)).collect();
         let ix =
             FineIndex::bulk_load(&entries, Config::default()).unwrap_or_else(|e| panic!("{e}"));
@@ -406,22 +443,30 @@ mod tests {
             ran = true;
             Some(7)
         });
-        assert_eq!(got, Err(Dead), "a reclaimed record took a write");
+        assert_eq!(got, Err(Moved), "a moved record took a write");
         assert!(!ran);
         let Some(Home::Gap(g)) = node.home(11) else {
             panic!("11 does not fall in the gap of 10 in the old layout");
         };
-        assert!(std::ptr::eq(g.as_ref(), r.as_ref()));
+        assert!(std::ptr::eq(g, r));
         assert_eq!(
             g.gap_for_insert(&ix.cfg),
-            Err(Dead),
-            "a reclaimed record got a gap"
+            Err(Moved),
+            "a moved record got a gap"
         );
         assert_eq!(
             r.read(),
             None,
             "a reader of the old layout sees the key absent"
         );
+        // A kept record is frozen in the old layout too, and its value lives on in the copy.
+        let Some(Home::Record(kept)) = node.home(12) else {
+            panic!("12 is not a trained record of the old layout");
+        };
+        assert_eq!(kept.modify(&mut |_| Some(0)), Err(Moved));
+        assert_eq!(kept.read(), Some(6));
+        assert_eq!(ix.update(12, 60), Some(6));
+        assert_eq!(kept.read(), Some(6), "the old record is frozen");
 
         // Through the current layout both keys land in the gap of record 8.
         assert_eq!(ix.insert(10, 70), None);
@@ -430,7 +475,38 @@ mod tests {
         assert_eq!(ix.get(11), Some(71));
         assert_eq!(
             ix.range(8, 12, 10),
-            vec![(8, 4), (10, 70), (11, 71), (12, 6)]
+            vec![(8, 4), (10, 70), (11, 71), (12, 60)]
         );
+    }
+
+    #[test]
+    fn model_retraining_copies_a_flattened_small_model_and_drops_its_parent_gap() {
+        // Ascending inserts after one trained key nest small models under it; retraining merges
+        // them into the top array, and the copy of the parent record has no gap left.
+        let cfg = Config {
+            model_retrain_after_nested: 0,
+            ..Config::default()
+        };
+        let ix = FineIndex::bulk_load(&[(1_000, 1)], cfg).unwrap_or_else(|e| panic!("{e}"));
+        for k in 1_001..1_500u64 {
+            ix.insert(k, k);
+        }
+        assert!(ix.stats().small_models > 0, "{:?}", ix.stats());
+        ix.retrain_models();
+        let s = ix.stats();
+        assert_eq!(s.small_models, 0, "{s:?}");
+        assert_eq!(s.live_trained + s.bin_entries, 500, "{s:?}");
+        let layout = ix.layout.load();
+        let Some((_, node)) = layout.node_for(1_000) else {
+            panic!("no node");
+        };
+        let Some(Home::Record(parent)) = node.home(1_000) else {
+            panic!("1000 is not trained");
+        };
+        assert!(
+            !parent.gap.created(),
+            "the parent kept the gap of a merged small model"
+        );
+        assert_eq!(ix.range(0, u64::MAX, 1_000).len(), 500);
     }
 }

@@ -2,13 +2,14 @@
 //! the flat sorted array of their first keys that routes a key to its node with a branch-free
 //! search (the paper keeps its independent models in a B-tree over their keys).
 //!
-//! A layout is immutable; model retraining builds a new one that replaces some nodes and shares
-//! the rest (and every record) with the old, and publishes it with `ArcSwap` (`index.rs`). Any
-//! thread may read it.
+//! A layout is immutable; model retraining builds a new one that replaces some nodes (with copies
+//! of their records) and shares the rest with the old, and publishes it with `ArcSwap`
+//! (`index.rs`). Any thread may read it.
 //!
 //! Invariants: `nodes` is non-empty, `firsts[i]` is the first key of `nodes[i]`, strictly
 //! increasing, `firsts[0] == 0`; the records of all nodes, in order, are strictly increasing.
 
+use std::ops::Range;
 use std::sync::Arc;
 
 use crate::config::Config;
@@ -25,9 +26,11 @@ pub(crate) struct Layout {
 
 impl Layout {
     /// A layout over `records` (sorted, distinct, the first with key 0), one node per LPA model.
-    pub fn build(records: Vec<Arc<Record>>, cfg: &Config) -> Layout {
+    pub fn build(records: Vec<Record>, cfg: &Config) -> Layout {
+        let keys: Vec<u64> = records.iter().map(|r| r.key).collect();
+        let plan = plan_nodes(&keys, cfg);
         let mut nodes = Vec::new();
-        split_into_nodes(records, cfg, &mut nodes);
+        build_nodes(keys, records, plan, &mut nodes);
         Layout::from_nodes(nodes)
     }
 
@@ -35,7 +38,7 @@ impl Layout {
     pub fn from_nodes(nodes: Vec<Arc<Node>>) -> Layout {
         let firsts = nodes
             .iter()
-            .map(|n| n.records().first().map_or(0, |r| r.key))
+            .map(|n| n.keys().first().copied().unwrap_or(0))
             .collect();
         Layout { firsts, nodes }
     }
@@ -57,12 +60,12 @@ impl Layout {
 /// much as the run.
 pub(crate) const MAX_NODE_RECORDS: usize = 1 << 16;
 
-/// Trains LPA over `records` and appends one node per model to `out`, a model longer than
-/// [`MAX_NODE_RECORDS`] cut into pieces (each node retrains its own chunk, which normally gives
-/// it that one model back).
-pub(crate) fn split_into_nodes(records: Vec<Arc<Record>>, cfg: &Config, out: &mut Vec<Arc<Node>>) {
-    let keys: Vec<u64> = records.iter().map(|r| r.key).collect();
-    let router = Router::train(&keys, cfg);
+/// Where the nodes over `keys` (sorted, distinct) start and end, and each one's models: LPA over
+/// all of them gives the cuts (one node per model, a model longer than [`MAX_NODE_RECORDS`] cut
+/// into pieces), then each node trains its own chunk (which normally gives it that one model
+/// back). Reads only keys, so model retraining runs it before it locks any record.
+pub(crate) fn plan_nodes(keys: &[u64], cfg: &Config) -> Vec<(Range<usize>, Router)> {
+    let router = Router::train(keys, cfg);
     // Chunk boundaries: where each model after the first starts.
     let mut model_ends: Vec<usize> = router
         .first_keys()
@@ -70,24 +73,36 @@ pub(crate) fn split_into_nodes(records: Vec<Arc<Record>>, cfg: &Config, out: &mu
         .skip(1)
         .map(|&k| keys.partition_point(|&x| x < k))
         .collect();
-    model_ends.push(records.len());
-    let mut cuts = Vec::with_capacity(model_ends.len());
+    model_ends.push(keys.len());
+    let mut plan = Vec::with_capacity(model_ends.len());
     let mut from = 0;
     for end in model_ends {
-        while end.saturating_sub(from) > MAX_NODE_RECORDS {
-            from += MAX_NODE_RECORDS;
-            cuts.push(from);
+        while from < end {
+            let to = end.min(from + MAX_NODE_RECORDS);
+            if let Some(chunk) = keys.get(from..to) {
+                plan.push((from..to, Router::train(chunk, cfg)));
+            }
+            from = to;
         }
-        cuts.push(end);
-        from = end;
     }
-    let mut rest = records.into_iter();
-    let mut at = 0;
-    for cut in cuts {
-        let chunk: Vec<Arc<Record>> = rest.by_ref().take(cut.saturating_sub(at)).collect();
-        at = cut.max(at);
+    plan
+}
+
+/// Appends to `out` the nodes `plan` cuts `records` into (`keys` their keys, which `plan` was
+/// made over).
+pub(crate) fn build_nodes(
+    keys: Vec<u64>,
+    records: Vec<Record>,
+    plan: Vec<(Range<usize>, Router)>,
+    out: &mut Vec<Arc<Node>>,
+) {
+    debug_assert_eq!(keys.len(), records.len());
+    let mut records = records.into_iter();
+    for (range, router) in plan {
+        let chunk: Vec<Record> = records.by_ref().take(range.len()).collect();
+        let chunk_keys = keys.get(range).map(<[u64]>::to_vec).unwrap_or_default();
         if !chunk.is_empty() {
-            out.push(Arc::new(Node::from_records(chunk, cfg)));
+            out.push(Arc::new(Node::with_router(chunk_keys, chunk, router)));
         }
     }
 }

@@ -2,22 +2,19 @@
 //! level-bin retraining.
 //!
 //! Built once and never changed (its records' values, flags and gaps change, each under its own
-//! lock); any thread may read it.
+//! lock); any thread may read it. The records are inline in the node, beside the keys the models
+//! search: a lookup reads the key array and then the record at the same position.
 //!
 //! Invariants:
 //! 1. `keys` is strictly increasing, `records[i].key == keys[i]`, and there is at least one key.
 //! 2. Every query routed to a node is `>= keys[0]`: the top node starts with key 0, and a small
 //!    model retrained under record r starts with key `r.key + 1` (a removed placeholder record if
 //!    that key was not among the retrained entries), so no key falls before a node's first
-//!    record and no node needs a head gap. Those first records are pinned (`record.rs`): model
-//!    retraining never reclaims them, so they stay where invariant 3 looks for them.
-//! 3. After a model retraining, a small model's records may ALSO appear inlined in the top
-//!    array, right after the parent record whose gap still points to the small model (a set
-//!    `OnceLock` cannot be cleared, and old layouts still descend through it). Walks in key order
-//!    skip such a descent ([`Node::inlined_before`]); point lookups find the inlined record
-//!    directly.
+//!    record and no node needs a head gap.
+//! 3. No record of a node has a small model whose records also sit in a node array: model
+//!    retraining copies the records of the small models it flattens into the new array, and copies
+//!    their parents without the gap that held them (`record.rs`, `MovePlan::Keep`).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 
 use crate::config::Config;
@@ -28,16 +25,16 @@ use crate::record::Record;
 #[derive(Debug)]
 pub(crate) enum Home<'a> {
     /// The trained record with this key.
-    Record(&'a Arc<Record>),
+    Record(&'a Record),
     /// The gap below this record (the last one whose key is smaller).
-    Gap(&'a Arc<Record>),
+    Gap(&'a Record),
 }
 
 /// A trained data array with its models.
 #[derive(Debug)]
 pub(crate) struct Node {
     keys: Vec<u64>,
-    records: Vec<Arc<Record>>,
+    records: Box<[Record]>,
     router: Router,
     /// For a node of the top layout: level-bin retrainings below one of its small models, and
     /// entries moved into its small models, since it was built (model retraining's trigger).
@@ -56,17 +53,23 @@ pub(crate) struct Node {
 pub(crate) const DEEP_SMALL_MODELS: u32 = 8;
 
 impl Node {
-    /// A node over `records` (sorted, distinct, non-empty; invariant 1).
-    pub fn from_records(records: Vec<Arc<Record>>, cfg: &Config) -> Node {
+    /// A node over `records` (sorted, distinct, non-empty; invariant 1), its models trained here.
+    pub fn from_records(records: Vec<Record>, cfg: &Config) -> Node {
         let keys: Vec<u64> = records.iter().map(|r| r.key).collect();
+        let router = Router::train(&keys, cfg);
+        Node::with_router(keys, records, router)
+    }
+
+    /// A node over `records` with models already trained over their keys `keys`.
+    pub fn with_router(keys: Vec<u64>, records: Vec<Record>, router: Router) -> Node {
         debug_assert!(
             !keys.is_empty() && keys.windows(2).all(|w| matches!(w, [a, b] if a < b)),
             "unsorted records {keys:?}"
         );
-        let router = Router::train(&keys, cfg);
+        debug_assert!(keys.iter().zip(&records).all(|(k, r)| *k == r.key));
         Node {
             keys,
-            records,
+            records: records.into_boxed_slice(),
             router,
             nested_small_models: AtomicU64::new(0),
             retrained_entries: AtomicU64::new(0),
@@ -81,12 +84,9 @@ impl Node {
         let first = parent.saturating_add(1);
         let mut records = Vec::with_capacity(entries.len() + 1);
         if entries.first().is_none_or(|e| e.0 != first) {
-            records.push(Arc::new(Record::removed(first).pinned()));
+            records.push(Record::removed(first));
         }
-        records.extend(entries.iter().map(|&(k, v)| {
-            let r = Record::new(k, v);
-            Arc::new(if k == first { r.pinned() } else { r })
-        }));
+        records.extend(entries.iter().map(|&(k, v)| Record::new(k, v)));
         Node::from_records(records, cfg)
     }
 
@@ -104,19 +104,16 @@ impl Node {
 
     /// Where a scan from `q` starts: the last record `< q` (whose gap may hold keys `>= q`), if
     /// any, and the position of the first record `>= q`.
-    pub fn scan_start(&self, q: u64) -> (Option<&Arc<Record>>, usize) {
+    pub fn scan_start(&self, q: u64) -> (Option<&Record>, usize) {
         let p = self.router.lower_bound(&self.keys, q);
         (p.checked_sub(1).and_then(|i| self.records.get(i)), p)
     }
 
-    /// Whether this small model's records were inlined by a model retraining into the array
-    /// where `next` follows its parent record: flattening puts them right after the parent, so
-    /// a walk in key order must not visit them twice.
-    pub fn inlined_before(&self, next: Option<&Arc<Record>>) -> bool {
-        matches!((self.records.first(), next), (Some(a), Some(b)) if Arc::ptr_eq(a, b))
+    pub fn keys(&self) -> &[u64] {
+        &self.keys
     }
 
-    pub fn records(&self) -> &[Arc<Record>] {
+    pub fn records(&self) -> &[Record] {
         &self.records
     }
 
@@ -124,14 +121,11 @@ impl Node {
         self.router.models()
     }
 
-    /// Heap bytes of this node's own arrays and models (not of the records they point to).
+    /// Heap bytes of this node: its key and record arrays and its models (not the level bins
+    /// below its records).
     pub fn heap_bytes(&self) -> u64 {
-        let per_key = std::mem::size_of::<u64>() + std::mem::size_of::<Arc<Record>>();
+        let per_key = std::mem::size_of::<u64>() + std::mem::size_of::<Record>();
         let per_model = lidb_index::segment::SEGMENT_BYTES as usize;
         (std::mem::size_of::<Node>() + self.keys.len() * per_key + self.models() * per_model) as u64
     }
 }
-
-/// Heap bytes of one shared record (its `Arc` allocation: two counters and the record).
-pub(crate) const RECORD_HEAP_BYTES: u64 =
-    (2 * std::mem::size_of::<usize>() + std::mem::size_of::<Record>()) as u64;

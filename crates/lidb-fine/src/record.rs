@@ -2,30 +2,34 @@
 //! lock, and the gap below it where later keys go (level bins, or a small model once the bins were
 //! retrained).
 //!
-//! Records are shared (`Arc<Record>`) between every model layout that covers them: model
-//! retraining builds new arrays of pointers to the same records, so an update or removal made
-//! through an old layout is the one the new layout reads (the paper's shared level bins, extended
-//! to the trained records' values and flags, which the paper writes in place too).
+//! Records live inline in their node's array (`node.rs`), so a lookup that lands on a trained key
+//! reads its state and value from the line after the key search, with no pointer to follow. The
+//! gap is shared (`Arc`) between a record and the copy a model retraining makes of it, so writes
+//! into level bins never have to be copied.
 //!
 //! Who may do what: any thread reads ([`Record::read`], lock-free); any thread writes through
 //! [`Record::modify`] and creates the gap through [`Record::gap_for_insert`], both under the
-//! per-record lock; model retraining reclaims a removed record through [`Record::reclaim`]
-//! (under the lock too). `key` never changes.
+//! per-record lock; model retraining copies a record out with [`Record::move_out`] (under the
+//! lock too), after which the record is *moved*: frozen for good. `key` never changes.
 //!
-//! The state word: bit 0 = locked (a writer is inside), bit 1 = removed, bit 2 = pinned (the
-//! first record of a node made by bulk load or level-bin retraining: it fixes where its node
-//! starts, so it is never reclaimed), bit 3 = dead (reclaimed: removed for good, never given a
-//! gap, left out of the layout being published), bits 4.. = a counter bumped by each write.
-//! Orderings as in the seqlock (`seqlock.rs`): the writer's lock CAS is followed by
-//! `fence(Release)` before the value store, and the unlocking store is `Release`; readers load the
-//! state `Acquire`, the value `Relaxed`, then `fence(Acquire)` and re-load.
+//! The state word: bit 0 = locked (a writer is inside), bit 1 = removed, bit 2 = moved, bits 3.. =
+//! a counter bumped by each write. Orderings as in the seqlock (`seqlock.rs`): the writer's lock
+//! CAS is followed by `fence(Release)` before the value store, and the unlocking store is
+//! `Release`; readers load the state `Acquire`, the value `Relaxed`, then `fence(Acquire)` and
+//! re-load.
 //!
-//! Reclamation: a dead record stays reachable from older layouts until their last reader drops
-//! them. A reader there finds it removed (correct: the key is absent). A writer there gets
-//! [`Dead`] and starts again from the current layout; the retraining that killed the record
-//! publishes a layout without it right after, so that wait is bounded by one retraining. The gap
-//! is created under the same lock as the kill, so a record is never killed with a gap (whose keys
-//! would be lost) and never gets one after its death.
+//! Moving (model retraining, `index.rs`): the retrainer trains the new models first, then moves
+//! the node's records one by one into the new arrays and publishes the new layout. A writer that
+//! reaches a moved record through an older layout gets [`Moved`] before its op runs and starts
+//! again from the current layout, so it waits at most for the copy phase of one retraining; no
+//! write can land in a moved record, so a moved record's value is the one its copy started with,
+//! and until the new layout is published the copy takes no write either. A reader never waits:
+//! what it reads in a moved record was current when it loaded its layout, or was overwritten by a
+//! write that began after that (a write through the new layout), so the read is linearizable at
+//! its start. The gap is created under the same lock, so it is either created before the move
+//! (and shared with the copy) or refused. A removed record without a gap may be moved without a
+//! copy (reclaimed): the new layout has no record there, and its keys go to the previous record's
+//! gap.
 
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
@@ -35,29 +39,27 @@ use crate::seqlock::Backoff;
 
 const LOCKED: u64 = 1;
 const REMOVED: u64 = 2;
-const PINNED: u64 = 4;
-const DEAD: u64 = 8;
-const ONE_WRITE: u64 = 16;
+const MOVED: u64 = 4;
+const ONE_WRITE: u64 = 8;
 
 /// One trained record with its gap.
 ///
-/// `repr(C)` with the state and value first: behind the `Arc`'s two counters they sit at bytes
-/// 16..32 of a 16-byte aligned allocation, so a read never spans two cache lines.
+/// `repr(C)` with the state and value first, 32 bytes in all: in an array aligned to 8 bytes a
+/// record's state and value share a cache line.
 #[derive(Debug)]
 #[repr(C)]
 pub(crate) struct Record {
     state: AtomicU64,
     value: AtomicU64,
     pub key: u64,
-    /// Keys strictly between `key` and the next trained key of the array this record was trained
-    /// in.
+    /// Keys strictly between `key` and the next trained key of the array this record is in.
     pub gap: GapSlot,
 }
 
-/// The record was reclaimed by a model retraining: the write must start again from the current
+/// The record was moved by a model retraining: the write must start again from the current
 /// layout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Dead;
+pub(crate) struct Moved;
 
 /// What [`Record::modify`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,6 +68,16 @@ pub(crate) struct Modified {
     pub old: Option<u64>,
     /// This write removed a live record.
     pub removed: bool,
+}
+
+/// What model retraining planned for a record (decided without its lock, checked under it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MovePlan {
+    /// Copy it into the new array. `drop_gap`: its gap's small model was flattened into that
+    /// array too, so the copy starts without a gap (the retired bins stay with the old record).
+    Keep { drop_gap: bool },
+    /// It was removed and had no gap: leave it out if that still holds.
+    Reclaim,
 }
 
 impl Record {
@@ -89,12 +101,6 @@ impl Record {
         }
     }
 
-    /// This record, never to be reclaimed (the first record of a node).
-    pub fn pinned(mut self) -> Record {
-        *self.state.get_mut() |= PINNED;
-        self
-    }
-
     /// The value, or `None` when the record is removed. Lock-free; retries while a writer is
     /// inside.
     pub fn read(&self) -> Option<u64> {
@@ -112,13 +118,18 @@ impl Record {
         }
     }
 
-    /// Takes the per-record lock; the state before. `Err(Dead)` (and no lock) once reclaimed.
-    fn lock(&self) -> Result<u64, Dead> {
+    /// Whether the record is removed and has no gap (a candidate for reclamation).
+    pub fn is_empty(&self) -> bool {
+        self.read().is_none() && !self.gap.created()
+    }
+
+    /// Takes the per-record lock; the state before. `Err(Moved)` (and no lock) once moved.
+    fn lock(&self) -> Result<u64, Moved> {
         let mut backoff = Backoff::default();
         loop {
             let s = self.state.load(Ordering::Relaxed);
-            if s & DEAD != 0 {
-                return Err(Dead);
+            if s & MOVED != 0 {
+                return Err(Moved);
             }
             if s & LOCKED == 0
                 && self
@@ -135,8 +146,11 @@ impl Record {
 
     /// Replaces the entry atomically under the per-record lock: `op` gets the current value
     /// (`None` if removed) and returns the new one (`None` removes). `op` is not called when the
-    /// record is dead. If `op` panics the record is unlocked unchanged.
-    pub fn modify(&self, op: &mut dyn FnMut(Option<u64>) -> Option<u64>) -> Result<Modified, Dead> {
+    /// record was moved. If `op` panics the record is unlocked unchanged.
+    pub fn modify(
+        &self,
+        op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
+    ) -> Result<Modified, Moved> {
         let s = self.lock()?;
         let mut unlock = Unlock {
             state: &self.state,
@@ -158,8 +172,8 @@ impl Record {
     }
 
     /// Makes sure the gap exists before an insert into it, creating it under the per-record lock
-    /// so that it never races with [`Record::reclaim`]. `Err(Dead)` once reclaimed.
-    pub fn gap_for_insert(&self, cfg: &Config) -> Result<(), Dead> {
+    /// so that it never races with [`Record::move_out`]. `Err(Moved)` once moved without a gap.
+    pub fn gap_for_insert(&self, cfg: &Config) -> Result<(), Moved> {
         if self.gap.created() {
             return Ok(());
         }
@@ -172,25 +186,32 @@ impl Record {
         Ok(())
     }
 
-    /// Model retraining: kills this record if it is removed, not pinned, and has no gap, so the
-    /// layout being built may leave it out. Whether it is dead (now or before).
-    pub fn reclaim(&self) -> bool {
-        let quick = self.state.load(Ordering::Relaxed);
-        if quick & DEAD != 0 {
-            return true;
-        }
-        if quick & (REMOVED | PINNED) != REMOVED || self.gap.created() {
-            return false;
-        }
-        let Ok(s) = self.lock() else {
-            return true;
-        };
-        let dead = s & (REMOVED | PINNED) == REMOVED && !self.gap.created();
+    /// Model retraining's copy phase: under the lock, the copy of this record for the new array
+    /// (same key, value and removal flag; the same gap unless `drop_gap`), or `None` when it is
+    /// reclaimed; then this record is moved for good. A record planned for reclamation that was
+    /// revived or got a gap since is copied after all. `None` too (with no change) if it was
+    /// moved already, which the retrainer never does.
+    pub fn move_out(&self, plan: MovePlan) -> Option<Record> {
+        let s = self.lock().ok()?;
         let _unlock = Unlock {
             state: &self.state,
-            next: if dead { s | DEAD } else { s },
+            next: s | MOVED,
         };
-        dead
+        let drop_gap = match plan {
+            MovePlan::Reclaim if s & REMOVED != 0 && !self.gap.created() => return None,
+            MovePlan::Reclaim => false,
+            MovePlan::Keep { drop_gap } => drop_gap,
+        };
+        Some(Record {
+            state: AtomicU64::new(s & REMOVED),
+            value: AtomicU64::new(self.value.load(Ordering::Relaxed)),
+            key: self.key,
+            gap: if drop_gap {
+                GapSlot::default()
+            } else {
+                self.gap.share()
+            },
+        })
     }
 }
 
@@ -210,7 +231,7 @@ impl Drop for Unlock<'_> {
 mod tests {
     use super::*;
 
-    fn old(m: Result<Modified, Dead>) -> Option<u64> {
+    fn old(m: Result<Modified, Moved>) -> Option<u64> {
         m.map(|m| m.old).unwrap_or(Some(u64::MAX))
     }
 
@@ -252,26 +273,56 @@ mod tests {
     }
 
     #[test]
-    fn only_removed_unpinned_records_without_a_gap_are_reclaimed() {
+    fn a_moved_record_is_frozen_and_its_copy_shares_the_gap() {
         let cfg = Config::default();
-        assert!(!Record::new(1, 10).reclaim(), "a live record");
-        assert!(!Record::removed(2).pinned().reclaim(), "a pinned record");
-        let with_gap = Record::removed(3);
-        assert_eq!(with_gap.gap_for_insert(&cfg), Ok(()));
-        assert!(!with_gap.reclaim(), "a record with a gap");
-
-        let r = Record::removed(4);
-        assert!(r.reclaim());
-        assert!(r.reclaim(), "dead stays dead");
-        assert_eq!(r.read(), None);
-        let mut called = false;
+        let r = Record::new(5, 50);
+        assert_eq!(r.gap_for_insert(&cfg), Ok(()));
+        let copy = r.move_out(MovePlan::Keep { drop_gap: false });
+        let Some(copy) = copy else {
+            panic!("no copy");
+        };
+        assert_eq!((copy.key, copy.read()), (5, Some(50)));
+        assert!(copy.gap.same_as(&r.gap), "the copy has its own gap");
+        let mut ran = false;
         let got = r.modify(&mut |_| {
-            called = true;
+            ran = true;
             Some(1)
         });
-        assert_eq!(got, Err(Dead));
-        assert!(!called, "the op of a write to a dead record never runs");
-        assert_eq!(r.gap_for_insert(&cfg), Err(Dead));
-        assert!(!r.gap.created(), "a dead record never gets a gap");
+        assert_eq!(got, Err(Moved));
+        assert!(!ran, "the op of a write to a moved record never runs");
+        assert_eq!(r.read(), Some(50), "a moved record still reads");
+        assert_eq!(
+            r.move_out(MovePlan::Keep { drop_gap: false })
+                .map(|c| c.key),
+            None
+        );
+        assert_eq!(old(copy.modify(&mut |_| Some(51))), Some(50));
+    }
+
+    #[test]
+    fn only_removed_records_without_a_gap_are_reclaimed() {
+        let cfg = Config::default();
+        assert!(Record::removed(1).move_out(MovePlan::Reclaim).is_none());
+        let revived = Record::new(2, 20);
+        let kept = revived.move_out(MovePlan::Reclaim);
+        assert_eq!(
+            kept.map(|c| c.read()),
+            Some(Some(20)),
+            "a live record is copied after all"
+        );
+        let with_gap = Record::removed(3);
+        assert_eq!(with_gap.gap_for_insert(&cfg), Ok(()));
+        assert!(
+            with_gap.move_out(MovePlan::Reclaim).is_some(),
+            "a gap is never dropped"
+        );
+        let dead = Record::removed(4);
+        assert!(dead.move_out(MovePlan::Reclaim).is_none());
+        assert_eq!(dead.gap_for_insert(&cfg), Err(Moved));
+        assert!(!dead.gap.created(), "a moved record never gets a gap");
+        let dropped = Record::removed(6);
+        assert_eq!(dropped.gap_for_insert(&cfg), Ok(()));
+        let copy = dropped.move_out(MovePlan::Keep { drop_gap: true });
+        assert_eq!(copy.map(|c| c.gap.created()), Some(false));
     }
 }

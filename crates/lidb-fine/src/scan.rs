@@ -7,8 +7,9 @@
 //! whole is not a snapshot: a key written during the scan may or may not appear, but every key
 //! present and untouched for the whole scan appears exactly once, because every key has exactly
 //! one home at every instant (see gap.rs) and the walk visits each home once, in order. The
-//! layout is pinned for the scan (`load_full`); a model retraining meanwhile publishes the same
-//! records and bins, which the walk reads through the old layout.
+//! layout is pinned for the scan (`load_full`); a model retraining meanwhile freezes the records
+//! it copies (writes to them wait for the new layout, so what the walk reads there was current
+//! when the scan began) and shares their bins, which the walk reads through the old layout.
 
 use std::sync::Arc;
 
@@ -16,15 +17,13 @@ use crate::gap::{GapSlot, Step};
 use crate::index::FineIndex;
 use crate::layout::Layout;
 use crate::node::Node;
-use crate::record::Record;
 
 /// A pending piece of the walk.
 enum Work<'a> {
-    /// A gap, and the record that follows its parent in key order within the walk.
-    Gap(&'a GapSlot, Option<&'a Arc<Record>>),
-    /// The records of a node from a position, and the record that follows the node's last one
-    /// (the next top-level node's first; `None` inside a small model).
-    Records(&'a Node, usize, Option<&'a Arc<Record>>),
+    /// A gap.
+    Gap(&'a GapSlot),
+    /// The records of a node from a position.
+    Records(&'a Node, usize),
 }
 
 impl FineIndex {
@@ -48,20 +47,19 @@ impl FineIndex {
         let mut bins = Vec::new();
         let mut work: Vec<Work<'_>> = Vec::new();
         let nodes = layout.nodes();
-        for (j, top) in nodes.iter().enumerate().skip(first) {
-            let after = nodes.get(j + 1).and_then(|n| n.records().first());
-            enter(top, lo, after, &mut work);
+        for top in nodes.iter().skip(first) {
+            enter(top, lo, &mut work);
             while let Some(item) = work.pop() {
                 match item {
-                    Work::Records(node, i, after) => {
+                    Work::Records(node, i) => {
                         let Some(r) = node.records().get(i) else {
                             continue;
                         };
                         if r.key > hi {
                             return;
                         }
-                        work.push(Work::Records(node, i + 1, after));
-                        work.push(Work::Gap(&r.gap, node.records().get(i + 1).or(after)));
+                        work.push(Work::Records(node, i + 1));
+                        work.push(Work::Gap(&r.gap));
                         if r.key >= lo
                             && let Some(v) = r.read()
                         {
@@ -71,9 +69,8 @@ impl FineIndex {
                             }
                         }
                     }
-                    Work::Gap(slot, next) => match slot.snapshot(&mut bins) {
-                        Step::Descend(sub) if sub.inlined_before(next) => {}
-                        Step::Descend(sub) => enter(sub, lo, None, &mut work),
+                    Work::Gap(slot) => match slot.snapshot(&mut bins) {
+                        Step::Descend(sub) => enter(sub, lo, &mut work),
                         Step::Done(()) => {
                             for &(k, v) in bins.iter().filter(|e| e.0 >= lo) {
                                 if k > hi {
@@ -94,10 +91,10 @@ impl FineIndex {
 
 /// Schedules the walk of `node` from `lo`: first the gap that may hold keys `>= lo` below the
 /// last record `< lo`, then the records from the first `>= lo`.
-fn enter<'a>(node: &'a Node, lo: u64, after: Option<&'a Arc<Record>>, work: &mut Vec<Work<'a>>) {
+fn enter<'a>(node: &'a Node, lo: u64, work: &mut Vec<Work<'a>>) {
     let (before, first) = node.scan_start(lo);
-    work.push(Work::Records(node, first, after));
+    work.push(Work::Records(node, first));
     if let Some(b) = before {
-        work.push(Work::Gap(&b.gap, node.records().get(first).or(after)));
+        work.push(Work::Gap(&b.gap));
     }
 }

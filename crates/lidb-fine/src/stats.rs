@@ -12,7 +12,7 @@ use lidb_index::segment::SEGMENT_BYTES;
 
 use crate::index::FineIndex;
 use crate::layout::Layout;
-use crate::node::{Node, RECORD_HEAP_BYTES};
+use crate::node::Node;
 use crate::record::Record;
 
 /// Figures of a [`FineIndex`]'s structure.
@@ -74,14 +74,13 @@ impl FineIndex {
             model_retrain_us: self.model_retrain_us.load(Relaxed),
             ..FineStats::default()
         };
-        for (j, top) in nodes.iter().enumerate() {
+        for top in nodes {
             s.top_records += top.records().len() as u64;
             s.top_models += top.models() as u64;
             s.model_bytes += top.models() as u64 * SEGMENT_BYTES;
             // The node, its pointer and its first key in the layout's arrays.
             s.heap_bytes += top.heap_bytes() + 2 * std::mem::size_of::<u64>() as u64;
-            let after = nodes.get(j + 1).and_then(|n| n.records().first());
-            count_node(top, after, &mut s);
+            count_node(top, &mut s);
         }
         if s.bin_slots > 0 {
             s.load_factor = s.bin_entries as f64 / s.bin_slots as f64;
@@ -103,19 +102,16 @@ impl FineIndex {
     }
 }
 
-/// Adds the figures of one top-level node and its small models to `s`; `after` is the record
-/// that follows the node's last one in the layout.
-fn count_node(top: &Node, after: Option<&Arc<Record>>, s: &mut FineStats) {
-    let mut stack: Vec<(&[Arc<Record>], usize, u64)> = vec![(top.records(), 0, 0)];
+/// Adds the figures of one top-level node and its small models to `s`.
+fn count_node(top: &Node, s: &mut FineStats) {
+    let mut stack: Vec<(&[Record], usize, u64)> = vec![(top.records(), 0, 0)];
     while let Some((records, i, depth)) = stack.last_mut() {
-        let (records, depth): (&[Arc<Record>], u64) = (records, *depth);
+        let (records, depth): (&[Record], u64) = (records, *depth);
         let Some(r) = records.get(*i) else {
             stack.pop();
             continue;
         };
         *i += 1;
-        let next = records.get(*i).or(if depth == 0 { after } else { None });
-        s.heap_bytes += RECORD_HEAP_BYTES;
         if r.read().is_some() {
             s.live_trained += 1;
         } else {
@@ -127,9 +123,6 @@ fn count_node(top: &Node, after: Option<&Arc<Record>>, s: &mut FineStats) {
         if let Some(sub) = r.gap.sub() {
             // Retired bins stay allocated (emptied) beside the small model.
             s.heap_bytes += sub.heap_bytes() + r.gap.bins().map_or(0, |b| b.heap_bytes());
-            if sub.inlined_before(next) {
-                continue;
-            }
             s.small_models += 1;
             s.model_bytes += sub.models() as u64 * SEGMENT_BYTES;
             s.max_depth = s.max_depth.max(depth + 1);
