@@ -151,6 +151,11 @@ impl Logger {
         *lock(&self.file) = file;
     }
 
+    /// Bytes in the log file (after `flush`: all of them synced).
+    pub fn file_len(&self) -> u64 {
+        lock(&self.file).len()
+    }
+
     /// Stops the store's writes for good (a checkpoint failed where the files may disagree).
     pub fn poison(&self, why: String) {
         lock(&self.state).error.get_or_insert(why);

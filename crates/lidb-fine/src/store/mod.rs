@@ -9,7 +9,9 @@
 //! Durability: with `sync` a write returns once the batch holding it is synced; without, once
 //! it is buffered, and a crash keeps the writes of a prefix of the log (seq order), at least
 //! through the last `flush`, `checkpoint` or `close` that returned. A failed append or sync
-//! stops every later write (`Error::Closed`); reads go on.
+//! stops every later write (`Error::Closed`); reads go on. `close` records the synced log
+//! length in `FINESTATE`, so a log shortened after a clean close opens as damage, never as a
+//! torn tail whose cut would drop acknowledged writes in silence; the next open clears it.
 //!
 //! Threads: every method but `close` takes `&self`; any number of threads may read and write at
 //! once.
@@ -203,6 +205,7 @@ impl FineStore {
         let new = State {
             checkpoint_id: next(old.checkpoint_id)?,
             log_id: next(old.log_id)?,
+            closed_log_bytes: None,
         };
         let s = self.storage.as_ref();
         let entries = self.memory.snapshot();
@@ -232,11 +235,19 @@ impl FineStore {
         s.sync_dir(&self.dir)
     }
 
-    /// Syncs every write, stops the logger thread and closes the store.
+    /// Syncs every write, stops the logger thread, records the log's synced length in
+    /// `FINESTATE` (so an open finds a log shortened after this to be damage, not a torn tail)
+    /// and closes the store. On an error the length is not recorded: the store then opens as
+    /// after a crash.
     pub fn close(self) -> Result<()> {
         let r = self.logger.flush();
         self.stop_logger();
-        r
+        r?;
+        let state = State {
+            closed_log_bytes: Some(self.logger.file_len()),
+            ..*lock(&self.files)
+        };
+        recover::write_state(self.storage.as_ref(), &self.dir, state)
     }
 
     fn stop_logger(&self) {

@@ -7,7 +7,9 @@
 //! What recovery trusts (docs/format/finestore-log.md): `FINESTATE` names one checkpoint (or
 //! none) and one log; the state is replaced atomically (temporary file, sync, rename, directory
 //! sync) only after both files it names are synced, so every file it names is whole. Recovery
-//! loads the checkpoint, then replays the log's intact records in order.
+//! loads the checkpoint, then replays the log's intact records in order. When `FINESTATE` holds
+//! the log's length at a clean close, a bad tail before it is damage (`judge_closed`), and the
+//! open clears that length before the log can grow.
 
 use std::path::{Path, PathBuf};
 
@@ -105,8 +107,9 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
         return create(storage, dir, cfg);
     }
     // Phase 1: reads only.
-    let state = format::decode_state(&storage.read_all(&state_path)?)
+    let state_on_disk = format::decode_state(&storage.read_all(&state_path)?)
         .map_err(|d| lidb_lsm::error::corruption(&state_path, d))?;
+    let state = state_on_disk;
     let mut report = FineRecovery::default();
     let must_exist = |path: &Path| {
         if storage.exists(path) {
@@ -131,7 +134,8 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
     must_exist(&log_path)?;
     let parsed = format::parse_log(&storage.read_all(&log_path)?)
         .map_err(|d| lidb_lsm::error::corruption(&log_path, d))?;
-    if let Some(bad) = &parsed.bad_tail
+    let bad_tail = judge_closed(parsed.bad_tail, parsed.valid_len, state.closed_log_bytes);
+    if let Some(bad) = &bad_tail
         && !mode.allows(bad.kind)
     {
         let detail = format!("{} (recovery mode {mode})", bad.detail);
@@ -150,7 +154,7 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
     }
     report.log = log_path.clone();
     report.log_records = parsed.ops.len() as u64;
-    report.cut = parsed.bad_tail.clone();
+    report.cut = bad_tail.clone();
 
     // Phase 2: writes.
     let keep = if parsed.valid_len < LOG_HEADER_BYTES {
@@ -158,13 +162,24 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
     } else {
         parsed.valid_len
     };
-    if let Some(bad) = &parsed.bad_tail
+    if let Some(bad) = &bad_tail
         && bad.kind == TailKind::Damage
+        && bad.bytes > 0
     {
         report.lost = Some(save_lost(storage, dir, &log_path, parsed.valid_len)?);
     }
-    if parsed.bad_tail.is_some() || keep == 0 {
+    if bad_tail.is_some() || keep == 0 {
         storage.truncate(&log_path, keep)?;
+    }
+    // The store is open from here on: the log may grow and a crash may tear it, so the closed
+    // length goes before any write can reach the log (a crash before this rename opens as
+    // from the clean close again).
+    let state = State {
+        closed_log_bytes: None,
+        ..state
+    };
+    if state != state_on_disk {
+        write_state(storage, dir, state)?;
     }
     let mut log_file = storage.open_append(&log_path)?;
     if log_file.is_empty() {
@@ -183,6 +198,33 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
     })
 }
 
+/// The bad tail of a log whose length at the last clean close was `closed` (if it was closed
+/// cleanly), given the tail the framing found and the end of the intact records. Every byte
+/// before `closed` was synced, so no crash can tear it: a "torn" tail before it is damage, and
+/// a log whose intact records end before it (cut at a record boundary) was shortened, which
+/// is damage with nothing left to cut. Bytes after `closed` keep the framing's verdict.
+fn judge_closed(bad: Option<BadTail>, valid_len: u64, closed: Option<u64>) -> Option<BadTail> {
+    let Some(closed) = closed else {
+        return bad;
+    };
+    let why = format!("the log held {closed} bytes, synced, when the store was closed cleanly");
+    match bad {
+        Some(mut t) if t.offset < closed && t.kind == TailKind::Torn => {
+            t.kind = TailKind::Damage;
+            t.detail = format!("{}; damage, not a torn tail: {why}", t.detail);
+            Some(t)
+        }
+        None if valid_len < closed => Some(BadTail {
+            kind: TailKind::Damage,
+            offset: valid_len,
+            bytes: 0,
+            records_after: 0,
+            detail: format!("the log ends at offset {valid_len}, but {why}: it was shortened"),
+        }),
+        other => other,
+    }
+}
+
 /// A directory without `FINESTATE`: a new store, unless store files hold data (then the state
 /// was lost, which is damage, not an empty store).
 fn create(storage: &dyn Storage, dir: &Path, cfg: Config) -> Result<Opened> {
@@ -197,6 +239,7 @@ fn create(storage: &dyn Storage, dir: &Path, cfg: Config) -> Result<Opened> {
     let state = State {
         checkpoint_id: 0,
         log_id: 1,
+        closed_log_bytes: None,
     };
     let log_file = create_log(storage, dir, state.log_id)?;
     write_state(storage, dir, state)?;
@@ -261,6 +304,7 @@ mod tests {
         let state = State {
             checkpoint_id: u64::from(checkpoint_next_seq.is_some()),
             log_id: 2,
+            closed_log_bytes: None,
         };
         put(STATE_NAME.to_string(), &format::encode_state(state));
         mem
@@ -304,6 +348,7 @@ mod tests {
                 format::encode_state(State {
                     checkpoint_id: 0,
                     log_id: u64::MAX,
+                    closed_log_bytes: None,
                 }),
             ),
         ] {
