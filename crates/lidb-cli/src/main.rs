@@ -17,7 +17,7 @@ mod size;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Counts the bytes an index's bulk load allocates (`lidb bench concurrent`); off otherwise.
 #[global_allocator]
@@ -59,13 +59,16 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("lidb: internal error (a bug, please report it): {info}");
     }));
-    let cli = Cli::parse();
+    let definition = Cli::command();
+    let matches = definition.clone().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let given = |name| args::given_options(&definition, &matches, name);
     let result = match cli.command {
         Command::Index(cmd) => index_cmd::run(cmd),
         Command::Data(cmd) => data_cmd::run(cmd),
-        Command::Kv(args) => kv_cmd::run(args),
+        Command::Kv(args) => kv_cmd::run(args, &given("kv")),
         Command::Bench(cmd) => bench_cmd::run(cmd),
-        Command::Repair(args) => repair_cmd::run(args),
+        Command::Repair(args) => repair_cmd::run(args, &given("repair")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -20,7 +20,8 @@ pub struct RepairArgs {
     store: StoreArgs,
 }
 
-pub fn run(a: RepairArgs) -> Result<(), CliError> {
+pub fn run(a: RepairArgs, given: &[String]) -> Result<(), CliError> {
+    crate::kv_cmd::refuse_ignored(&a.store.engine, given)?;
     let dir = &a.store.db;
     if !dir.is_dir() {
         return Err(CliError::Usage(format!(
