@@ -24,8 +24,8 @@ pub struct StoreArgs {
     /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC),
     /// lsm+ (values in a value log, every pointer in one LSM, GC writes them back: the paper's
     /// RocksDB+), lsm+tier (learnedkv with an LSM in place of the learned index) or finedex
-    /// (FineStore: in memory over FINEdex, a log and checkpoints; it takes only --db, --engine,
-    /// --sync and --recovery-mode).
+    /// (FineStore: in memory over FINEdex, a log and checkpoints; of the options below it takes
+    /// only --sync and --recovery-mode, and the others are refused).
     #[arg(long, default_value = "lsm")]
     pub engine: String,
     /// Index family of new tables.

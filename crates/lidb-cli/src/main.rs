@@ -46,9 +46,10 @@ enum Command {
     Kv(kv_cmd::KvArgs),
     /// Rebuild a store that does not open (RocksDB's RepairDB is the model): keep every table,
     /// log record and value that reads cleanly, move or copy what does not to DIR/lost/, write a
-    /// new manifest (and KVSTATE), and print what was kept and what was set aside. New tables
-    /// are written with --index, --boundary and --sst-size (as `lidb kv`). Run it with no other
-    /// process using the store.
+    /// new manifest (and KVSTATE), or for finedex a new checkpoint, log and FINESTATE, and print
+    /// what was kept and what was set aside. New tables are written with --index, --boundary and
+    /// --sst-size (as `lidb kv`; finedex has no tables). Run it with no other process using the
+    /// store.
     Repair(repair_cmd::RepairArgs),
     /// Experiments on whole engines: `lidb bench lsm` runs the LSM papers' experiments.
     #[command(subcommand)]

@@ -1,6 +1,6 @@
 //! `lidb repair`: rebuilds a store that does not open from what reads cleanly (lidb_lsm::repair
-//! for lsm, lidb_kv::repair for the tiered engines), sets aside in DIR/lost/ what does not, and
-//! prints what it kept and what it set aside on stdout.
+//! for lsm, lidb_kv::repair for the tiered engines, `FineStore::repair` for finedex), sets aside
+//! in DIR/lost/ what does not, and prints what it kept and what it set aside on stdout.
 
 use std::sync::Arc;
 
@@ -33,6 +33,17 @@ pub fn run(a: RepairArgs, given: &[String]) -> Result<(), CliError> {
         return Err(CliError::Usage(format!(
             "--engine: {} holds a tiered store (it has KVSTATE); name its engine \
              (learnedkv, lsm+ or lsm+tier)",
+            dir.display()
+        )));
+    }
+    let fine_state = dir.join("FINESTATE").exists();
+    if a.store.engine == "finedex" {
+        print!("{}", lidb_fine::FineStore::repair(dir)?);
+        return Ok(());
+    }
+    if fine_state {
+        return Err(CliError::Usage(format!(
+            "--engine: {} holds a FineStore (it has FINESTATE); name its engine (finedex)",
             dir.display()
         )));
     }

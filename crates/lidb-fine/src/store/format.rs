@@ -91,7 +91,7 @@ pub fn fits(key: &[u8], value: &[u8]) -> bool {
 }
 
 /// The record framing (the same as lidb-lsm's record log), for `lidb_lsm::tail::classify`.
-const FINE_LOG_FRAMING: RecordFraming = RecordFraming {
+pub const FINE_LOG_FRAMING: RecordFraming = RecordFraming {
     max_payload: MAX_PAYLOAD_BYTES,
 };
 
@@ -132,7 +132,8 @@ pub fn parse_log(bytes: &[u8]) -> Result<ParsedLog, String> {
     Ok(out)
 }
 
-fn decode_payload(p: &[u8]) -> Option<LogOp> {
+/// The write a record's payload holds; `None` when it does not decode.
+pub fn decode_payload(p: &[u8]) -> Option<LogOp> {
     let op = *p.first()?;
     let seq = u64::from_le_bytes(p.get(1..9)?.try_into().ok()?);
     let key_len = u32::from_le_bytes(p.get(9..13)?.try_into().ok()?) as usize;

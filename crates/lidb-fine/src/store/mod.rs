@@ -4,7 +4,8 @@
 //! - `memory.rs`: byte keys over the index (order-preserving image + full-key buckets);
 //! - `logger.rs`: the log buffer and the logger thread that batches, writes and syncs;
 //! - `format.rs`: the bytes of the log, the checkpoint and `FINESTATE`;
-//! - `recover.rs`: open (read everything, decide, then write) and the recovery report.
+//! - `recover.rs`: open (read everything, decide, then write) and the recovery report;
+//! - `repair.rs`: offline rebuild of a store that does not open, from what reads cleanly.
 //!
 //! Durability: with `sync` a write returns once the batch holding it is synced; without, once
 //! it is buffered, and a crash keeps the writes of a prefix of the log (seq order), at least
@@ -26,6 +27,7 @@ mod format;
 mod logger;
 mod memory;
 mod recover;
+mod repair;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -41,6 +43,7 @@ use format::{State, checkpoint_name, log_name};
 use logger::Logger;
 use memory::{Memory, lock};
 pub use recover::FineRecovery;
+pub use repair::FineRepair;
 
 /// Settings of a [`FineStore`].
 #[derive(Debug, Clone, Default)]
@@ -109,6 +112,22 @@ impl FineStore {
             report: opened.report,
             _lock: lock_file,
         })
+    }
+
+    /// Rebuilds the store in `dir` on the real file system from what reads cleanly (offline:
+    /// no store may be open on it), setting aside in `dir/lost/` what does not; see
+    /// [`FineStore::repair_with_storage`].
+    pub fn repair(dir: &Path) -> Result<FineRepair> {
+        FineStore::repair_with_storage(&FsStorage, dir)
+    }
+
+    /// Rebuilds the store in `dir` on `storage` (`repair.rs`): the checkpoint if it reads whole
+    /// (else an older one, else none), then every intact log record after it in seq order,
+    /// resynchronising past damaged ranges, which are copied to `lost/`; then a new checkpoint,
+    /// an empty log and `FINESTATE`, atomically. Errors are I/O errors, a held lock or a
+    /// directory without a store; damage is reported, not an error.
+    pub fn repair_with_storage(storage: &dyn Storage, dir: &Path) -> Result<FineRepair> {
+        repair::repair(storage, dir)
     }
 
     /// What the open found: the checkpoint and log replayed, and any tail cut.
