@@ -95,9 +95,12 @@ pub fn seal_fine_checkpoint(b: &mut [u8]) {
     }
 }
 
-/// FineStore's `FINESTATE` (docs/format/finestore-log.md): the CRC of bytes [0, 24) at 24.
+/// FineStore's `FINESTATE` (docs/format/finestore-log.md): the CRC of every byte before the
+/// last four (bytes [0, 32) at 32 for version 2, [0, 24) at 24 for version 1).
 pub fn seal_fine_state(b: &mut [u8]) {
-    crc_at(b, 0, 24);
+    if let Some(n) = b.len().checked_sub(4) {
+        crc_at(b, 0, n);
+    }
 }
 
 /// `header` (8 bytes), then the CRC of each record that fits (crc u32, len u32, payload).

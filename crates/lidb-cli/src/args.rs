@@ -1,6 +1,8 @@
 //! Option values every subcommand parses the same way: lists of index families and of position
-//! boundaries, and the one-line usage error that names the option.
+//! boundaries, the one-line usage error that names the option, and which options the user gave.
 
+use clap::ArgMatches;
+use clap::parser::ValueSource;
 use lidb_index::Family;
 
 use crate::error::CliError;
@@ -34,4 +36,19 @@ pub fn parse_boundaries(list: &str) -> Result<Vec<u64>, CliError> {
         })
         .collect::<Result<Vec<u64>, String>>()
         .map_err(usage("--boundary"))
+}
+
+/// The options of subcommand `name` the user gave on the command line, as `--long-name` (an
+/// option left to its default is not among them), in the order the subcommand defines them.
+pub fn given_options(definition: &clap::Command, matches: &ArgMatches, name: &str) -> Vec<String> {
+    let (Some(cmd), Some(m)) = (
+        definition.find_subcommand(name),
+        matches.subcommand_matches(name),
+    ) else {
+        return Vec::new();
+    };
+    cmd.get_arguments()
+        .filter(|a| m.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine))
+        .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+        .collect()
 }

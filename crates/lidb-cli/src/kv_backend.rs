@@ -12,12 +12,8 @@ use serde_json::{Value, json};
 pub fn tier_of(engine: &str) -> Result<Option<TierKind>, String> {
     match engine {
         "lsm" => Ok(None),
-        // Only repair asks for finedex's tier (open handles finedex before asking).
-        "finedex" => Err(
-            "lidb repair does not handle finedex yet; `lidb kv --engine finedex \
-             --recovery-mode point-in-time` opens the intact prefix of a damaged log"
-                .into(),
-        ),
+        // FineStore has no tier: `Backend::open` and `lidb repair` handle it before asking.
+        "finedex" => Err("finedex is not an LSM engine and has no tier".into()),
         "learnedkv" => Ok(Some(TierKind::Learned {
             family: Family::Plr,
             page_boundary: 2,
@@ -231,8 +227,10 @@ fn open_fine(dir: &std::path::Path, lsm: &Options) -> Result<Backend, String> {
         .map(|s| Backend::Fine(Box::new(s)))
         .map_err(|e| match e {
             lidb_lsm::Error::Corruption { .. } => format!(
-                "{e}\n(`--recovery-mode point-in-time` opens the intact prefix of a damaged log; \
-                 lidb repair does not know finedex yet)"
+                "{e}\n(`--recovery-mode point-in-time` opens the intact prefix of a damaged log, \
+                 and `lidb repair --engine finedex --db {}` rebuilds the store from what reads \
+                 cleanly)",
+                dir.display()
             ),
             e => e.to_string(),
         })

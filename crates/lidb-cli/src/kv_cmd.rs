@@ -24,7 +24,8 @@ pub struct StoreArgs {
     /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC),
     /// lsm+ (values in a value log, every pointer in one LSM, GC writes them back: the paper's
     /// RocksDB+), lsm+tier (learnedkv with an LSM in place of the learned index) or finedex
-    /// (FineStore: in memory over FINEdex, a log and checkpoints; `lidb kv` only, not repair).
+    /// (FineStore: in memory over FINEdex, a log and checkpoints; of the options below it takes
+    /// only --sync and --recovery-mode, and the others are refused).
     #[arg(long, default_value = "lsm")]
     pub engine: String,
     /// Index family of new tables.
@@ -93,7 +94,38 @@ pub fn parse_recovery_mode(name: &str) -> Result<RecoveryMode, String> {
     })
 }
 
-pub fn run(a: KvArgs) -> Result<(), CliError> {
+/// Options only the LSM engines (lsm, learnedkv, lsm+, lsm+tier) read: finedex keeps its data
+/// in memory, a log and checkpoints, and has no tables, memtable or table reads.
+const LSM_OPTIONS: [&str; 5] = [
+    "--index",
+    "--boundary",
+    "--sst-size",
+    "--direct-io",
+    "--write-buffer",
+];
+/// Options only learnedkv reads.
+const LEARNEDKV_OPTIONS: [&str; 2] = ["--convert-at-lsm-bytes", "--convert-at-lsm-levels"];
+
+/// Refuses an option the user gave (`given`, as `--long-name`) that `engine` would ignore, with
+/// an error naming the option and the engine. Options left to their defaults never trip it.
+pub fn refuse_ignored(engine: &str, given: &[String]) -> Result<(), CliError> {
+    for opt in given {
+        let of = if engine == "finedex" && LSM_OPTIONS.contains(&opt.as_str()) {
+            "the LSM engines (lsm, learnedkv, lsm+, lsm+tier)"
+        } else if engine != "learnedkv" && LEARNEDKV_OPTIONS.contains(&opt.as_str()) {
+            "learnedkv"
+        } else {
+            continue;
+        };
+        return Err(CliError::Usage(format!(
+            "{opt} is an option of {of}, not {engine}, which would ignore it"
+        )));
+    }
+    Ok(())
+}
+
+pub fn run(a: KvArgs, given: &[String]) -> Result<(), CliError> {
+    refuse_ignored(&a.store.engine, given)?;
     let opts = Options {
         sync: a.sync,
         direct_io: a.direct_io,

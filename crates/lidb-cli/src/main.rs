@@ -17,7 +17,7 @@ mod size;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Counts the bytes an index's bulk load allocates (`lidb bench concurrent`); off otherwise.
 #[global_allocator]
@@ -46,9 +46,10 @@ enum Command {
     Kv(kv_cmd::KvArgs),
     /// Rebuild a store that does not open (RocksDB's RepairDB is the model): keep every table,
     /// log record and value that reads cleanly, move or copy what does not to DIR/lost/, write a
-    /// new manifest (and KVSTATE), and print what was kept and what was set aside. New tables
-    /// are written with --index, --boundary and --sst-size (as `lidb kv`). Run it with no other
-    /// process using the store.
+    /// new manifest (and KVSTATE), or for finedex a new checkpoint, log and FINESTATE, and print
+    /// what was kept and what was set aside. New tables are written with --index, --boundary and
+    /// --sst-size (as `lidb kv`; finedex has no tables). Run it with no other process using the
+    /// store.
     Repair(repair_cmd::RepairArgs),
     /// Experiments on whole engines: `lidb bench lsm` runs the LSM papers' experiments.
     #[command(subcommand)]
@@ -59,13 +60,16 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("lidb: internal error (a bug, please report it): {info}");
     }));
-    let cli = Cli::parse();
+    let definition = Cli::command();
+    let matches = definition.clone().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let given = |name| args::given_options(&definition, &matches, name);
     let result = match cli.command {
         Command::Index(cmd) => index_cmd::run(cmd),
         Command::Data(cmd) => data_cmd::run(cmd),
-        Command::Kv(args) => kv_cmd::run(args),
+        Command::Kv(args) => kv_cmd::run(args, &given("kv")),
         Command::Bench(cmd) => bench_cmd::run(cmd),
-        Command::Repair(args) => repair_cmd::run(args),
+        Command::Repair(args) => repair_cmd::run(args, &given("repair")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,6 @@
 //! `lidb repair`: rebuilds a store that does not open from what reads cleanly (lidb_lsm::repair
-//! for lsm, lidb_kv::repair for the tiered engines), sets aside in DIR/lost/ what does not, and
-//! prints what it kept and what it set aside on stdout.
+//! for lsm, lidb_kv::repair for the tiered engines, `FineStore::repair` for finedex), sets aside
+//! in DIR/lost/ what does not, and prints what it kept and what it set aside on stdout.
 
 use std::sync::Arc;
 
@@ -20,7 +20,8 @@ pub struct RepairArgs {
     store: StoreArgs,
 }
 
-pub fn run(a: RepairArgs) -> Result<(), CliError> {
+pub fn run(a: RepairArgs, given: &[String]) -> Result<(), CliError> {
+    crate::kv_cmd::refuse_ignored(&a.store.engine, given)?;
     let dir = &a.store.db;
     if !dir.is_dir() {
         return Err(CliError::Usage(format!(
@@ -32,6 +33,17 @@ pub fn run(a: RepairArgs) -> Result<(), CliError> {
         return Err(CliError::Usage(format!(
             "--engine: {} holds a tiered store (it has KVSTATE); name its engine \
              (learnedkv, lsm+ or lsm+tier)",
+            dir.display()
+        )));
+    }
+    let fine_state = dir.join("FINESTATE").exists();
+    if a.store.engine == "finedex" {
+        print!("{}", lidb_fine::FineStore::repair(dir)?);
+        return Ok(());
+    }
+    if fine_state {
+        return Err(CliError::Usage(format!(
+            "--engine: {} holds a FineStore (it has FINESTATE); name its engine (finedex)",
             dir.display()
         )));
     }

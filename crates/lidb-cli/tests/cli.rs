@@ -370,3 +370,65 @@ fn kv_convert_answers_ok_and_the_tier_serves_reads() {
     );
     assert_eq!(stdout(&o), "3\n");
 }
+
+/// finedex refuses the options only the LSM engines read (they would be ignored), naming the
+/// option and the engine; the same options left to their defaults, and the options finedex
+/// reads, are accepted. An LSM engine still takes them.
+#[test]
+fn finedex_refuses_the_options_it_would_ignore() {
+    let dir = std::env::temp_dir().join(format!("lidb-cli-finedex-opts-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let p = |d: &std::path::Path| d.to_str().unwrap().to_string();
+    let fine = p(&dir.join("fine"));
+    for extra in [
+        &["--write-buffer", "1MiB"][..],
+        &["--direct-io"],
+        &["--sst-size", "64MiB"],
+        &["--index", "pgm"],
+        &["--boundary", "16"],
+        &["--convert-at-lsm-bytes", "0"],
+    ] {
+        let mut args = vec!["--engine", "finedex", "--db", &fine];
+        args.extend_from_slice(extra);
+        let o = kv_session(&args, "");
+        assert_one_line_error(&o, extra[0]);
+        assert!(stderr(&o).contains("finedex"), "{}", stderr(&o));
+        if ["--sst-size", "--index", "--boundary"].contains(&extra[0]) {
+            std::fs::create_dir_all(&fine).unwrap();
+            let o = Command::new(env!("CARGO_BIN_EXE_lidb"))
+                .args(["repair", "--engine", "finedex", "--db", &fine])
+                .args(extra)
+                .output()
+                .unwrap();
+            assert_one_line_error(&o, extra[0]);
+            assert!(stderr(&o).contains("finedex"), "{}", stderr(&o));
+        }
+    }
+    let o = kv_session(
+        &[
+            "--engine",
+            "finedex",
+            "--db",
+            &fine,
+            "--sync",
+            "--recovery-mode",
+            "point-in-time",
+        ],
+        "put a 1\nget a\n",
+    );
+    assert_eq!(stdout(&o), "OK\n1\n", "{}", stderr(&o));
+    let o = kv_session(
+        &[
+            "--engine",
+            "lsm",
+            "--db",
+            &p(&dir.join("lsm")),
+            "--write-buffer",
+            "1MiB",
+            "--direct-io",
+        ],
+        "put a 1\nget a\n",
+    );
+    assert_eq!(stdout(&o), "OK\n1\n", "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}

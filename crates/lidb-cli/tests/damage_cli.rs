@@ -165,3 +165,47 @@ fn a_flipped_bit_mid_finedex_log_fails_lidb_kv_and_point_in_time_serves_the_pref
     assert!(out.status.success() && out.stderr.is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// finedex closed cleanly (stdin ended), then its log cut by a few bytes: not a torn tail to cut
+/// in silence but damage naming the log; point-in-time serves the intact prefix and reports it.
+#[test]
+fn a_finedex_log_shortened_after_a_clean_close_fails_lidb_kv() {
+    let dir = std::env::temp_dir().join(format!("lidb-damage-cli-closed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let puts: String = (0..20)
+        .map(|i| format!("put k{i:03} value-{i}\n"))
+        .collect();
+    let out = lidb_kv(&dir, "finedex", &[], &puts);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let log = dir.join("log-000001");
+    let len = std::fs::metadata(&log).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+    f.set_len(len - 3).unwrap();
+    drop(f);
+    let before = files(&dir);
+
+    let out = lidb_kv(&dir, "finedex", &[], "get k000\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the open succeeded: {stderr}");
+    assert!(
+        stderr.contains("log-000001") && stderr.contains("closed cleanly"),
+        "{stderr}"
+    );
+    assert!(files(&dir) == before, "the failed open changed files");
+
+    let pit = ["--recovery-mode", "point-in-time"];
+    let out = lidb_kv(&dir, "finedex", &pit, "get k000\nget k019\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("recovery:") && stderr.contains("damage"),
+        "{stderr}"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "value-0\n(nil)\n");
+    assert!(dir.join("lost").is_dir(), "the cut bytes were not saved");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -31,6 +31,8 @@ fn repair_makes_a_damaged_store_open(engine: &str) {
     write_and_kill(&dir, engine);
     let log = if engine == "lsm" {
         biggest(&dir, ".log")
+    } else if engine == "finedex" {
+        dir.join("log-000001")
     } else {
         biggest(&dir, ".vlog")
     };
@@ -101,6 +103,11 @@ fn lidb_repair_makes_a_damaged_lsm_tier_store_open() {
 }
 
 #[test]
+fn lidb_repair_makes_a_damaged_finedex_store_open() {
+    repair_makes_a_damaged_store_open("finedex");
+}
+
+#[test]
 fn lidb_repair_refuses_another_engine_with_a_clear_error() {
     let dir = std::env::temp_dir().join(format!("lidb-repair-cli-engine-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -113,5 +120,18 @@ fn lidb_repair_refuses_another_engine_with_a_clear_error() {
         assert!(!out.status.success(), "{engine}: {stderr}");
         assert!(stderr.contains("learnedkv"), "{engine}: {stderr}");
     }
+    let out = lidb(&["repair", "--engine", "finedex", "--db", d], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "finedex: {stderr}");
+    assert!(stderr.contains("holds no FineStore"), "finedex: {stderr}");
+    // And the other way round: a FineStore is not repaired as an LSM.
+    let fine = dir.join("fine");
+    let f = fine.to_str().unwrap();
+    let out = lidb(&["kv", "--engine", "finedex", "--db", f], "put a b\n");
+    assert!(out.status.success());
+    let out = lidb(&["repair", "--engine", "lsm", "--db", f], "");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "lsm on finedex: {stderr}");
+    assert!(stderr.contains("finedex"), "lsm on finedex: {stderr}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -188,6 +188,89 @@ fn a_torn_log_tail_is_cut_and_reported() {
     assert_eq!(store.get(b"after"), Some(b"cut".to_vec()));
 }
 
+/// A log cut after a clean close (inside its last record, or at a record boundary) is damage,
+/// not a torn tail: the open fails naming the log and writes nothing; point-in-time keeps the
+/// intact prefix, reports the damage and saves the cut bytes to `lost/`. Once reopened, the
+/// store is no longer "closed": a crash with a torn tail then opens as before.
+#[test]
+fn a_log_shortened_after_a_clean_close_is_damage() {
+    let pit = FineStoreOptions {
+        recovery_mode: RecoveryMode::PointInTime,
+        ..FineStoreOptions::default()
+    };
+    for (cut_at, intact) in [(8 + 29 * 5 - 3, 4u64), (8 + 29 * 4, 4)] {
+        let mem = MemStorage::new();
+        let log = fixed_log(&mem, 5);
+        mem.truncate(&log, cut_at).unwrap();
+        let before = snapshot(&mem);
+        let err = open(&mem, &FineStoreOptions::default()).unwrap_err();
+        match &err {
+            Error::Corruption { file, detail } => {
+                assert_eq!(file, &log, "{err}");
+                assert!(detail.contains("closed cleanly"), "{err}");
+            }
+            other => panic!("cut at {cut_at}: expected Corruption, got {other}"),
+        }
+        assert!(err.to_string().contains("log-000001"), "{err}");
+        assert_eq!(snapshot(&mem), before, "a failed open changed files");
+
+        let store = open(&mem, &pit).unwrap();
+        let report = store.recovery_report().clone();
+        let cut = report.cut.clone().expect("a cut");
+        let valid = 8 + 29 * intact;
+        assert_eq!(
+            (cut.kind, cut.offset),
+            (TailKind::Damage, valid),
+            "{report}"
+        );
+        assert_eq!(cut.bytes, cut_at - valid);
+        assert!(report.to_string().contains("closed cleanly"), "{report}");
+        assert_eq!(store.scan(&[], None, 100).len() as u64, intact);
+        if cut.bytes > 0 {
+            let lost = report.lost.clone().expect("saved to lost/");
+            assert_eq!(
+                lost,
+                PathBuf::from(DIR).join(format!("lost/log-000001@{valid}"))
+            );
+            assert_eq!(mem.read_all(&lost).unwrap().len() as u64, cut.bytes);
+        }
+
+        // A crash (no close) after more writes, with a torn tail: cut and reported as before.
+        store.put(b"after", b"reopen").unwrap();
+        drop(store);
+        let mut f = mem.open_append(&log).unwrap();
+        f.append(&[1, 2, 3, 4, 100, 0, 0, 0, 9]).unwrap();
+        f.sync().unwrap();
+        drop(f);
+        let store = open(&mem, &FineStoreOptions::default()).unwrap();
+        let cut = store.recovery_report().cut.clone().expect("a torn tail");
+        assert_eq!(cut.kind, TailKind::Torn);
+        assert_eq!(store.get(b"after"), Some(b"reopen".to_vec()));
+        store.close().unwrap();
+        let store = open(&mem, &FineStoreOptions::default()).unwrap();
+        assert!(store.recovery_report().cut.is_none());
+    }
+}
+
+/// Reopening a cleanly closed store and crashing before any write: the closed length is gone
+/// from FINESTATE, so a torn tail written after it reads as a crash's.
+#[test]
+fn a_reopened_store_is_not_closed_any_more() {
+    let mem = MemStorage::new();
+    let log = fixed_log(&mem, 3);
+    drop(open(&mem, &FineStoreOptions::default()).unwrap());
+    let mut f = mem.open_append(&log).unwrap();
+    f.append(&[7, 7, 7]).unwrap();
+    f.sync().unwrap();
+    drop(f);
+    let store = open(&mem, &FineStoreOptions::default()).unwrap();
+    assert_eq!(
+        store.recovery_report().cut.as_ref().map(|t| t.kind),
+        Some(TailKind::Torn)
+    );
+    assert_eq!(store.scan(&[], None, 100).len(), 3);
+}
+
 #[test]
 fn a_flipped_bit_mid_log_fails_the_open_and_changes_nothing() {
     let mem = MemStorage::new();

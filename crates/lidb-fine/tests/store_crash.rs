@@ -2,6 +2,7 @@
 //! workload of puts, deletes and checkpoints: with `sync` every acknowledged write survives;
 //! without, the reopened store equals the state after some prefix of the writes, at least the
 //! last flushed one. After each cut, a second cut lands inside the recovery that follows.
+//! Writers also run during (fuzzy) checkpoints: every acknowledged write keeps its last value.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -217,6 +218,95 @@ fn concurrent_sync_writers_keep_every_acknowledged_write() {
             mem.crash(i as u64);
         }
         let store = open_on(mem, true).unwrap();
+        for (k, want) in acked.into_inner().unwrap() {
+            let got = store
+                .get(&k)
+                .map(|v| u32::from_le_bytes(v.try_into().unwrap()));
+            assert!(
+                got.is_some_and(|g| g >= want),
+                "cut at {cut_at} of ~{total}: {} holds {got:?}, acknowledged {want}",
+                String::from_utf8_lossy(&k)
+            );
+        }
+    }
+}
+
+/// Three `sync` writers run while a fourth thread takes checkpoints (at most `CHECKPOINTS`, so the
+/// run is bounded): checkpoints are fuzzy, the writers go on during them, and the power goes at
+/// operations spread over the whole run (inside switches, snapshots, state switches and
+/// removals). Every value a writer had acknowledged is found, or a later one of the same key.
+/// Without the power cut, every key holds exactly its last write.
+#[test]
+fn writers_during_checkpoints_keep_every_acknowledged_write() {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const THREADS: u32 = 3;
+    const WRITES: u32 = 150;
+    const CHECKPOINTS: u32 = 8;
+    let key = |t: u32, i: u32| format!("collide!{t}-{:02}", i % 25).into_bytes();
+    let run = |store: &FineStore, acked: &Mutex<BTreeMap<Vec<u8>, u32>>| {
+        let writers_done = AtomicU32::new(0);
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                let writers_done = &writers_done;
+                s.spawn(move || {
+                    for i in 0..WRITES {
+                        if store.put(&key(t, i), &i.to_le_bytes()).is_err() {
+                            break;
+                        }
+                        acked.lock().unwrap().insert(key(t, i), i);
+                    }
+                    writers_done.fetch_add(1, Ordering::SeqCst);
+                });
+            }
+            s.spawn(|| {
+                for _ in 0..CHECKPOINTS {
+                    if writers_done.load(Ordering::SeqCst) == THREADS || store.checkpoint().is_err()
+                    {
+                        return;
+                    }
+                    std::thread::yield_now();
+                }
+            });
+        });
+    };
+    // The whole run without a cut: exactly the last writes, also after a reopen.
+    let mem = MemStorage::new();
+    let acked = Mutex::default();
+    let store = open_on(mem.clone(), true).unwrap();
+    run(&store, &acked);
+    drop(store);
+    let acked = acked.into_inner().unwrap();
+    assert_eq!(acked.len() as u32, THREADS * 25);
+    let store = open_on(mem, true).unwrap();
+    for (k, want) in &acked {
+        assert_eq!(store.get(k), Some(want.to_le_bytes().to_vec()));
+    }
+    drop(store);
+
+    let total = {
+        let p = PowerCut::new(MemStorage::new(), u64::MAX, 0);
+        let store = open_on(p.clone(), true).unwrap();
+        run(&store, &Mutex::default());
+        drop(store);
+        p.ops()
+    };
+    for (i, cut_at) in (1..=total)
+        .step_by((total / 40).max(1) as usize)
+        .enumerate()
+    {
+        let mem = MemStorage::new();
+        let p = PowerCut::new(mem.clone(), cut_at, i as u64);
+        let acked = Mutex::default();
+        if let Ok(store) = open_on(p.clone(), true) {
+            run(&store, &acked);
+            drop(store);
+        }
+        if !p.is_cut() {
+            mem.crash(i as u64);
+        }
+        let store = open_on(mem, true)
+            .unwrap_or_else(|e| panic!("cut at {cut_at} of ~{total}: reopen: {e}"));
         for (k, want) in acked.into_inner().unwrap() {
             let got = store
                 .get(&k)

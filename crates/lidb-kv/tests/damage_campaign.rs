@@ -20,8 +20,8 @@ mod support {
     include!("support/damage.rs");
 }
 use support::{
-    Damage, ENGINES, Engine, Model, Open, damage, is_corruption_in_store, key, restore, snapshot,
-    tail_writes, values_ever, workload,
+    CAMPAIGN_ENGINES, Damage, ENGINES, Engine, Model, Open, damage, is_corruption_in_store, key,
+    restore, snapshot, tail_writes, values_ever, workload,
 };
 
 /// Every answer of `db` equals `model`, or is a Corruption error naming a store file.
@@ -50,13 +50,14 @@ fn exact_or_loud(db: &Open, model: &Model, ctx: &str) -> (u64, u64) {
     (exact, loud)
 }
 
-/// Whether `path` is a manifest, `CURRENT` or `KVSTATE`: damage there loses no data.
+/// Whether `path` is a manifest, `CURRENT`, `KVSTATE` or `FINESTATE`: damage there loses no
+/// data (repair rebuilds them from the other files).
 fn is_manifest(path: &std::path::Path) -> bool {
     let name = path
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
-    name == "CURRENT" || name == "KVSTATE" || name.starts_with("MANIFEST-")
+    name == "CURRENT" || name == "KVSTATE" || name == "FINESTATE" || name.starts_with("MANIFEST-")
 }
 
 /// Repairs a store whose open failed; the store then opens and every key reads, without an
@@ -169,13 +170,15 @@ fn campaign(engine: Engine, seed: u64, trials: u64) -> Tally {
 
 #[test]
 fn damage_after_a_clean_close_is_exact_answers_or_a_corruption_error() {
-    for engine in ENGINES {
+    for engine in CAMPAIGN_ENGINES {
         for seed in [1, 2, 5] {
             let t = campaign(engine, seed, 150);
             eprintln!("{engine:?} seed {seed}: {t:?}");
-            // The campaign must exercise both outcomes, or it checks less than it says.
+            // The campaign must exercise both outcomes, or it checks less than it says. FineStore
+            // reads every byte of its files at open (all checksummed; a log shorter than at its
+            // clean close is damage), so no damage gets past its open.
             assert!(
-                t.refused > 0 && t.opened > 0,
+                t.refused > 0 && (t.opened > 0 || engine == Engine::Fine),
                 "{engine:?} seed {seed}: {t:?}"
             );
         }

@@ -11,7 +11,9 @@
 //! payload:    [op u8: 1 put, 2 delete][seq u64 LE][key_len u32 LE][key][value: the rest]
 //! checkpoint: [magic "FINECKP" 7][version u8 = 1][next_seq u64][entries u64]
 //!             ([key_len u32][value_len u32][key][value])* [crc32c u32 LE of all before]
-//! FINESTATE:  [magic "FINESTA" 7][version u8 = 1][checkpoint id u64][log id u64][crc32c u32]
+//! FINESTATE:  [magic "FINESTA" 7][version u8 = 2][checkpoint id u64][log id u64]
+//!             [closed log bytes u64: 0 = not closed cleanly][crc32c u32 LE of all before]
+//!             (version 1, still read: the same without the closed log bytes, 28 bytes)
 //! ```
 
 use lidb_lsm::log::{RecordFraming, record_crc};
@@ -21,12 +23,16 @@ pub const LOG_MAGIC: &[u8; 7] = b"FINELOG";
 pub const CHECKPOINT_MAGIC: &[u8; 7] = b"FINECKP";
 pub const STATE_MAGIC: &[u8; 7] = b"FINESTA";
 pub const FORMAT_VERSION: u8 = 1;
+/// Version of `FINESTATE` written (2 adds the log length at a clean close); 1 is still read.
+pub const STATE_VERSION: u8 = 2;
 /// Bytes of a log's file header.
 pub const LOG_HEADER_BYTES: u64 = 8;
 /// Largest payload of a log record (1 GiB); a longer stated length is a bad record.
 pub const MAX_PAYLOAD_BYTES: u64 = 1 << 30;
-/// Bytes of `FINESTATE`.
-pub const STATE_BYTES: usize = 28;
+/// Bytes of `FINESTATE` (version 2).
+pub const STATE_BYTES: usize = 36;
+/// Bytes of a version-1 `FINESTATE`.
+pub const STATE_V1_BYTES: usize = 28;
 /// Name of the state file and of its temporary twin.
 pub const STATE_NAME: &str = "FINESTATE";
 pub const STATE_TMP_NAME: &str = "FINESTATE.tmp";
@@ -85,7 +91,7 @@ pub fn fits(key: &[u8], value: &[u8]) -> bool {
 }
 
 /// The record framing (the same as lidb-lsm's record log), for `lidb_lsm::tail::classify`.
-const FINE_LOG_FRAMING: RecordFraming = RecordFraming {
+pub const FINE_LOG_FRAMING: RecordFraming = RecordFraming {
     max_payload: MAX_PAYLOAD_BYTES,
 };
 
@@ -126,7 +132,8 @@ pub fn parse_log(bytes: &[u8]) -> Result<ParsedLog, String> {
     Ok(out)
 }
 
-fn decode_payload(p: &[u8]) -> Option<LogOp> {
+/// The write a record's payload holds; `None` when it does not decode.
+pub fn decode_payload(p: &[u8]) -> Option<LogOp> {
     let op = *p.first()?;
     let seq = u64::from_le_bytes(p.get(1..9)?.try_into().ok()?);
     let key_len = u32::from_le_bytes(p.get(9..13)?.try_into().ok()?) as usize;
@@ -226,39 +233,58 @@ pub fn decode_checkpoint(bytes: &[u8]) -> Result<Checkpoint, String> {
 pub struct State {
     pub checkpoint_id: u64,
     pub log_id: u64,
+    /// The length of log `log_id`, synced, when the store was closed cleanly; `None` while it
+    /// is open (or after a crash). Recovery reads a bad tail before it as damage, not a tear.
+    pub closed_log_bytes: Option<u64>,
 }
 
 pub fn encode_state(s: State) -> Vec<u8> {
     let mut out = Vec::with_capacity(STATE_BYTES);
     out.extend_from_slice(STATE_MAGIC);
-    out.push(FORMAT_VERSION);
+    out.push(STATE_VERSION);
     out.extend_from_slice(&s.checkpoint_id.to_le_bytes());
     out.extend_from_slice(&s.log_id.to_le_bytes());
+    // A log always holds its 8-byte header, so 0 is never a closed length.
+    out.extend_from_slice(&s.closed_log_bytes.unwrap_or(0).to_le_bytes());
     let crc = crc32c::crc32c(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
 }
 
+/// Decodes a `FINESTATE` of version 2 or 1 (which has no closed length).
 pub fn decode_state(bytes: &[u8]) -> Result<State, String> {
-    let arr: &[u8; STATE_BYTES] = bytes
-        .try_into()
-        .map_err(|_| format!("{} bytes, expected {STATE_BYTES}", bytes.len()))?;
-    let (body, crc) = arr.split_at(STATE_BYTES - 4);
+    let version = match bytes.len() {
+        STATE_BYTES => STATE_VERSION,
+        STATE_V1_BYTES => 1,
+        n => {
+            return Err(format!(
+                "{n} bytes, expected {STATE_BYTES} (or {STATE_V1_BYTES})"
+            ));
+        }
+    };
+    let (body, crc) = bytes.split_at(bytes.len() - 4);
     if crc32c::crc32c(body) != u32::from_le_bytes(crc.try_into().map_err(|_| "crc")?) {
         return Err("the state fails its checksum".into());
     }
-    if body.get(..7) != Some(STATE_MAGIC.as_slice()) || body.get(7) != Some(&FORMAT_VERSION) {
-        return Err("not a FineStore state file (magic or version)".into());
+    if body.get(..7) != Some(STATE_MAGIC.as_slice()) || body.get(7) != Some(&version) {
+        return Err(format!(
+            "not a FineStore state file of version {version} (magic or version)"
+        ));
     }
     let at = |i: usize| {
         body.get(i..i + 8)
             .and_then(|b| b.try_into().ok())
             .map(u64::from_le_bytes)
     };
+    let closed_log_bytes = match version {
+        1 => None,
+        _ => Some(at(24).ok_or("state fields missing")?).filter(|&n| n > 0),
+    };
     match (at(8), at(16)) {
         (Some(checkpoint_id), Some(log_id)) => Ok(State {
             checkpoint_id,
             log_id,
+            closed_log_bytes,
         }),
         _ => Err("state fields missing".into()),
     }
@@ -319,6 +345,7 @@ mod tests {
             encode_state(State {
                 checkpoint_id: 1,
                 log_id: 2,
+                closed_log_bytes: Some(90),
             }),
         ];
         for round in 0..3000 {
@@ -357,13 +384,39 @@ mod tests {
             d[i] ^= 1;
             assert!(decode_checkpoint(&d).is_err(), "flip at {i}");
         }
-        let s = State {
+        for closed_log_bytes in [None, Some(8), Some(u64::MAX)] {
+            let s = State {
+                checkpoint_id: 3,
+                log_id: 4,
+                closed_log_bytes,
+            };
+            assert_eq!(decode_state(&encode_state(s)).unwrap(), s);
+            let mut d = encode_state(s);
+            d[9] ^= 1;
+            assert!(decode_state(&d).is_err());
+        }
+    }
+
+    /// The bytes a version-1 store wrote (28 bytes, no closed length) still decode.
+    #[test]
+    fn a_version_1_state_decodes() {
+        let mut v1 = STATE_MAGIC.to_vec();
+        v1.push(1);
+        v1.extend_from_slice(&3u64.to_le_bytes());
+        v1.extend_from_slice(&4u64.to_le_bytes());
+        let crc = crc32c::crc32c(&v1);
+        v1.extend_from_slice(&crc.to_le_bytes());
+        let want = State {
             checkpoint_id: 3,
             log_id: 4,
+            closed_log_bytes: None,
         };
-        assert_eq!(decode_state(&encode_state(s)).unwrap(), s);
-        let mut d = encode_state(s);
-        d[9] ^= 1;
-        assert!(decode_state(&d).is_err());
+        assert_eq!(decode_state(&v1).unwrap(), want);
+        // A version byte that does not match the length is refused.
+        let mut v2 = encode_state(want);
+        v2[7] = 1;
+        let crc = crc32c::crc32c(&v2[..STATE_BYTES - 4]);
+        v2[STATE_BYTES - 4..].copy_from_slice(&crc.to_le_bytes());
+        assert!(decode_state(&v2).is_err());
     }
 }

@@ -4,8 +4,9 @@
 //! durability (`flush`).
 //!
 //! Threads: writers call [`Logger::append`] and [`Logger::wait_durable`]; `flush` and `switch`
-//! from any thread; the logger thread runs [`run`]. Lock order: `state`, then (logger thread
-//! only, after releasing `state`) `file`; `switch` takes `file` alone.
+//! from any thread (one `switch` at a time: the store's checkpoint holds `files`); the logger
+//! thread runs [`run`] and alone touches `file`. Lock order: `state`, then (logger thread only,
+//! after releasing `state`) `file`.
 //!
 //! Invariants:
 //! 1. Records reach the file in the order of their sequence numbers (one buffer, one taker), so
@@ -13,8 +14,12 @@
 //! 2. `durable_seq`: every record with a smaller seq is synced; `written_seq` <= `next_seq`.
 //! 3. After the first failed append or sync, `error` is set for good: the file may end in a
 //!    partial record, so later records could not be read back; every later call fails.
+//! 4. A switch happens at a seq P: the logger thread takes the batch ending at P together with
+//!    the request, appends it to the old file and syncs it, and only then puts the new file in
+//!    place; so every record below P is in the old file, synced, and every record from P on goes
+//!    to the new one, and writers never wait for it (they only buffer).
 
-use std::sync::{Arc, Condvar, Mutex, RwLockWriteGuard};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use lidb_lsm::storage::WritableFile;
@@ -35,6 +40,10 @@ struct State {
     shutdown: bool,
     /// The logger thread has ended: nothing will become durable any more.
     stopped: bool,
+    /// A file to switch to at the next batch (`Logger::switch`).
+    switch_to: Option<Box<dyn WritableFile>>,
+    /// The switch done: its seq P and the old file.
+    switched: Option<(u64, Box<dyn WritableFile>)>,
 }
 
 /// The log buffer shared by writers and the logger thread.
@@ -66,6 +75,8 @@ impl Logger {
                 error: None,
                 shutdown: false,
                 stopped: false,
+                switch_to: None,
+                switched: None,
             }),
             work: Condvar::new(),
             done: Condvar::new(),
@@ -139,16 +150,32 @@ impl Logger {
         }
     }
 
-    /// The seq the next record gets.
-    pub fn next_seq(&self) -> u64 {
-        lock(&self.state).next_seq
+    /// Makes `file` (its header written and synced) the log from the next seq P on, and
+    /// returns P and the old file: every record below P is in the old file and synced
+    /// (invariant 4). Writers go on meanwhile. One switch at a time.
+    pub fn switch(&self, file: Box<dyn WritableFile>) -> Result<(u64, Box<dyn WritableFile>)> {
+        let mut st = lock(&self.state);
+        debug_assert!(st.switch_to.is_none() && st.switched.is_none());
+        st.switch_to = Some(file);
+        self.work.notify_one();
+        loop {
+            if let Some(done) = st.switched.take() {
+                return Ok(done);
+            }
+            if let Some(e) = &st.error {
+                return Err(Logger::failed(e));
+            }
+            if st.stopped {
+                return Err(Error::Closed("the store is closed".into()));
+            }
+            st = self.done.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
     }
 
-    /// Replaces the log file (checkpoint). The caller flushed, and keeps writers out: it holds
-    /// the store's checkpoint gate exclusively, which `_writers_out` proves.
-    pub fn switch(&self, _writers_out: &RwLockWriteGuard<'_, ()>, file: Box<dyn WritableFile>) {
-        debug_assert!(lock(&self.state).pending.is_empty());
-        *lock(&self.file) = file;
+    /// Bytes in the log file (after `flush`: all of them synced). Called once the logger
+    /// thread has ended, or while it may append (then a lower bound).
+    pub fn file_len(&self) -> u64 {
+        lock(&self.file).len()
     }
 
     /// Stops the store's writes for good (a checkpoint failed where the files may disagree).
@@ -173,13 +200,14 @@ fn run(l: &Logger) {
 
 fn batch_loop(l: &Logger) {
     loop {
-        let (batch, end_seq, sync) = {
+        let (batch, end_seq, sync, switch) = {
             let mut st = lock(&l.state);
             loop {
                 if st.error.is_some() {
                     return;
                 }
-                if !st.pending.is_empty() || st.sync_wanted > st.durable_seq {
+                let switch = st.switch_to.is_some();
+                if switch || !st.pending.is_empty() || st.sync_wanted > st.durable_seq {
                     break;
                 }
                 if st.shutdown {
@@ -188,17 +216,24 @@ fn batch_loop(l: &Logger) {
                 st = l.work.wait(st).unwrap_or_else(|e| e.into_inner());
             }
             let batch = std::mem::take(&mut st.pending);
-            let sync = l.sync_every_batch || st.sync_wanted > st.durable_seq;
-            (batch, st.next_seq, sync)
+            let switch = st.switch_to.take();
+            let sync = l.sync_every_batch || st.sync_wanted > st.durable_seq || switch.is_some();
+            (batch, st.next_seq, sync, switch)
         };
-        let r = {
+        let (r, old) = {
             let mut file = lock(&l.file);
             let appended = if batch.is_empty() {
                 Ok(())
             } else {
                 file.append(&batch)
             };
-            appended.and_then(|()| if sync { file.sync() } else { Ok(()) })
+            let r = appended.and_then(|()| if sync { file.sync() } else { Ok(()) });
+            // The batch ending at `end_seq` is in the old file and synced: switch there.
+            let old = match (&r, switch) {
+                (Ok(()), Some(new)) => Some(std::mem::replace(&mut *file, new)),
+                _ => None,
+            };
+            (r, old)
         };
         let mut st = lock(&l.state);
         match r {
@@ -207,6 +242,9 @@ fn batch_loop(l: &Logger) {
             Err(e) => {
                 st.error.get_or_insert(e.to_string());
             }
+        }
+        if let Some(old) = old {
+            st.switched = Some((end_seq, old));
         }
         l.done.notify_all();
     }

@@ -4,29 +4,48 @@
 //! - `memory.rs`: byte keys over the index (order-preserving image + full-key buckets);
 //! - `logger.rs`: the log buffer and the logger thread that batches, writes and syncs;
 //! - `format.rs`: the bytes of the log, the checkpoint and `FINESTATE`;
-//! - `recover.rs`: open (read everything, decide, then write) and the recovery report.
+//! - `recover.rs`: open (read everything, decide, then write) and the recovery report;
+//! - `repair.rs`: offline rebuild of a store that does not open, from what reads cleanly.
 //!
 //! Durability: with `sync` a write returns once the batch holding it is synced; without, once
 //! it is buffered, and a crash keeps the writes of a prefix of the log (seq order), at least
 //! through the last `flush`, `checkpoint` or `close` that returned. A failed append or sync
-//! stops every later write (`Error::Closed`); reads go on.
+//! stops every later write (`Error::Closed`); reads go on. `close` records the synced log
+//! length in `FINESTATE`, so a log shortened after a clean close opens as damage, never as a
+//! torn tail whose cut would drop acknowledged writes in silence; the next open clears it.
 //!
 //! Threads: every method but `close` takes `&self`; any number of threads may read and write at
 //! once.
-//! A write holds the checkpoint gate (shared), then its key's bucket lock while it buffers its
-//! log record and applies itself, so records of one key reach the log in the order they were
-//! applied, and the log as a whole in seq order (`logger.rs`). A checkpoint takes the gate
-//! exclusively for its whole run: writers wait, readers do not.
+//! A write holds its key's bucket lock while it buffers its log record and applies itself, so
+//! records of one key reach the log in the order they were applied, and the log as a whole in
+//! seq order (`logger.rs`).
 //!
-//! Lock order: gate, bucket, logger state. The checkpoint holds the gate, then `files`.
+//! Checkpoints are fuzzy (writers never wait for one): the logger switches to a new log at a
+//! seq P (every record below P is then in the old log, synced; every one from P on goes to the
+//! new log); the snapshot is read bucket by bucket without stopping writers, so it holds every
+//! write below P (such a write held its bucket lock from before P was chosen until it applied
+//! itself) and any mix of later ones; the log is flushed (every write the snapshot may hold is
+//! then durable in the new log); the checkpoint is written with next_seq P, `FINESTATE` names it
+//! and the new log, and the old pair goes. Recovery loads the checkpoint and replays the new log
+//! from its start. That is right because a log record is idempotent: it holds the whole new
+//! value of one key (or its deletion), not a change to it, so replaying in seq order the records
+//! from P on over a snapshot holding each key's value at some moment after P gives each key its
+//! last logged value, or its snapshot value when it has no record from P on (then it did not
+//! change after P). A crash between the switch and the new `FINESTATE` leaves the old state,
+//! whose log is followed by the new one: recovery replays the chain of logs
+//! (`recover.rs`).
+//!
+//! Lock order: `files` (held by a checkpoint for its whole run, and by close), bucket, logger
+//! state.
 
 mod format;
 mod logger;
 mod memory;
 mod recover;
+mod repair;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use lidb_lsm::storage::Storage;
@@ -39,6 +58,15 @@ use format::{State, checkpoint_name, log_name};
 use logger::Logger;
 use memory::{Memory, lock};
 pub use recover::FineRecovery;
+pub use repair::FineRepair;
+
+/// The files of an open store: the state on disk, and the last log of its chain (the one
+/// appended to; after the state's own log when a checkpoint did not finish).
+#[derive(Debug, Clone, Copy)]
+struct Files {
+    state: State,
+    last_log_id: u64,
+}
 
 /// Settings of a [`FineStore`].
 #[derive(Debug, Clone, Default)]
@@ -61,10 +89,8 @@ pub struct FineStore {
     memory: Memory,
     logger: Arc<Logger>,
     logger_thread: Mutex<Option<JoinHandle<()>>>,
-    /// Writers share it; a checkpoint holds it alone.
-    gate: RwLock<()>,
-    /// The files the state names (changed by checkpoints).
-    files: Mutex<State>,
+    /// The files of the store (changed by checkpoints); one checkpoint at a time holds it.
+    files: Mutex<Files>,
     report: FineRecovery,
     _lock: Box<dyn Send + Sync + std::fmt::Debug>,
 }
@@ -95,18 +121,43 @@ impl FineStore {
             opts.index.clone(),
         )?;
         let (logger, thread) = Logger::start(opened.log_file, opened.next_seq, opts.sync);
-        Ok(FineStore {
+        let store = FineStore {
             storage,
             dir: dir.to_path_buf(),
             opts,
             memory: opened.memory,
             logger,
             logger_thread: Mutex::new(Some(thread)),
-            gate: RwLock::new(()),
-            files: Mutex::new(opened.state),
+            files: Mutex::new(Files {
+                state: opened.state,
+                last_log_id: opened.last_log_id,
+            }),
             report: opened.report,
             _lock: lock_file,
-        })
+        };
+        // A chain of logs (a checkpoint that did not finish) is folded into one checkpoint at
+        // once, so `close` can record the length of the one log the state names.
+        let files = *lock(&store.files);
+        if files.last_log_id != files.state.log_id {
+            store.checkpoint()?;
+        }
+        Ok(store)
+    }
+
+    /// Rebuilds the store in `dir` on the real file system from what reads cleanly (offline:
+    /// no store may be open on it), setting aside in `dir/lost/` what does not; see
+    /// [`FineStore::repair_with_storage`].
+    pub fn repair(dir: &Path) -> Result<FineRepair> {
+        FineStore::repair_with_storage(&FsStorage, dir)
+    }
+
+    /// Rebuilds the store in `dir` on `storage` (`repair.rs`): the checkpoint if it reads whole
+    /// (else an older one, else none), then every intact log record after it in seq order,
+    /// resynchronising past damaged ranges, which are copied to `lost/`; then a new checkpoint,
+    /// an empty log and `FINESTATE`, atomically. Errors are I/O errors, a held lock or a
+    /// directory without a store; damage is reported, not an error.
+    pub fn repair_with_storage(storage: &dyn Storage, dir: &Path) -> Result<FineRepair> {
+        repair::repair(storage, dir)
     }
 
     /// What the open found: the checkpoint and log replayed, and any tail cut.
@@ -135,7 +186,6 @@ impl FineStore {
             )));
         }
         let seq = {
-            let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
             let bucket = self.memory.bucket_or_create(key);
             let mut b = lock(bucket);
             let seq = self
@@ -150,7 +200,6 @@ impl FineStore {
     /// Removes `key`; returns whether it was present.
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         let seq = {
-            let _gate = self.gate.read().unwrap_or_else(|e| e.into_inner());
             let Some(bucket) = self.memory.bucket(key) else {
                 return Ok(false);
             };
@@ -187,11 +236,10 @@ impl FineStore {
     }
 
     /// Writes a checkpoint of the whole data and starts a new log, so the next open replays
-    /// only what follows. Writers wait meanwhile. The old checkpoint and log are removed only
-    /// after the new state is durable.
+    /// only what follows; writers go on meanwhile (a fuzzy checkpoint: see the module
+    /// documentation). The old checkpoint and logs are removed only after the new state is
+    /// durable.
     pub fn checkpoint(&self) -> Result<()> {
-        let gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
-        self.logger.flush()?;
         let mut files = lock(&self.files);
         let old = *files;
         // A hand-made FINESTATE may name ids at the end of u64: refuse, never wrap.
@@ -201,42 +249,64 @@ impl FineStore {
             })
         };
         let new = State {
-            checkpoint_id: next(old.checkpoint_id)?,
-            log_id: next(old.log_id)?,
+            checkpoint_id: next(old.state.checkpoint_id)?,
+            log_id: next(old.last_log_id)?,
+            closed_log_bytes: None,
         };
         let s = self.storage.as_ref();
+        let log = recover::create_log(s, &self.dir, new.log_id)?;
+        // Acknowledged writes go to the new log before any state names it: its directory entry
+        // must be durable first, so that recovery finds it at the end of the old state's chain.
+        s.sync_dir(&self.dir)?;
+        let (switch_seq, old_log) = self.logger.switch(log)?;
+        drop(old_log);
+        files.last_log_id = new.log_id;
         let entries = self.memory.snapshot();
-        let bytes = format::encode_checkpoint(self.logger.next_seq(), &entries);
+        // Every write the snapshot may hold has its record in the buffer by now: make them
+        // durable in the new log before a state names the snapshot.
+        self.logger.flush()?;
+        let bytes = format::encode_checkpoint(switch_seq, &entries);
         let mut f = s.create(&self.dir.join(checkpoint_name(new.checkpoint_id)))?;
         f.append(&bytes)?;
         f.sync()?;
         drop(f);
-        let log = recover::create_log(s, &self.dir, new.log_id)?;
-        // From the rename on, the state may name the new files: if anything fails now, the
-        // store stops taking writes (they would go to a log the state may no longer name).
+        // From the rename on, the state may name the new files: if it fails, the store stops
+        // taking writes (the state may name either; the chain keeps both readable).
         if let Err(e) = recover::write_state(s, &self.dir, new) {
             self.logger.poison(format!("checkpoint failed: {e}"));
             return Err(e);
         }
-        self.logger.switch(&gate, log);
-        *files = new;
-        drop(gate);
+        files.state = new;
         let mut removed = Vec::new();
-        if old.checkpoint_id > 0 {
-            removed.push(checkpoint_name(old.checkpoint_id));
+        if old.state.checkpoint_id > 0 {
+            removed.push(checkpoint_name(old.state.checkpoint_id));
         }
-        removed.push(log_name(old.log_id));
+        removed.extend((old.state.log_id..=old.last_log_id).map(log_name));
         for name in removed {
             s.remove(&self.dir.join(name))?;
         }
         s.sync_dir(&self.dir)
     }
 
-    /// Syncs every write, stops the logger thread and closes the store.
+    /// Syncs every write, stops the logger thread, records the log's synced length in
+    /// `FINESTATE` (so an open finds a log shortened after this to be damage, not a torn tail)
+    /// and closes the store. On an error the length is not recorded: the store then opens as
+    /// after a crash.
     pub fn close(self) -> Result<()> {
         let r = self.logger.flush();
         self.stop_logger();
-        r
+        r?;
+        let files = *lock(&self.files);
+        if files.last_log_id != files.state.log_id {
+            // A checkpoint failed midway: the state names the first of two logs. Nothing is
+            // recorded; the store opens as after a crash (and folds the chain).
+            return Ok(());
+        }
+        let state = State {
+            closed_log_bytes: Some(self.logger.file_len()),
+            ..files.state
+        };
+        recover::write_state(self.storage.as_ref(), &self.dir, state)
     }
 
     fn stop_logger(&self) {

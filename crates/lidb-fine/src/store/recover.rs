@@ -7,7 +7,11 @@
 //! What recovery trusts (docs/format/finestore-log.md): `FINESTATE` names one checkpoint (or
 //! none) and one log; the state is replaced atomically (temporary file, sync, rename, directory
 //! sync) only after both files it names are synced, so every file it names is whole. Recovery
-//! loads the checkpoint, then replays the log's intact records in order.
+//! loads the checkpoint, then replays the intact records of the state's log chain in order (the
+//! log the state names and the ones after it that a checkpoint interrupted before its state
+//! switch left; `read_chain`). When `FINESTATE` holds
+//! the log's length at a clean close, a bad tail before it is damage (`judge_closed`), and the
+//! open clears that length before the log can grow.
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +32,8 @@ pub struct FineRecovery {
     /// The checkpoint loaded, if any, and its entries.
     pub checkpoint: Option<PathBuf>,
     pub checkpoint_entries: u64,
-    /// The log replayed and its intact records.
+    /// The last log replayed (the one appended to and cut, if anything was cut), and the intact
+    /// records of every log of the chain.
     pub log: PathBuf,
     pub log_records: u64,
     /// The bad end of the log, cut at open (allowed by the recovery mode).
@@ -70,6 +75,8 @@ impl std::fmt::Display for FineRecovery {
 pub struct Opened {
     pub memory: Memory,
     pub state: State,
+    /// The last log of the state's chain: the one appended to.
+    pub last_log_id: u64,
     pub log_file: Box<dyn WritableFile>,
     pub next_seq: u64,
     pub report: FineRecovery,
@@ -105,8 +112,9 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
         return create(storage, dir, cfg);
     }
     // Phase 1: reads only.
-    let state = format::decode_state(&storage.read_all(&state_path)?)
+    let state_on_disk = format::decode_state(&storage.read_all(&state_path)?)
         .map_err(|d| lidb_lsm::error::corruption(&state_path, d))?;
+    let state = state_on_disk;
     let mut report = FineRecovery::default();
     let must_exist = |path: &Path| {
         if storage.exists(path) {
@@ -127,44 +135,81 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
     } else {
         (Vec::new(), 1)
     };
-    let log_path = dir.join(log_name(state.log_id));
-    must_exist(&log_path)?;
-    let parsed = format::parse_log(&storage.read_all(&log_path)?)
-        .map_err(|d| lidb_lsm::error::corruption(&log_path, d))?;
-    if let Some(bad) = &parsed.bad_tail
+    must_exist(&dir.join(log_name(state.log_id)))?;
+    let (mut chain, record_less) = read_chain(storage, dir, state.log_id)?;
+    let Some((log_id, log_path, parsed)) = chain.pop() else {
+        unreachable!("the chain holds at least the state's log")
+    };
+    let memory = Memory::load(entries, cfg).map_err(|e| Error::InvalidOption(e.to_string()))?;
+    let mut last_seq: Option<u64> = None;
+    for (id, path, before) in &chain {
+        // A later log holds a record, so this one was synced whole before it (invariant 4 of
+        // `logger.rs`): any bad tail is damage, whatever the mode.
+        let bad = if *id == state.log_id {
+            judge_closed(
+                before.bad_tail.clone(),
+                before.valid_len,
+                state.closed_log_bytes,
+            )
+        } else {
+            before.bad_tail.clone()
+        };
+        if let Some(t) = bad {
+            let detail = format!(
+                "{}; damage: a later log of the chain holds records, so this one was synced \
+                 whole before them (lidb repair salvages the records after the damage)",
+                t.detail
+            );
+            return Err(lidb_lsm::error::corruption(path, detail));
+        }
+        replay(&memory, path, before, &mut last_seq, &mut next_seq)?;
+        report.log_records += before.ops.len() as u64;
+    }
+    let mut bad_tail = parsed.bad_tail.clone();
+    if log_id == state.log_id {
+        bad_tail = judge_closed(bad_tail, parsed.valid_len, state.closed_log_bytes);
+    }
+    if let Some(bad) = &bad_tail
         && !mode.allows(bad.kind)
     {
         let detail = format!("{} (recovery mode {mode})", bad.detail);
         return Err(lidb_lsm::error::corruption(&log_path, detail));
     }
-    let memory = Memory::load(entries, cfg).map_err(|e| Error::InvalidOption(e.to_string()))?;
-    for op in &parsed.ops {
-        // A writer never logs seq u64::MAX (`Logger::append`): such a record is damage that
-        // passed its checksum, and would leave no next seq.
-        let Some(after) = op.seq.checked_add(1) else {
-            let detail = format!("an intact record claims seq {}, past the last", op.seq);
-            return Err(lidb_lsm::error::corruption(&log_path, detail));
-        };
-        memory.apply(&op.key, op.value.as_deref());
-        next_seq = next_seq.max(after);
-    }
+    replay(&memory, &log_path, &parsed, &mut last_seq, &mut next_seq)?;
+    report.log_records += parsed.ops.len() as u64;
     report.log = log_path.clone();
-    report.log_records = parsed.ops.len() as u64;
-    report.cut = parsed.bad_tail.clone();
+    report.cut = bad_tail.clone();
 
     // Phase 2: writes.
+    for path in &record_less {
+        storage.remove(path)?;
+    }
+    if !record_less.is_empty() {
+        storage.sync_dir(dir)?;
+    }
     let keep = if parsed.valid_len < LOG_HEADER_BYTES {
         0
     } else {
         parsed.valid_len
     };
-    if let Some(bad) = &parsed.bad_tail
+    if let Some(bad) = &bad_tail
         && bad.kind == TailKind::Damage
+        && bad.bytes > 0
     {
         report.lost = Some(save_lost(storage, dir, &log_path, parsed.valid_len)?);
     }
-    if parsed.bad_tail.is_some() || keep == 0 {
+    if bad_tail.is_some() || keep == 0 {
         storage.truncate(&log_path, keep)?;
+    }
+    // The store is open from here on: the log may grow and a crash may tear it, so the closed
+    // length goes before any write can reach the log (a crash before this rename opens as
+    // from the clean close again).
+    let state = State {
+        closed_log_bytes: None,
+        ..state
+    };
+    if state != state_on_disk {
+        write_state(storage, dir, state)?;
     }
     let mut log_file = storage.open_append(&log_path)?;
     if log_file.is_empty() {
@@ -172,15 +217,119 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
         log_file.sync()?;
     }
     if report.cut.is_none() {
-        sweep(storage, dir, state)?;
+        sweep(storage, dir, state, log_id)?;
     }
     Ok(Opened {
         memory,
         state,
+        last_log_id: log_id,
         log_file,
         next_seq,
         report,
     })
+}
+
+/// One log of a chain, read: its id, path and contents.
+type ChainLog = (u64, PathBuf, format::ParsedLog);
+
+/// The logs of the chain that starts at log `first` (the state's): it and the logs after it,
+/// in order, through the last one that holds an intact record or damage. A checkpoint that did
+/// not finish leaves the next log (`mod.rs`); logs after the last holding a record hold none
+/// (made by a checkpoint cut before any record reached them) and are returned apart, for
+/// phase 2 to remove.
+fn read_chain(
+    storage: &dyn Storage,
+    dir: &Path,
+    first: u64,
+) -> Result<(Vec<ChainLog>, Vec<PathBuf>)> {
+    let mut logs = Vec::new();
+    let mut id = first;
+    loop {
+        let path = dir.join(log_name(id));
+        if id != first && !storage.exists(&path) {
+            break;
+        }
+        let parsed = format::parse_log(&storage.read_all(&path)?)
+            .map_err(|d| lidb_lsm::error::corruption(&path, d))?;
+        logs.push((id, path, parsed));
+        match id.checked_add(1) {
+            Some(next) => id = next,
+            None => break,
+        }
+    }
+    let holds = |p: &format::ParsedLog| {
+        !p.ops.is_empty()
+            || p.bad_tail
+                .as_ref()
+                .is_some_and(|t| t.kind == TailKind::Damage)
+    };
+    let last = logs.iter().rposition(|(_, _, p)| holds(p)).unwrap_or(0);
+    let record_less = logs
+        .split_off(last + 1)
+        .into_iter()
+        .map(|(_, p, _)| p)
+        .collect();
+    Ok((logs, record_less))
+}
+
+/// Applies the records of one log of the chain, checking that its seqs continue the previous
+/// log's (`last_seq`): a gap means a log before this one lost records from its end.
+fn replay(
+    memory: &Memory,
+    path: &Path,
+    parsed: &format::ParsedLog,
+    last_seq: &mut Option<u64>,
+    next_seq: &mut u64,
+) -> Result<()> {
+    if let (Some(last), Some(first)) = (*last_seq, parsed.ops.first())
+        && last.checked_add(1) != Some(first.seq)
+    {
+        let detail = format!(
+            "its first record has seq {}, but the log before it in the chain ends at seq \
+             {last}: that log was shortened",
+            first.seq
+        );
+        return Err(lidb_lsm::error::corruption(path, detail));
+    }
+    for op in &parsed.ops {
+        // A writer never logs seq u64::MAX (`Logger::append`): such a record is damage that
+        // passed its checksum, and would leave no next seq.
+        let Some(after) = op.seq.checked_add(1) else {
+            let detail = format!("an intact record claims seq {}, past the last", op.seq);
+            return Err(lidb_lsm::error::corruption(path, detail));
+        };
+        memory.apply(&op.key, op.value.as_deref());
+        *next_seq = (*next_seq).max(after);
+    }
+    *last_seq = parsed.ops.last().map(|op| op.seq).or(*last_seq);
+    Ok(())
+}
+
+/// The bad tail of a log whose length at the last clean close was `closed` (if it was closed
+/// cleanly), given the tail the framing found and the end of the intact records. Every byte
+/// before `closed` was synced, so no crash can tear it: a "torn" tail before it is damage, and
+/// a log whose intact records end before it (cut at a record boundary) was shortened, which
+/// is damage with nothing left to cut. Bytes after `closed` keep the framing's verdict.
+fn judge_closed(bad: Option<BadTail>, valid_len: u64, closed: Option<u64>) -> Option<BadTail> {
+    let Some(closed) = closed else {
+        return bad;
+    };
+    let why = format!("the log held {closed} bytes, synced, when the store was closed cleanly");
+    match bad {
+        Some(mut t) if t.offset < closed && t.kind == TailKind::Torn => {
+            t.kind = TailKind::Damage;
+            t.detail = format!("{}; damage, not a torn tail: {why}", t.detail);
+            Some(t)
+        }
+        None if valid_len < closed => Some(BadTail {
+            kind: TailKind::Damage,
+            offset: valid_len,
+            bytes: 0,
+            records_after: 0,
+            detail: format!("the log ends at offset {valid_len}, but {why}: it was shortened"),
+        }),
+        other => other,
+    }
 }
 
 /// A directory without `FINESTATE`: a new store, unless store files hold data (then the state
@@ -197,6 +346,7 @@ fn create(storage: &dyn Storage, dir: &Path, cfg: Config) -> Result<Opened> {
     let state = State {
         checkpoint_id: 0,
         log_id: 1,
+        closed_log_bytes: None,
     };
     let log_file = create_log(storage, dir, state.log_id)?;
     write_state(storage, dir, state)?;
@@ -209,16 +359,18 @@ fn create(storage: &dyn Storage, dir: &Path, cfg: Config) -> Result<Opened> {
     Ok(Opened {
         memory,
         state,
+        last_log_id: state.log_id,
         log_file,
         next_seq: 1,
         report,
     })
 }
 
-/// Removes store files `state` does not name (leftovers of a checkpoint that crashed before or
-/// after switching the state).
-pub fn sweep(storage: &dyn Storage, dir: &Path, state: State) -> Result<()> {
-    let named = [checkpoint_name(state.checkpoint_id), log_name(state.log_id)];
+/// Removes store files that neither `state` names nor its log chain (through `last_log_id`)
+/// holds: leftovers of a checkpoint that crashed before or after switching the state.
+pub fn sweep(storage: &dyn Storage, dir: &Path, state: State, last_log_id: u64) -> Result<()> {
+    let mut named = vec![checkpoint_name(state.checkpoint_id)];
+    named.extend((state.log_id..=last_log_id).map(log_name));
     let mut removed = false;
     for name in storage.list(dir)? {
         if is_store_file(&name) && !named.contains(&name) {
@@ -261,6 +413,7 @@ mod tests {
         let state = State {
             checkpoint_id: u64::from(checkpoint_next_seq.is_some()),
             log_id: 2,
+            closed_log_bytes: None,
         };
         put(STATE_NAME.to_string(), &format::encode_state(state));
         mem
@@ -288,6 +441,73 @@ mod tests {
         assert!(matches!(err, Error::Corruption { .. }), "{err:?}");
         assert!(err.to_string().contains("log-000002"), "{err}");
     }
+    /// Writes `logs` (id, [(seq, key)]) and a FINESTATE naming no checkpoint and log 1.
+    fn chain_of(logs: &[(u64, &[(u64, &str)])]) -> Arc<MemStorage> {
+        let mem = Arc::new(MemStorage::new());
+        let dir = Path::new("/s");
+        mem.create_dir_all(dir).unwrap();
+        let put = |name: String, bytes: &[u8]| {
+            let mut f = mem.create(&dir.join(name)).unwrap();
+            f.append(bytes).unwrap();
+            f.sync().unwrap();
+        };
+        for (id, records) in logs {
+            let mut log = format::log_header().to_vec();
+            for (seq, key) in *records {
+                format::encode_record(&mut log, *seq, key.as_bytes(), Some(b"v"));
+            }
+            put(log_name(*id), &log);
+        }
+        let state = State {
+            checkpoint_id: 0,
+            log_id: 1,
+            closed_log_bytes: None,
+        };
+        put(STATE_NAME.to_string(), &format::encode_state(state));
+        mem
+    }
+
+    /// A checkpoint cut between its log switch and its new FINESTATE leaves the state's log
+    /// followed by the new one: the open replays both, then folds them into a checkpoint.
+    #[test]
+    fn the_log_chain_of_an_unfinished_checkpoint_is_replayed_and_folded() {
+        let mem = chain_of(&[(1, &[(1, "a"), (2, "b")]), (2, &[(3, "c"), (4, "a")])]);
+        let store = open(&mem).unwrap();
+        assert_eq!(store.recovery_report().log_records, 4);
+        let keys: Vec<Vec<u8>> = store.scan(&[], None, 9).into_iter().map(|e| e.0).collect();
+        assert_eq!(keys, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+        let dir = Path::new("/s");
+        let state = format::decode_state(&mem.read_all(&dir.join(STATE_NAME)).unwrap()).unwrap();
+        assert_eq!((state.checkpoint_id, state.log_id), (1, 3));
+        assert!(!mem.exists(&dir.join(log_name(1))) && !mem.exists(&dir.join(log_name(2))));
+        store.put(b"d", b"v").unwrap();
+        drop(store);
+        assert_eq!(open(&mem).unwrap().scan(&[], None, 9).len(), 4);
+    }
+
+    /// In a chain, the logs before the last were synced whole before the next one got a
+    /// record: a gap in the seqs between them, or a bad tail in one, is damage naming it.
+    #[test]
+    fn a_shortened_or_torn_log_inside_a_chain_is_damage() {
+        let mem = chain_of(&[(1, &[(1, "a"), (2, "b")]), (2, &[(4, "c")])]);
+        let err = open(&mem).unwrap_err();
+        assert!(matches!(err, Error::Corruption { .. }), "{err:?}");
+        assert!(err.to_string().contains("log-000002"), "{err}");
+
+        let mem = chain_of(&[(1, &[(1, "a"), (2, "b")]), (2, &[(3, "c")])]);
+        let first = Path::new("/s").join(log_name(1));
+        let len = mem.file_size(&first).unwrap();
+        mem.truncate(&first, len - 2).unwrap();
+        for mode in [RecoveryMode::TolerateTornTail, RecoveryMode::PointInTime] {
+            let opts = FineStoreOptions {
+                recovery_mode: mode,
+                ..FineStoreOptions::default()
+            };
+            let err = FineStore::open_with_storage(mem.clone(), Path::new("/s"), opts).unwrap_err();
+            assert!(err.to_string().contains("log-000001"), "{err}");
+        }
+    }
+
     /// A hand-made FINESTATE naming the last log id: the store opens and serves, and a
     /// checkpoint (which would need the next id) is refused instead of wrapping to log 0.
     #[test]
@@ -304,6 +524,7 @@ mod tests {
                 format::encode_state(State {
                     checkpoint_id: 0,
                     log_id: u64::MAX,
+                    closed_log_bytes: None,
                 }),
             ),
         ] {

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use lidb_fine::{FineStore, FineStoreOptions};
 use lidb_kv::{Error, Store};
 use lidb_lsm::storage::Storage;
 use lidb_lsm::storage::mem::MemStorage;
@@ -22,9 +23,14 @@ pub enum Engine {
     LearnedKv,
     LsmPlus,
     LsmTier,
+    /// FineStore (lidb-fine): a log and checkpoints, no tables.
+    Fine,
 }
 
 pub const ENGINES: [Engine; 4] = [Engine::Lsm, Engine::LearnedKv, Engine::LsmPlus, Engine::LsmTier];
+/// The engines of the corruption campaign: every engine `lidb kv` serves.
+pub const CAMPAIGN_ENGINES: [Engine; 5] =
+    [Engine::Lsm, Engine::LearnedKv, Engine::LsmPlus, Engine::LsmTier, Engine::Fine];
 
 pub fn root() -> PathBuf {
     PathBuf::from("/store")
@@ -33,12 +39,13 @@ pub fn root() -> PathBuf {
 pub enum Open {
     Lsm(Db),
     Kv(Store),
+    Fine(Box<FineStore>),
 }
 
 impl Engine {
     fn tier(self) -> Option<TierKind> {
         match self {
-            Engine::Lsm => None,
+            Engine::Lsm | Engine::Fine => None,
             Engine::LearnedKv => Some(learned()),
             Engine::LsmPlus => Some(TierKind::WriteBack),
             Engine::LsmTier => Some(TierKind::Lsm),
@@ -47,6 +54,10 @@ impl Engine {
 
     pub fn open(self, storage: &MemStorage, mode: RecoveryMode) -> Result<Open, Error> {
         let s: Arc<dyn Storage> = Arc::new(storage.clone());
+        if self == Engine::Fine {
+            let opts = FineStoreOptions { recovery_mode: mode, ..FineStoreOptions::default() };
+            return FineStore::open_with_storage(s, &root(), opts).map(|f| Open::Fine(Box::new(f)));
+        }
         match self.tier() {
             None => {
                 let mut opts = small(TierKind::WriteBack).lsm;
@@ -66,6 +77,9 @@ impl Engine {
     /// Runs `lidb repair`'s library call for this engine; the report's text.
     pub fn repair(self, storage: &MemStorage) -> Result<String, Error> {
         let s: Arc<dyn Storage> = Arc::new(storage.clone());
+        if self == Engine::Fine {
+            return FineStore::repair_with_storage(storage, &root()).map(|r| r.to_string());
+        }
         match self.tier() {
             None => {
                 let opts = small(TierKind::WriteBack).lsm;
@@ -97,6 +111,7 @@ impl Open {
         match self {
             Open::Lsm(d) => d.put(k, v),
             Open::Kv(s) => s.put(k, v),
+            Open::Fine(s) => s.put(k, v),
         }
     }
 
@@ -104,6 +119,7 @@ impl Open {
         match self {
             Open::Lsm(d) => d.delete(k),
             Open::Kv(s) => s.delete(k),
+            Open::Fine(s) => s.delete(k).map(|_| ()),
         }
     }
 
@@ -111,6 +127,7 @@ impl Open {
         match self {
             Open::Lsm(d) => d.get(k),
             Open::Kv(s) => s.get(k),
+            Open::Fine(s) => Ok(s.get(k)),
         }
     }
 
@@ -118,14 +135,16 @@ impl Open {
         match self {
             Open::Lsm(d) => d.flush(),
             Open::Kv(s) => s.flush(),
+            Open::Fine(s) => s.flush(),
         }
     }
 
-    /// A compaction for lsm, a GC for the tiered engines.
+    /// A compaction for lsm, a GC for the tiered engines, a checkpoint for FineStore.
     pub fn settle(&self) -> Result<(), Error> {
         match self {
             Open::Lsm(d) => d.compact(),
             Open::Kv(s) => s.gc(),
+            Open::Fine(s) => s.checkpoint(),
         }
     }
 
@@ -147,6 +166,7 @@ impl Open {
                     it.next()?;
                 }
             }
+            Open::Fine(s) => out = s.scan(b"", None, usize::MAX),
         }
         Ok(out)
     }
@@ -156,6 +176,10 @@ impl Open {
         match self {
             Open::Lsm(d) => d.recovery_report().cuts().cloned().collect(),
             Open::Kv(s) => s.recovery_report().cuts().cloned().collect(),
+            Open::Fine(s) => {
+                let r = s.recovery_report();
+                r.cut.iter().map(|t| lidb_lsm::LogCut::of_tail(r.log.clone(), t)).collect()
+            }
         }
     }
 
@@ -163,6 +187,7 @@ impl Open {
         match self {
             Open::Lsm(d) => d.close(),
             Open::Kv(s) => s.close(),
+            Open::Fine(s) => (*s).close(),
         }
     }
 }
