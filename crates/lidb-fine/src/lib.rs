@@ -45,4 +45,4 @@ pub use error::{FineError, Result};
 pub use index::{FineIndex, ModelRetrain};
 pub use retrainer::Retrainer;
 pub use stats::FineStats;
-pub use store::{FineRecovery, FineStore, FineStoreOptions};
+pub use store::{FineRecovery, FineRepair, FineStore, FineStoreOptions};
