@@ -178,11 +178,10 @@ fn without_sync_a_prefix_survives() {
 /// the power goes: every value a writer had acknowledged is found, or a later one of the same key.
 #[test]
 fn concurrent_sync_writers_keep_every_acknowledged_write() {
-    use std::sync::Mutex;
     const THREADS: u32 = 3;
     const WRITES: u32 = 120;
     let key = |t: u32, i: u32| format!("collide!{t}-{:02}", i % 20).into_bytes();
-    let run = |store: &FineStore, acked: &Mutex<BTreeMap<Vec<u8>, u32>>| {
+    let run = |store: &FineStore, acked: &Acked| {
         std::thread::scope(|s| {
             for t in 0..THREADS {
                 s.spawn(move || {
@@ -196,39 +195,7 @@ fn concurrent_sync_writers_keep_every_acknowledged_write() {
             }
         });
     };
-    let total = {
-        let p = PowerCut::new(MemStorage::new(), u64::MAX, 0);
-        let store = open_on(p.clone(), true).unwrap();
-        run(&store, &Mutex::default());
-        drop(store);
-        p.ops()
-    };
-    for (i, cut_at) in (1..=total)
-        .step_by((total / 40).max(1) as usize)
-        .enumerate()
-    {
-        let mem = MemStorage::new();
-        let p = PowerCut::new(mem.clone(), cut_at, i as u64);
-        let acked = Mutex::default();
-        if let Ok(store) = open_on(p.clone(), true) {
-            run(&store, &acked);
-            drop(store);
-        }
-        if !p.is_cut() {
-            mem.crash(i as u64);
-        }
-        let store = open_on(mem, true).unwrap();
-        for (k, want) in acked.into_inner().unwrap() {
-            let got = store
-                .get(&k)
-                .map(|v| u32::from_le_bytes(v.try_into().unwrap()));
-            assert!(
-                got.is_some_and(|g| g >= want),
-                "cut at {cut_at} of ~{total}: {} holds {got:?}, acknowledged {want}",
-                String::from_utf8_lossy(&k)
-            );
-        }
-    }
+    cut_while_writing(&run);
 }
 
 /// Three `sync` writers run while a fourth thread takes checkpoints (at most `CHECKPOINTS`, so the
@@ -244,7 +211,7 @@ fn writers_during_checkpoints_keep_every_acknowledged_write() {
     const WRITES: u32 = 150;
     const CHECKPOINTS: u32 = 8;
     let key = |t: u32, i: u32| format!("collide!{t}-{:02}", i % 25).into_bytes();
-    let run = |store: &FineStore, acked: &Mutex<BTreeMap<Vec<u8>, u32>>| {
+    let run = |store: &FineStore, acked: &Acked| {
         let writers_done = AtomicU32::new(0);
         std::thread::scope(|s| {
             for t in 0..THREADS {
@@ -284,10 +251,20 @@ fn writers_during_checkpoints_keep_every_acknowledged_write() {
     }
     drop(store);
 
+    cut_while_writing(&run);
+}
+
+/// What sync writers acknowledged: each key's last acknowledged value.
+type Acked = std::sync::Mutex<BTreeMap<Vec<u8>, u32>>;
+
+/// Runs `run` (sync writers that record what they acknowledged) once to count its storage
+/// operations, then again with the power cut at 40 points spread over them, reopens, and checks
+/// that every acknowledged value is there, or a later one of the same key.
+fn cut_while_writing(run: &dyn Fn(&FineStore, &Acked)) {
     let total = {
         let p = PowerCut::new(MemStorage::new(), u64::MAX, 0);
         let store = open_on(p.clone(), true).unwrap();
-        run(&store, &Mutex::default());
+        run(&store, &Acked::default());
         drop(store);
         p.ops()
     };
@@ -297,7 +274,7 @@ fn writers_during_checkpoints_keep_every_acknowledged_write() {
     {
         let mem = MemStorage::new();
         let p = PowerCut::new(mem.clone(), cut_at, i as u64);
-        let acked = Mutex::default();
+        let acked = Acked::default();
         if let Ok(store) = open_on(p.clone(), true) {
             run(&store, &acked);
             drop(store);
