@@ -266,6 +266,15 @@ mod skew {
                             (IndexKind::Finedex, None) => panic!("{ctx}: no model_bytes"),
                             (_, b) => assert_eq!(b, None, "{ctx}"),
                         }
+                        // 2,000 inserts into a narrow window fill level bins: finedex reports
+                        // their load factor, the others have none.
+                        match (kind, r.end_bin_load_factor) {
+                            (IndexKind::Finedex, Some(f)) => {
+                                assert!(f > 0.0 && f <= 1.0, "{ctx}: load factor {f}");
+                            }
+                            (IndexKind::Finedex, None) => panic!("{ctx}: no bin load factor"),
+                            (_, f) => assert_eq!(f, None, "{ctx}"),
+                        }
                     }
                 }
             }

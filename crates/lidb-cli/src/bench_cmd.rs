@@ -45,16 +45,18 @@ pub enum BenchCommand {
     /// scans_per_s, mb_per_s, entries_per_scan.
     Scan(crate::kvbench_cmd::ScanArgs),
     /// Concurrent in-memory indexes behind one trait (the FINEdex paper's evaluation): finedex,
-    /// btree-rwlock, skipmap, scc-tree, congee, li+delta; YCSB a..f or insert at each thread
-    /// count, every answer checked.
+    /// btree-rwlock, skipmap, scc-tree, congee, li+delta; YCSB a..f, insert or skew at each
+    /// thread count, every answer checked.
     ///
-    /// JSON rows: index, concurrent, workload, threads, op ("read", "update", "insert", "scan",
-    /// "rmw" or "all"), ops, errors, seconds, kops_per_s, p50_us, p99_us, bytes_per_key (after
-    /// the bulk load), bytes_source ("index", "allocator" or "n/a"), counted_bytes_per_key (the
-    /// allocator's figure for every index), end_bytes_per_key (finedex's own report per live key
-    /// after the run), build_ms,
-    /// level_bin_retrains, level_bin_retrain_ms, model_retrains and model_retrain_ms (finedex;
-    /// null otherwise).
+    /// JSON result rows ("row": "result"): index, concurrent, workload, threads, hotspot,
+    /// hot_lo, hot_hi (skew), op ("read", "update", "insert", "scan", "rmw" or "all"), ops,
+    /// errors, seconds, kops_per_s, p50_us, p99_us, bytes_per_key (after the bulk load),
+    /// bytes_source ("index", "allocator" or "n/a"), counted_bytes_per_key (the allocator's
+    /// figure for every index), end_bytes_per_key (finedex's own report per live key after the
+    /// run), model_bytes and end_model_bytes (finedex's models alone), end_bin_load_factor
+    /// (finedex's level bins), build_ms, level_bin_retrains, level_bin_retrain_ms,
+    /// model_retrains and model_retrain_ms (finedex; null otherwise). With --timeline-ms,
+    /// timeline rows ("row": "timeline") too.
     Concurrent(crate::concurrent_cmd::ConcurrentArgs),
 }
 

@@ -139,7 +139,7 @@ pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
          ops={ops} (per run, split between threads) workloads={} threads={} distribution={:?} \
          seed={} max_seconds={}{}{} latency=every {}th op sampled; build_ms=bulk load (training) \
          time; bytes_per_key after the bulk load (index: its own report; allocator: counted \
-         while building); model_bytes: the learned models alone (finedex)",
+         while building); model_bytes: the learned models alone (finedex); end_bin_load_factor: the share of finedex's level-bin slots in use holding an entry at the end",
         a.workload,
         a.threads,
         cfg.distribution,

@@ -53,6 +53,10 @@ impl ConcurrentIndex for FinePeer {
     fn heap_bytes(&self) -> Option<u64> {
         Some(self.index.stats().heap_bytes)
     }
+    fn bin_load_factor(&self) -> Option<f64> {
+        let s = self.index.stats();
+        (s.bin_slots > 0).then_some(s.load_factor)
+    }
     fn model_bytes(&self) -> Option<u64> {
         Some(self.index.stats().model_bytes)
     }

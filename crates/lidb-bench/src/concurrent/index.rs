@@ -35,6 +35,11 @@ pub trait ConcurrentIndex: Send + Sync {
     fn model_bytes(&self) -> Option<u64> {
         None
     }
+    /// The share of level-bin slots in use that hold an entry (FINEdex; the paper reports about
+    /// 82%), `None` for an index without bins or with none in use.
+    fn bin_load_factor(&self) -> Option<f64> {
+        None
+    }
     /// Retrainings since the build, for a learned index that retrains (cheap: the timeline
     /// polls it while workers run).
     fn retrains(&self) -> Option<Retrains> {

@@ -45,6 +45,9 @@ pub struct Row {
     /// the bulk load and at the end of the run (finedex; else `None`).
     pub model_bytes: Option<u64>,
     pub end_model_bytes: Option<u64>,
+    /// The share of level-bin slots in use holding an entry at the end of the run (finedex,
+    /// when it has bins; the paper reports about 82%).
+    pub end_bin_load_factor: Option<f64>,
     /// Training latency (the paper's Fig. 14): wall time of the bulk load, from the sorted
     /// entries to an index ready for queries (finedex: LPA training included).
     pub build_ms: f64,

@@ -107,6 +107,7 @@ pub fn run_with(cfg: &Config, split: &KeySplit, builder: &Builder) -> Result<Rep
         let live_keys = (entries.len() as u64 + inserted).max(1) as f64;
         let end_bytes_per_key = index.heap_bytes().map(|b| b as f64 / live_keys);
         let end_model_bytes = index.model_bytes();
+        let end_bin_load_factor = index.bin_load_factor();
         let concurrent = index.concurrent();
         drop(index);
         let base = Row {
@@ -131,6 +132,7 @@ pub fn run_with(cfg: &Config, split: &KeySplit, builder: &Builder) -> Result<Rep
             end_bytes_per_key,
             model_bytes,
             end_model_bytes,
+            end_bin_load_factor,
             build_ms,
             level_bin_retrains: retrains.map(|r| r.level_bin),
             level_bin_retrain_ms: retrains.map(|r| r.level_bin_ms),
