@@ -57,15 +57,19 @@ pub fn fnvhash64(value: u64) -> u64 {
 
 /// `sum_{i=start}^{n-1} 1 / (i + 1)^theta + initial`, YCSB's `zetastatic`.
 pub fn zeta_range(start: u64, n: u64, theta: f64, initial: f64) -> f64 {
+    let exact = |to: u64| {
+        (start..to)
+            .map(|i| 1.0 / ((i + 1) as f64).powf(theta))
+            .sum::<f64>()
+    };
     if n <= EXACT_ZETA_LIMIT {
-        return initial
-            + (start..n)
-                .map(|i| 1.0 / ((i + 1) as f64).powf(theta))
-                .sum::<f64>();
+        return initial + exact(n);
     }
+    // The terms below the limit exactly, the rest (all of it when `start` is past the limit, as
+    // when a Zipfian over more items grows) by the tail: terms start+1..=n are the tail from
+    // `start`.
     let exact_to = start.max(EXACT_ZETA_LIMIT);
-    let head = zeta_range(start, exact_to.min(n), theta, initial);
-    head + euler_maclaurin_tail(exact_to, n, theta)
+    initial + exact(exact_to) + euler_maclaurin_tail(exact_to, n, theta)
 }
 
 /// `zeta(n, theta) = sum_{i=1}^{n} 1 / i^theta`.

@@ -26,6 +26,24 @@ fn zeta_small_values_and_increments() {
 }
 
 #[test]
+fn zeta_grows_past_the_exact_limit_in_steps() {
+    // A Zipfian over more than EXACT_ZETA_LIMIT items that grows (YCSB D's latest distribution
+    // over 10M records): the increment starts past the limit. It once recursed without end.
+    let theta = 0.99;
+    let a = EXACT_ZETA_LIMIT + 5;
+    let b = EXACT_ZETA_LIMIT + 2_000_000;
+    let whole = zeta(b, theta);
+    let stepped = zeta_range(a, b, theta, zeta(a, theta));
+    assert!(
+        ((whole - stepped) / whole).abs() < 1e-12,
+        "{whole} vs {stepped}"
+    );
+    let tiny = zeta_range(a, a + 1, theta, 0.0);
+    let term = ((a + 1) as f64).powf(-theta);
+    assert!(((tiny - term) / term).abs() < 1e-6, "{tiny} vs {term}");
+}
+
+#[test]
 fn euler_maclaurin_tail_matches_exact_sum() {
     for theta in [0.5, 0.9, 0.99] {
         let m = 1_000u64;
