@@ -304,7 +304,9 @@ impl FineStore {
         self.shared.checkpoint()
     }
 
-    /// Waits for an automatic checkpoint running, if any, and stops the checkpointer; syncs
+    /// Waits for an automatic checkpoint running, if any, and stops the checkpointer (one due
+    /// but not started is not run: the next open finds the log above the threshold and
+    /// checkpoints it then); syncs
     /// every write, stops the logger thread, records the log's synced length in `FINESTATE`
     /// (so an open finds a log shortened after this to be damage, not a torn tail) and closes
     /// the store. On an error the length is not recorded: the store then opens as after a
