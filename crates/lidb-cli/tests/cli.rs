@@ -434,10 +434,9 @@ fn finedex_refuses_the_options_it_would_ignore() {
 }
 
 /// `--checkpoint-log-bytes` reaches FineStore: with 1KiB, 2000 puts (about 60 KiB of log) leave
-/// a checkpoint the store made by itself (without a `checkpoint` command), and a second session
-/// finds every value; with 0 no checkpoint file appears and the log holds every write. (The log
-/// left is not bounded here: the input arrives at once, and `close` does not start a checkpoint
-/// that is due, it only waits for a running one.) The LSM engines refuse the option.
+/// a checkpoint the store made by itself (without a `checkpoint` command) and a log below 1KiB
+/// (`close` lets a due checkpoint finish), and a second session finds every value; with 0 no
+/// checkpoint file appears and the log holds every write. The LSM engines refuse the option.
 #[test]
 fn finedex_checkpoints_by_itself_at_checkpoint_log_bytes() {
     let dir = scratch("kv-finedex-autockpt");
@@ -474,7 +473,9 @@ fn finedex_checkpoints_by_itself_at_checkpoint_log_bytes() {
             .sum();
         let has_checkpoint = files.iter().any(|(n, _)| n.starts_with("checkpoint-"));
         assert_eq!(has_checkpoint, checkpoints, "{threshold}: {files:?}");
-        if !checkpoints {
+        if checkpoints {
+            assert!(log_bytes < 1 << 10, "{threshold}: {files:?}");
+        } else {
             assert!(log_bytes > 40 << 10, "{threshold}: {files:?}");
         }
         let o = kv_session(&args, "get k0\nget k1999\n");

@@ -7,7 +7,9 @@
 //! holds `files` for its whole run. The logger calls [`Trigger::log_grew`] from a writer's
 //! `append` (under the logger's state lock: the trigger's lock is a leaf). The checkpointer
 //! thread runs [`run`]; `FineStore` starts it after the open and stops and joins it
-//! ([`Checkpointer::stop`]) before the logger stops, in `close` and in `Drop`.
+//! ([`Checkpointer::stop`]) before the logger stops, in `close` and in `Drop`: a checkpoint
+//! running or due runs to its end first, so a closed store's log is below the threshold (no
+//! writer is left to grow it: `close` owns the store, and `Drop` runs when no one holds it).
 //!
 //! Invariants:
 //! 1. A nudge is never lost: the writer whose record takes the log across the threshold sets
@@ -43,7 +45,7 @@ pub struct Trigger {
 struct TriggerState {
     /// The log crossed the threshold since the thread last looked.
     due: bool,
-    /// The store is closing: the thread ends (after the checkpoint it runs, if any).
+    /// The store is closing: the thread ends once no checkpoint is due.
     stop: bool,
 }
 
@@ -66,15 +68,15 @@ impl Trigger {
         }
     }
 
-    /// Waits for a nudge (true) or the stop (false).
+    /// Waits for a nudge (true) or the stop (false); a nudge goes first.
     fn wait_due(&self) -> bool {
         let mut st = lock(&self.state);
         loop {
-            if st.stop {
-                return false;
-            }
             if std::mem::take(&mut st.due) {
                 return true;
+            }
+            if st.stop {
+                return false;
             }
             st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
         }
@@ -104,7 +106,7 @@ impl Checkpointer {
         }
     }
 
-    /// Ends the thread: a checkpoint it is running finishes first. Idempotent.
+    /// Ends the thread: a checkpoint it is running, or one due, finishes first. Idempotent.
     pub fn stop(&self) {
         lock(&self.trigger.state).stop = true;
         self.trigger.wake.notify_all();

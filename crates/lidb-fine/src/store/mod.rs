@@ -18,7 +18,8 @@
 //! Threads: every method but `close` takes `&self`; any number of threads may read and write at
 //! once. The store owns two threads, started by the open and stopped and joined by `close` and
 //! by `Drop`: the logger, and (unless `checkpoint_log_bytes` is 0) the checkpointer, which is
-//! stopped first (a checkpoint it runs finishes) and holds the `Shared` state behind an `Arc`.
+//! stopped first (a checkpoint it runs or that is due finishes) and holds the `Shared` state
+//! behind an `Arc`.
 //! A write holds its key's bucket lock while it buffers its log record and applies itself, so
 //! records of one key reach the log in the order they were applied, and the log as a whole in
 //! seq order (`logger.rs`).
@@ -304,9 +305,8 @@ impl FineStore {
         self.shared.checkpoint()
     }
 
-    /// Waits for an automatic checkpoint running, if any, and stops the checkpointer (one due
-    /// but not started is not run: the next open finds the log above the threshold and
-    /// checkpoints it then); syncs
+    /// Lets an automatic checkpoint running or due finish, and stops the checkpointer (so the
+    /// log left is below `checkpoint_log_bytes`); syncs
     /// every write, stops the logger thread, records the log's synced length in `FINESTATE`
     /// (so an open finds a log shortened after this to be damage, not a torn tail) and closes
     /// the store. On an error the length is not recorded: the store then opens as after a
@@ -337,8 +337,8 @@ impl FineStore {
 }
 
 impl Drop for FineStore {
-    /// Like a crash without loss: a running checkpoint finishes, what was buffered is written
-    /// and synced when possible (`Shared`'s drop, once the checkpointer let go of it).
+    /// Like a crash without loss: a checkpoint running or due finishes, what was buffered is
+    /// written and synced when possible (`Shared`'s drop, once the checkpointer let go of it).
     fn drop(&mut self) {
         self.checkpointer.stop();
     }
