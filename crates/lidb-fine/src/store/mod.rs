@@ -97,9 +97,11 @@ pub struct FineStoreOptions {
     /// there); 0 = never (only `checkpoint` does). The default,
     /// [`FineStoreOptions::DEFAULT_CHECKPOINT_LOG_BYTES`] (64 MiB), is the LSM engine's default
     /// memtable size (and RocksDB's), the same trade: the log to replay at open and the disk
-    /// beyond the live data stay near 64 MiB, while a checkpoint, which writes every live entry,
-    /// runs once per 64 MiB of writes. A store whose live data is much larger than the threshold
-    /// rewrites all of it per checkpoint: raise the threshold for such a store.
+    /// beyond the live data stay near 64 MiB (`examples/store.rs` on a 2-core machine replayed a
+    /// 55 MB log of 400k records in 0.25 s, and checkpointed them in 0.3 s), while a checkpoint,
+    /// which writes every live entry, runs once per 64 MiB of writes. A store whose live data is
+    /// much larger than the threshold rewrites all of it per checkpoint: raise the threshold for
+    /// such a store.
     pub checkpoint_log_bytes: u64,
 }
 
