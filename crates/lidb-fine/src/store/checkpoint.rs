@@ -12,9 +12,10 @@
 //! writer is left to grow it: `close` owns the store, and `Drop` runs when no one holds it).
 //!
 //! Invariants:
-//! 1. A nudge is never lost: the writer whose record takes the log across the threshold sets
-//!    `due` under the trigger's lock and the thread clears it under the same lock just before
-//!    it checks the log's size, so a crossing during a checkpoint runs another one after it.
+//! 1. A nudge is never lost: the writer whose record takes the log across the threshold (or a
+//!    multiple of it) sets `due` under the trigger's lock and the thread clears it under the
+//!    same lock just before it checks the log's size, so a crossing during a checkpoint runs
+//!    another one after it.
 //! 2. A checkpoint runs only when the log still holds the threshold once `files` is held
 //!    ([`Shared::checkpoint_if_due`]): a nudge made stale by an explicit checkpoint is dropped.
 //! 3. A failed automatic checkpoint stops the store's writes (`Logger::refuse_writes`, then a
@@ -59,10 +60,12 @@ impl Trigger {
     }
 
     /// The current log grew from `before` to `after` bytes: nudges the thread when that
-    /// crosses the threshold (once per crossing; a new log starts below it again).
+    /// crosses the threshold, or a multiple of it (a log still growing past it, because an
+    /// explicit checkpoint failed before its switch or the thread is behind, nudges again once
+    /// per threshold; a new log starts below it).
     pub fn log_grew(&self, before: u64, after: u64) {
         let t = self.threshold_bytes;
-        if t > 0 && before < t && after >= t {
+        if t > 0 && after >= t && before / t != after / t {
             lock(&self.state).due = true;
             self.wake.notify_one();
         }
@@ -195,5 +198,34 @@ impl Shared {
             s.remove(&self.dir.join(name))?;
         }
         s.sync_dir(&self.dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whether `log_grew(before, after)` nudges, on a fresh trigger of threshold `t`.
+    fn nudges(t: u64, before: u64, after: u64) -> bool {
+        let trigger = Trigger::new(t);
+        trigger.log_grew(before, after);
+        std::mem::take(&mut lock(&trigger.state).due)
+    }
+
+    #[test]
+    fn nudges_once_per_threshold_of_log() {
+        assert!(!nudges(100, 0, 99));
+        assert!(nudges(100, 99, 100));
+        assert!(nudges(100, 0, 250));
+        assert!(
+            !nudges(100, 100, 199),
+            "past the threshold, within its first multiple"
+        );
+        assert!(
+            nudges(100, 199, 200),
+            "a log still growing nudges again at 2x"
+        );
+        assert!(nudges(100, 8, 1000));
+        assert!(!nudges(0, 0, u64::MAX), "0 = never");
     }
 }
