@@ -135,7 +135,7 @@ fn finedex_gc_is_a_checkpoint_and_its_notes_say_what_it_ignores() {
         "do not apply and are ignored; sync=false applies",
         "gc() is a checkpoint",
         "index heap",
-        "never checkpoints by itself",
+        "it checkpoints by itself each time its log reaches 64.0MiB",
     ] {
         assert!(notes.contains(option), "{option}: {notes}");
     }

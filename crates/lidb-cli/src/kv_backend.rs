@@ -37,13 +37,16 @@ pub enum Backend {
 type R<T> = Result<T, lidb_lsm::Error>;
 
 impl Backend {
-    /// Opens `engine` ("lsm", "learnedkv", "lsm+" or "lsm+tier") in `dir` with LSM options `lsm`;
-    /// `convert` is learnedkv's (LSM bytes, LSM levels) conversion thresholds, (0, 0) for off.
+    /// Opens `engine` ("lsm", "learnedkv", "lsm+", "lsm+tier" or "finedex") in `dir` with LSM
+    /// options `lsm`; `convert` is learnedkv's (LSM bytes, LSM levels) conversion thresholds,
+    /// (0, 0) for off; `checkpoint_log_bytes` is finedex's automatic checkpoint threshold (0 for
+    /// off; the other engines ignore it, `kv_cmd::refuse_ignored` refuses it given to them).
     pub fn open(
         engine: &str,
         dir: &std::path::Path,
         lsm: Options,
         convert: (u64, usize),
+        checkpoint_log_bytes: u64,
     ) -> Result<Backend, String> {
         if convert != (0, 0) && engine != "learnedkv" {
             return Err(format!(
@@ -63,7 +66,7 @@ impl Backend {
             Store::open(dir, opts).map(Backend::Tiered)
         };
         if engine == "finedex" {
-            return open_fine(dir, &lsm);
+            return open_fine(dir, &lsm, checkpoint_log_bytes);
         }
         let opened = match tier_of(engine)? {
             None => Db::open(dir, lsm.clone()).map(Backend::Lsm),
@@ -216,11 +219,16 @@ impl Backend {
 }
 
 /// Opens FineStore in `dir` with the `sync` and recovery mode of `lsm` (its other options are
-/// the LSM's and do not apply).
-fn open_fine(dir: &std::path::Path, lsm: &Options) -> Result<Backend, String> {
+/// the LSM's and do not apply), checkpointing by itself every `checkpoint_log_bytes` of log.
+fn open_fine(
+    dir: &std::path::Path,
+    lsm: &Options,
+    checkpoint_log_bytes: u64,
+) -> Result<Backend, String> {
     let opts = FineStoreOptions {
         sync: lsm.sync,
         recovery_mode: lsm.recovery_mode,
+        checkpoint_log_bytes,
         ..FineStoreOptions::default()
     };
     FineStore::open(dir, opts)

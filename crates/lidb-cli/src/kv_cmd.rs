@@ -25,7 +25,8 @@ pub struct StoreArgs {
     /// lsm+ (values in a value log, every pointer in one LSM, GC writes them back: the paper's
     /// RocksDB+), lsm+tier (learnedkv with an LSM in place of the learned index) or finedex
     /// (FineStore: in memory over FINEdex, a log and checkpoints; of the options below it takes
-    /// only --sync and --recovery-mode, and the others are refused).
+    /// only --sync, --recovery-mode and its own --checkpoint-log-bytes, and the others are
+    /// refused).
     #[arg(long, default_value = "lsm")]
     pub engine: String,
     /// Index family of new tables.
@@ -82,6 +83,11 @@ pub struct KvArgs {
     /// Whatever is cut is printed on stderr before serving.
     #[arg(long, default_value = "tolerate-torn-tail", value_parser = parse_recovery_mode)]
     recovery_mode: RecoveryMode,
+    /// finedex: checkpoint by itself, in a background thread, each time the log holds this many
+    /// bytes since the last checkpoint (e.g. 64MiB, 256KiB), which bounds the log and the next
+    /// open's replay; 0 = only on the `checkpoint` command.
+    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
+    checkpoint_log_bytes: u64,
 }
 
 /// Parses a `--recovery-mode` name.
@@ -105,6 +111,8 @@ const LSM_OPTIONS: [&str; 5] = [
 ];
 /// Options only learnedkv reads.
 const LEARNEDKV_OPTIONS: [&str; 2] = ["--convert-at-lsm-bytes", "--convert-at-lsm-levels"];
+/// Options only finedex reads.
+const FINEDEX_OPTIONS: [&str; 1] = ["--checkpoint-log-bytes"];
 
 /// Refuses an option the user gave (`given`, as `--long-name`) that `engine` would ignore, with
 /// an error naming the option and the engine. Options left to their defaults never trip it.
@@ -114,6 +122,8 @@ pub fn refuse_ignored(engine: &str, given: &[String]) -> Result<(), CliError> {
             "the LSM engines (lsm, learnedkv, lsm+, lsm+tier)"
         } else if engine != "learnedkv" && LEARNEDKV_OPTIONS.contains(&opt.as_str()) {
             "learnedkv"
+        } else if engine != "finedex" && FINEDEX_OPTIONS.contains(&opt.as_str()) {
+            "finedex"
         } else {
             continue;
         };
@@ -134,7 +144,14 @@ pub fn run(a: KvArgs, given: &[String]) -> Result<(), CliError> {
         ..a.store.lsm_options()?
     };
     let convert = (a.convert_at_lsm_bytes, a.convert_at_lsm_levels);
-    let db = Backend::open(&a.store.engine, &a.store.db, opts, convert).map_err(CliError::Usage)?;
+    let db = Backend::open(
+        &a.store.engine,
+        &a.store.db,
+        opts,
+        convert,
+        a.checkpoint_log_bytes,
+    )
+    .map_err(CliError::Usage)?;
     eprint!("{}", db.recovery_report());
     let stdin = std::io::stdin();
     let mut out = std::io::stdout().lock();
@@ -259,5 +276,22 @@ mod tests {
         assert_eq!(escape(b"a b\\"), "a\\x20b\\x5c");
         assert!(unescape("\\x4").is_err());
         assert!(unescape("\\q41").is_err());
+    }
+    /// `--checkpoint-log-bytes` defaults to FineStore's own default.
+    #[test]
+    fn checkpoint_log_bytes_defaults_to_finestores() {
+        #[derive(Debug, clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            kv: KvArgs,
+        }
+        let parsed = <Cli as clap::Parser>::try_parse_from(["lidb", "--db", "d"]);
+        let Ok(cli) = parsed else {
+            panic!("{parsed:?}")
+        };
+        assert_eq!(
+            cli.kv.checkpoint_log_bytes,
+            lidb_fine::FineStoreOptions::DEFAULT_CHECKPOINT_LOG_BYTES
+        );
     }
 }

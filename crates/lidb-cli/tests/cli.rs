@@ -432,3 +432,66 @@ fn finedex_refuses_the_options_it_would_ignore() {
     assert_eq!(stdout(&o), "OK\n1\n", "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--checkpoint-log-bytes` reaches FineStore: with 1KiB, 2000 puts (about 60 KiB of log) leave
+/// a checkpoint the store made by itself (without a `checkpoint` command) and a log below 1KiB
+/// (`close` lets a due checkpoint finish), and a second session finds every value; with 0 no
+/// checkpoint file appears and the log holds every write. The LSM engines refuse the option.
+#[test]
+fn finedex_checkpoints_by_itself_at_checkpoint_log_bytes() {
+    let dir = scratch("kv-finedex-autockpt");
+    let names = |db: &Path| -> Vec<(String, u64)> {
+        let mut v: Vec<(String, u64)> = std::fs::read_dir(db)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                (name, e.metadata().unwrap().len())
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    let puts: String = (0..2000).map(|i| format!("put k{i} value{i}\n")).collect();
+    for (threshold, checkpoints) in [("1KiB", true), ("0", false)] {
+        let db = dir.join(format!("fine-{threshold}"));
+        let args = [
+            "--engine",
+            "finedex",
+            "--db",
+            p(&db),
+            "--checkpoint-log-bytes",
+            threshold,
+        ];
+        let o = kv_session(&args, &puts);
+        assert_eq!(stdout(&o), "OK\n".repeat(2000), "{}", stderr(&o));
+        let files = names(&db);
+        let log_bytes: u64 = files
+            .iter()
+            .filter(|(n, _)| n.starts_with("log-"))
+            .map(|(_, len)| len)
+            .sum();
+        let has_checkpoint = files.iter().any(|(n, _)| n.starts_with("checkpoint-"));
+        assert_eq!(has_checkpoint, checkpoints, "{threshold}: {files:?}");
+        if checkpoints {
+            assert!(log_bytes < 1 << 10, "{threshold}: {files:?}");
+        } else {
+            assert!(log_bytes > 40 << 10, "{threshold}: {files:?}");
+        }
+        let o = kv_session(&args, "get k0\nget k1999\n");
+        assert_eq!(stdout(&o), "value0\nvalue1999\n", "{}", stderr(&o));
+    }
+    let o = kv_session(
+        &[
+            "--engine",
+            "lsm",
+            "--db",
+            p(&dir.join("lsm")),
+            "--checkpoint-log-bytes",
+            "1MiB",
+        ],
+        "",
+    );
+    assert_one_line_error(&o, "--checkpoint-log-bytes");
+    assert!(stderr(&o).contains("finedex"), "{}", stderr(&o));
+}

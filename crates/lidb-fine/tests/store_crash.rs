@@ -2,7 +2,8 @@
 //! workload of puts, deletes and checkpoints: with `sync` every acknowledged write survives;
 //! without, the reopened store equals the state after some prefix of the writes, at least the
 //! last flushed one. After each cut, a second cut lands inside the recovery that follows.
-//! Writers also run during (fuzzy) checkpoints: every acknowledged write keeps its last value.
+//! Writers also run during (fuzzy) checkpoints, explicit or automatic: every acknowledged write
+//! keeps its last value.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -20,8 +21,22 @@ use rand_chacha::ChaCha8Rng;
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn open_on(storage: impl Storage + 'static, sync: bool) -> lidb_lsm::Result<FineStore> {
+    open_checkpointing(
+        storage,
+        sync,
+        FineStoreOptions::default().checkpoint_log_bytes,
+    )
+}
+
+/// A store that checkpoints by itself once its log holds `checkpoint_log_bytes`.
+fn open_checkpointing(
+    storage: impl Storage + 'static,
+    sync: bool,
+    checkpoint_log_bytes: u64,
+) -> lidb_lsm::Result<FineStore> {
     let opts = FineStoreOptions {
         sync,
+        checkpoint_log_bytes,
         ..FineStoreOptions::default()
     };
     FineStore::open_with_storage(Arc::new(storage), Path::new("/fine"), opts)
@@ -284,6 +299,90 @@ fn cut_while_writing(run: &dyn Fn(&FineStore, &Acked)) {
         }
         let store = open_on(mem, true)
             .unwrap_or_else(|e| panic!("cut at {cut_at} of ~{total}: reopen: {e}"));
+        for (k, want) in acked.into_inner().unwrap() {
+            let got = store
+                .get(&k)
+                .map(|v| u32::from_le_bytes(v.try_into().unwrap()));
+            assert!(
+                got.is_some_and(|g| g >= want),
+                "cut at {cut_at} of ~{total}: {} holds {got:?}, acknowledged {want}",
+                String::from_utf8_lossy(&k)
+            );
+        }
+    }
+}
+
+/// Three `sync` writers with automatic checkpoints every 2 KiB of log (about 8 over the run, in
+/// the checkpointer thread, while they write), and the power goes at operations spread over the
+/// whole run: every value a writer had acknowledged is found, or a later one of the same key.
+/// Without the power cut the store did checkpoint by itself (at the latest in `close`, which lets
+/// a due checkpoint finish), and every key holds its last write.
+#[test]
+fn writers_during_automatic_checkpoints_keep_every_acknowledged_write() {
+    use std::sync::Mutex;
+    const THREADS: u32 = 3;
+    const WRITES: u32 = 150;
+    const THRESHOLD: u64 = 2 << 10;
+    let key = |t: u32, i: u32| format!("collide!{t}-{:02}", i % 25).into_bytes();
+    let run = |store: &FineStore, acked: &Mutex<BTreeMap<Vec<u8>, u32>>| {
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                s.spawn(move || {
+                    for i in 0..WRITES {
+                        if store.put(&key(t, i), &i.to_le_bytes()).is_err() {
+                            break;
+                        }
+                        acked.lock().unwrap().insert(key(t, i), i);
+                    }
+                });
+            }
+        });
+    };
+    let open = |mem: MemStorage| open_checkpointing(mem, true, THRESHOLD);
+    // The whole run without a cut: checkpoints happened, exactly the last writes after a reopen.
+    let mem = MemStorage::new();
+    let acked = Mutex::default();
+    let store = open(mem.clone()).unwrap();
+    run(&store, &acked);
+    store.close().unwrap();
+    let checkpoint_id = |mem: &MemStorage| {
+        mem.list(Path::new("/fine"))
+            .unwrap()
+            .iter()
+            .filter_map(|n| n.strip_prefix("checkpoint-")?.parse::<u64>().ok())
+            .max()
+    };
+    let done = checkpoint_id(&mem);
+    assert!(done.is_some(), "no checkpoint made");
+    let store = open(mem).unwrap();
+    for (k, want) in acked.into_inner().unwrap() {
+        assert_eq!(store.get(&k), Some(want.to_le_bytes().to_vec()));
+    }
+    drop(store);
+
+    let total = {
+        let p = PowerCut::new(MemStorage::new(), u64::MAX, 0);
+        let store = open_checkpointing(p.clone(), true, THRESHOLD).unwrap();
+        run(&store, &Mutex::default());
+        drop(store);
+        p.ops()
+    };
+    for (i, cut_at) in (1..=total)
+        .step_by((total / 40).max(1) as usize)
+        .enumerate()
+    {
+        let mem = MemStorage::new();
+        let p = PowerCut::new(mem.clone(), cut_at, i as u64);
+        let acked = Mutex::default();
+        if let Ok(store) = open_checkpointing(p.clone(), true, THRESHOLD) {
+            run(&store, &acked);
+            drop(store);
+        }
+        if !p.is_cut() {
+            mem.crash(i as u64);
+        }
+        let store =
+            open(mem).unwrap_or_else(|e| panic!("cut at {cut_at} of ~{total}: reopen: {e}"));
         for (k, want) in acked.into_inner().unwrap() {
             let got = store
                 .get(&k)

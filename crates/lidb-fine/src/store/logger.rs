@@ -18,6 +18,10 @@
 //!    the request, appends it to the old file and syncs it, and only then puts the new file in
 //!    place; so every record below P is in the old file, synced, and every record from P on goes
 //!    to the new one, and writers never wait for it (they only buffer).
+//! 5. `log_bytes` is the size the current log will have once every buffered record is written:
+//!    the file's length at the start or switch, plus each record of it as it is buffered. The
+//!    writer whose record takes it across the checkpoint threshold nudges the checkpointer
+//!    (`Trigger::log_grew`, under `state`).
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -25,6 +29,7 @@ use std::thread::JoinHandle;
 use lidb_lsm::storage::WritableFile;
 use lidb_lsm::{Error, Result};
 
+use crate::store::checkpoint::Trigger;
 use crate::store::memory::lock;
 
 #[derive(Debug)]
@@ -37,6 +42,8 @@ struct State {
     /// A flush asked that every record below this seq be synced.
     sync_wanted: u64,
     error: Option<String>,
+    /// Why writes are refused while the log goes on (`Logger::refuse_writes`).
+    refused: Option<String>,
     shutdown: bool,
     /// The logger thread has ended: nothing will become durable any more.
     stopped: bool,
@@ -44,6 +51,8 @@ struct State {
     switch_to: Option<Box<dyn WritableFile>>,
     /// The switch done: its seq P and the old file.
     switched: Option<(u64, Box<dyn WritableFile>)>,
+    /// Bytes of the current log, buffered records included (invariant 5).
+    log_bytes: u64,
 }
 
 /// The log buffer shared by writers and the logger thread.
@@ -56,16 +65,22 @@ pub struct Logger {
     done: Condvar,
     file: Mutex<Box<dyn WritableFile>>,
     sync_every_batch: bool,
+    /// Told how the current log grows, to nudge the checkpointer.
+    trigger: Arc<Trigger>,
 }
 
 impl Logger {
-    /// A logger appending to `file` (its header written and synced), numbering from `next_seq`.
+    /// A logger appending to `file` (its header written and synced), numbering from `next_seq`,
+    /// telling `trigger` how the log grows (already when `file` is at or above its threshold).
     /// Starts the logger thread.
     pub fn start(
         file: Box<dyn WritableFile>,
         next_seq: u64,
         sync_every_batch: bool,
+        trigger: Arc<Trigger>,
     ) -> (Arc<Logger>, JoinHandle<()>) {
+        let log_bytes = file.len();
+        trigger.log_grew(0, log_bytes);
         let logger = Arc::new(Logger {
             state: Mutex::new(State {
                 pending: Vec::new(),
@@ -73,15 +88,18 @@ impl Logger {
                 durable_seq: next_seq,
                 sync_wanted: next_seq,
                 error: None,
+                refused: None,
                 shutdown: false,
                 stopped: false,
                 switch_to: None,
                 switched: None,
+                log_bytes,
             }),
             work: Condvar::new(),
             done: Condvar::new(),
             file: Mutex::new(file),
             sync_every_batch,
+            trigger,
         });
         let l = Arc::clone(&logger);
         let handle = std::thread::Builder::new()
@@ -102,6 +120,9 @@ impl Logger {
         if let Some(e) = &st.error {
             return Err(Logger::failed(e));
         }
+        if let Some(why) = &st.refused {
+            return Err(Error::Closed(why.clone()));
+        }
         if st.shutdown {
             return Err(Error::Closed("the store is closed".into()));
         }
@@ -114,7 +135,11 @@ impl Logger {
             ));
         }
         st.next_seq = seq + 1;
+        let buffered = st.pending.len();
         encode(seq, &mut st.pending);
+        let before = st.log_bytes;
+        st.log_bytes += (st.pending.len() - buffered) as u64;
+        self.trigger.log_grew(before, st.log_bytes);
         self.work.notify_one();
         Ok(seq)
     }
@@ -172,6 +197,11 @@ impl Logger {
         }
     }
 
+    /// Bytes of the current log once every record buffered so far is written (invariant 5).
+    pub fn log_bytes(&self) -> u64 {
+        lock(&self.state).log_bytes
+    }
+
     /// Bytes in the log file (after `flush`: all of them synced). Called once the logger
     /// thread has ended, or while it may append (then a lower bound).
     pub fn file_len(&self) -> u64 {
@@ -182,6 +212,17 @@ impl Logger {
     pub fn poison(&self, why: String) {
         lock(&self.state).error.get_or_insert(why);
         self.done.notify_all();
+    }
+
+    /// Refuses every later write with `why`, while what was buffered is still written and
+    /// synced (`flush` goes on working): an automatic checkpoint failed, but the log did not.
+    pub fn refuse_writes(&self, why: String) {
+        lock(&self.state).refused.get_or_insert(why);
+    }
+
+    /// Why writes are refused, if they are (`refuse_writes`).
+    pub fn refused(&self) -> Option<String> {
+        lock(&self.state).refused.clone()
     }
 
     /// Asks the logger thread to end once the buffer is written.
@@ -217,6 +258,10 @@ fn batch_loop(l: &Logger) {
             }
             let batch = std::mem::take(&mut st.pending);
             let switch = st.switch_to.take();
+            if let Some(new) = &switch {
+                // Records buffered from now on go to the new file.
+                st.log_bytes = new.len();
+            }
             let sync = l.sync_every_batch || st.sync_wanted > st.durable_seq || switch.is_some();
             (batch, st.next_seq, sync, switch)
         };
