@@ -210,7 +210,7 @@ fn concurrent_sync_writers_keep_every_acknowledged_write() {
             }
         });
     };
-    cut_while_writing(&run);
+    cut_while_writing(&run, FineStoreOptions::default().checkpoint_log_bytes);
 }
 
 /// Three `sync` writers run while a fourth thread takes checkpoints (at most `CHECKPOINTS`, so the
@@ -266,19 +266,21 @@ fn writers_during_checkpoints_keep_every_acknowledged_write() {
     }
     drop(store);
 
-    cut_while_writing(&run);
+    cut_while_writing(&run, FineStoreOptions::default().checkpoint_log_bytes);
 }
 
 /// What sync writers acknowledged: each key's last acknowledged value.
 type Acked = std::sync::Mutex<BTreeMap<Vec<u8>, u32>>;
 
-/// Runs `run` (sync writers that record what they acknowledged) once to count its storage
-/// operations, then again with the power cut at 40 points spread over them, reopens, and checks
-/// that every acknowledged value is there, or a later one of the same key.
-fn cut_while_writing(run: &dyn Fn(&FineStore, &Acked)) {
+/// Runs `run` (sync writers that record what they acknowledged) on a store that checkpoints by
+/// itself every `checkpoint_log_bytes`, once to count its storage operations, then again with the
+/// power cut at 40 points spread over them, reopens, and checks that every acknowledged value is
+/// there, or a later one of the same key.
+fn cut_while_writing(run: &dyn Fn(&FineStore, &Acked), checkpoint_log_bytes: u64) {
+    let open = |storage| open_checkpointing(storage, true, checkpoint_log_bytes);
     let total = {
         let p = PowerCut::new(MemStorage::new(), u64::MAX, 0);
-        let store = open_on(p.clone(), true).unwrap();
+        let store = open(p.clone()).unwrap();
         run(&store, &Acked::default());
         drop(store);
         p.ops()
@@ -290,14 +292,14 @@ fn cut_while_writing(run: &dyn Fn(&FineStore, &Acked)) {
         let mem = MemStorage::new();
         let p = PowerCut::new(mem.clone(), cut_at, i as u64);
         let acked = Acked::default();
-        if let Ok(store) = open_on(p.clone(), true) {
+        if let Ok(store) = open(p.clone()) {
             run(&store, &acked);
             drop(store);
         }
         if !p.is_cut() {
             mem.crash(i as u64);
         }
-        let store = open_on(mem, true)
+        let store = open_checkpointing(mem, true, checkpoint_log_bytes)
             .unwrap_or_else(|e| panic!("cut at {cut_at} of ~{total}: reopen: {e}"));
         for (k, want) in acked.into_inner().unwrap() {
             let got = store
@@ -324,7 +326,7 @@ fn writers_during_automatic_checkpoints_keep_every_acknowledged_write() {
     const WRITES: u32 = 150;
     const THRESHOLD: u64 = 2 << 10;
     let key = |t: u32, i: u32| format!("collide!{t}-{:02}", i % 25).into_bytes();
-    let run = |store: &FineStore, acked: &Mutex<BTreeMap<Vec<u8>, u32>>| {
+    let run = |store: &FineStore, acked: &Acked| {
         std::thread::scope(|s| {
             for t in 0..THREADS {
                 s.spawn(move || {
@@ -360,38 +362,5 @@ fn writers_during_automatic_checkpoints_keep_every_acknowledged_write() {
     }
     drop(store);
 
-    let total = {
-        let p = PowerCut::new(MemStorage::new(), u64::MAX, 0);
-        let store = open_checkpointing(p.clone(), true, THRESHOLD).unwrap();
-        run(&store, &Mutex::default());
-        drop(store);
-        p.ops()
-    };
-    for (i, cut_at) in (1..=total)
-        .step_by((total / 40).max(1) as usize)
-        .enumerate()
-    {
-        let mem = MemStorage::new();
-        let p = PowerCut::new(mem.clone(), cut_at, i as u64);
-        let acked = Mutex::default();
-        if let Ok(store) = open_checkpointing(p.clone(), true, THRESHOLD) {
-            run(&store, &acked);
-            drop(store);
-        }
-        if !p.is_cut() {
-            mem.crash(i as u64);
-        }
-        let store =
-            open(mem).unwrap_or_else(|e| panic!("cut at {cut_at} of ~{total}: reopen: {e}"));
-        for (k, want) in acked.into_inner().unwrap() {
-            let got = store
-                .get(&k)
-                .map(|v| u32::from_le_bytes(v.try_into().unwrap()));
-            assert!(
-                got.is_some_and(|g| g >= want),
-                "cut at {cut_at} of ~{total}: {} holds {got:?}, acknowledged {want}",
-                String::from_utf8_lossy(&k)
-            );
-        }
-    }
+    cut_while_writing(&run, THRESHOLD);
 }
