@@ -26,7 +26,7 @@ impl TestServer {
     pub fn client(&self) -> redis::Connection {
         let url = format!("redis://{}/", self.addr());
         let client = redis::Client::open(url).unwrap();
-        let mut con = client
+        let con = client
             .get_connection_with_timeout(Duration::from_secs(5))
             .unwrap();
         con.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
