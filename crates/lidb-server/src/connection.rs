@@ -96,6 +96,9 @@ pub async fn serve(mut stream: TcpStream, id: u64, mut ctx: ConnectionContext) {
         }
         if fatal.is_some() || session.quit || *ctx.shutdown.borrow() {
             let _ = stream.shutdown().await;
+            if fatal.is_some() {
+                linger(&mut stream).await;
+            }
             return;
         }
         if full {
@@ -117,6 +120,22 @@ pub async fn serve(mut stream: TcpStream, id: u64, mut ctx: ConnectionContext) {
             _ = ctx.shutdown.changed() => return,
         }
     }
+}
+
+/// After an error reply and our FIN, reads and drops what the client still sends, briefly and
+/// boundedly: closing with unread input would send a reset, which can destroy the error reply
+/// before the client reads it.
+async fn linger(stream: &mut TcpStream) {
+    let mut sink = vec![0u8; 16 << 10];
+    let _ = tokio::time::timeout(Duration::from_millis(200), async {
+        for _ in 0..16 {
+            match stream.read(&mut sink).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
 }
 
 /// The reply a connection over the cap gets before it is closed.
