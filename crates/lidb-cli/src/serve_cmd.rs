@@ -31,7 +31,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:6379")]
     listen: String,
     /// Sync every write to disk before its reply (a write acknowledged survives a crash);
-    /// without it a write is acknowledged once the engine has it in its log, unsynced.
+    /// without it a write is acknowledged once the engine has taken it (not yet synced: a crash
+    /// may lose the latest writes).
     #[arg(long)]
     sync: bool,
     /// The most clients connected at once; one more gets "-ERR max number of clients reached"
@@ -65,7 +66,7 @@ pub struct ServeArgs {
     /// Async worker threads (engine calls run on a separate blocking pool); 0 = one per core.
     #[arg(long, default_value_t = 0)]
     threads: usize,
-    /// Index family of the engine's LSM tables (pgm, plr, fiting, rs, rmi, lpa, fence).
+    /// Index family of the engine's LSM tables (fp, binary, plr, fiting, pgm, rs, rmi, lpa).
     #[arg(long, default_value = "pgm")]
     index: String,
     /// Position boundary B of the tables' indexes.
@@ -90,6 +91,14 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     cfg.memtable_bytes = args.write_buffer;
     cfg.block_cache_bytes = args.block_cache;
     cfg.direct_io = args.direct_io;
+    // A wrong engine name is refused before anything is created.
+    if !engines::names().contains(&args.engine.as_str()) && args.engine != "rocksdb" {
+        return Err(CliError::Usage(format!(
+            "--engine: unknown engine \"{}\" (known: {})",
+            args.engine,
+            engines::names().join(", ")
+        )));
+    }
     std::fs::create_dir_all(&args.db).map_err(io(args.db.display().to_string()))?;
     let engine = engines::open(&args.engine, &cfg).map_err(|e| {
         CliError::Serve(format!(
