@@ -2,7 +2,7 @@
 //! command maps to the engine in one place, as Kvrocks' table does; scans and ranges are in
 //! `keyspace.rs`, INFO in `info.rs`.
 //!
-//! Called on a blocking thread (engine calls may wait on I/O), never on an async worker. A reply
+//! Called inside tokio's block_in_place (engine calls may wait on I/O), never as plain async code. A reply
 //! to a write is built only after the engine has taken the write (synced with `--sync`), so what
 //! a client sees acknowledged is durable as the engine promises.
 //!
@@ -98,6 +98,61 @@ const TABLE: &[(&str, i64)] = &[
     ("quit", -1),
     ("hello", -1),
 ];
+
+/// The most bytes of keys and values one group of pipelined SETs writes at once.
+const GROUP_BYTES: usize = 4 << 20;
+
+/// `SET key value` with no options: what a pipeline's runs of writes are made of.
+fn plain_set(request: &[Bytes]) -> Option<(&[u8], &[u8])> {
+    match request {
+        [name, key, value] if name.eq_ignore_ascii_case(b"set") => Some((key, value)),
+        _ => None,
+    }
+}
+
+/// Runs a pipelined batch in order, appending one reply per request until QUIT. A run of plain
+/// SETs is written as one [`Engine::put_many`](lidb_bench::engines::Engine::put_many) (one WAL
+/// record and one sync for lsm) and each gets its OK after it; other requests run one by one.
+pub fn execute_batch(
+    shared: &Shared,
+    session: &mut Session,
+    requests: &[Vec<Bytes>],
+    replies: &mut Vec<Reply>,
+) {
+    let mut rest = requests;
+    while let Some((first, _)) = rest.split_first() {
+        let mut group = Vec::new();
+        let mut bytes = 0;
+        for request in rest {
+            match plain_set(request) {
+                Some((k, v)) if group.is_empty() || bytes + k.len() + v.len() <= GROUP_BYTES => {
+                    bytes += k.len() + v.len();
+                    group.push((k, v));
+                }
+                _ => break,
+            }
+        }
+        if group.len() < 2 {
+            replies.push(execute(shared, session, first));
+            rest = rest.get(1..).unwrap_or_default();
+            if session.quit {
+                return;
+            }
+            continue;
+        }
+        let written = {
+            let _order = shared.shared_order();
+            shared.engine.put_many(&group)
+        };
+        shared
+            .counters
+            .commands_processed
+            .fetch_add(group.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        let reply = written.map_or_else(|e| engine_error(&e), |()| ok());
+        replies.extend(std::iter::repeat_n(reply, group.len()));
+        rest = rest.get(group.len()..).unwrap_or_default();
+    }
+}
 
 /// Runs one request.
 pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply {
@@ -201,15 +256,17 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
             if pairs.len() % 2 != 0 {
                 return error("ERR wrong number of arguments for 'mset' command");
             }
+            let entries: Vec<(&[u8], &[u8])> = pairs
+                .chunks_exact(2)
+                .filter_map(|pair| match pair {
+                    [key, value] => Some((key.as_ref(), value.as_ref())),
+                    _ => None,
+                })
+                .collect();
             let _order = shared.exclusive_order();
-            for pair in pairs.chunks_exact(2) {
-                if let [key, value] = pair
-                    && let Err(e) = engine.put(key, value)
-                {
-                    return engine_error(&e);
-                }
-            }
-            ok()
+            engine
+                .put_many(&entries)
+                .map_or_else(|e| engine_error(&e), |()| ok())
         }
         ("dbsize", []) => keyspace::dbsize(shared).map_or_else(|e| engine_error(&e), int),
         ("flushdb", options) => {

@@ -1,5 +1,6 @@
 //! Commands over the key order: SCAN, LIDB.RANGE, DBSIZE and FLUSHDB, all built on the engine's
-//! forward `scan(start, end, limit)`. Called on a blocking thread.
+//! forward `scan(start, end, limit)`. Called inside block_in_place (see
+//! `connection.rs`).
 //!
 //! Costs (the engine trait has no key count, no reverse iterator and no range delete):
 //! - DBSIZE counts every key: O(n) time, in chunks of [`CHUNK`] so memory stays O(chunk).

@@ -232,11 +232,10 @@ async fn accept_loop(
                 };
                 let id = next_id;
                 tasks.spawn(async move {
-                    ctx.shared.counters.connections_open.fetch_add(1, Ordering::Relaxed);
-                    let open = Arc::clone(&ctx.shared);
+                    // Dropped when the task ends, also by a panic: the count and the permit
+                    // come back either way.
+                    let _open = OpenConnection::new(Arc::clone(&ctx.shared), permit);
                     connection::serve(stream, id, ctx).await;
-                    open.counters.connections_open.fetch_sub(1, Ordering::Relaxed);
-                    drop(permit);
                 });
             }
         }
@@ -251,6 +250,34 @@ async fn accept_loop(
         tasks.abort_all();
     }
     Ok(())
+}
+
+/// One open connection: counted in INFO and holding a permit of the connection cap while alive.
+struct OpenConnection {
+    shared: Arc<Shared>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl OpenConnection {
+    fn new(shared: Arc<Shared>, permit: tokio::sync::OwnedSemaphorePermit) -> OpenConnection {
+        shared
+            .counters
+            .connections_open
+            .fetch_add(1, Ordering::Relaxed);
+        OpenConnection {
+            shared,
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.shared
+            .counters
+            .connections_open
+            .fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// A server running on its own thread ([`Server::spawn`]).

@@ -248,6 +248,34 @@ fn every_engine_serves_the_basic_commands() {
         assert_eq!(v, b"\r\nval\x00", "{engine}");
         let n: u64 = redis::cmd("DBSIZE").query(&mut c).unwrap();
         assert_eq!(n, 1, "{engine}");
+        // A pipeline's run of SETs is one Engine::put_many: in order, the last of a key wins.
+        let got: (String, String, String, String, Option<String>) = redis::pipe()
+            .set("p", "1")
+            .set("q", "x")
+            .set("p", "2")
+            .get("p")
+            .get("nope")
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(
+            got,
+            ("OK".into(), "OK".into(), "OK".into(), "2".into(), None),
+            "{engine}"
+        );
+        let (_, many): (String, Vec<String>) = redis::pipe()
+            .cmd("MSET")
+            .arg("m1")
+            .arg("a")
+            .arg("m2")
+            .arg("b")
+            .arg("m1")
+            .arg("c")
+            .cmd("MGET")
+            .arg("m1")
+            .arg("m2")
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(many, ["c", "b"], "{engine}");
         server.stop();
     }
 }
