@@ -142,7 +142,7 @@ fn random_garbage_never_takes_the_server_down() {
 fn connections_over_the_cap_are_refused_and_idle_ones_closed() {
     let config = ServerConfig {
         max_connections: 2,
-        idle_timeout: Some(Duration::from_millis(300)),
+        idle_timeout: Some(Duration::from_millis(1000)),
         ..ServerConfig::default()
     };
     let server = start_with("lsm", config);
@@ -156,7 +156,7 @@ fn connections_over_the_cap_are_refused_and_idle_ones_closed() {
     still_served(&mut a, 1);
     still_served(&mut b, 2);
     // Idle for longer than the timeout: both are closed, and new clients get in.
-    std::thread::sleep(Duration::from_millis(800));
+    std::thread::sleep(Duration::from_millis(2500));
     assert!(redis::cmd("PING").query::<String>(&mut a).is_err());
     drop((a, b));
     let mut c = server.client();
