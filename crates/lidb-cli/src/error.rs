@@ -19,6 +19,8 @@ pub enum CliError {
     Usage(String),
     /// A benchmark ran but its answers were wrong; the message says what failed.
     Check(String),
+    /// `lidb serve` could not open its engine, listen, or stop cleanly.
+    Serve(String),
 }
 
 impl fmt::Display for CliError {
@@ -33,6 +35,7 @@ impl fmt::Display for CliError {
             CliError::Io { what, source } => write!(f, "{what}: {source}"),
             CliError::Usage(msg) => write!(f, "{msg}"),
             CliError::Check(msg) => write!(f, "{msg}"),
+            CliError::Serve(msg) => write!(f, "{msg}"),
         }
     }
 }

@@ -13,6 +13,7 @@ mod kv_backend;
 mod kv_cmd;
 mod kvbench_cmd;
 mod repair_cmd;
+mod serve_cmd;
 mod size;
 
 use std::process::ExitCode;
@@ -51,6 +52,11 @@ enum Command {
     /// --sst-size (as `lidb kv`; finedex has no tables). Run it with no other process using the
     /// store.
     Repair(repair_cmd::RepairArgs),
+    /// Serve a database over the Redis protocol (RESP2 and inline commands) for redis-cli,
+    /// redis-benchmark and client libraries: PING, ECHO, GET, SET, SETNX, GETSET, DEL, EXISTS,
+    /// MGET, MSET, DBSIZE, FLUSHDB, INFO, SCAN, LIDB.RANGE. Prints `listening on ADDRESS` first;
+    /// SIGINT or SIGTERM stops it (requests running finish, the engine is flushed, exit 0).
+    Serve(serve_cmd::ServeArgs),
     /// Experiments on whole engines: `lidb bench lsm` runs the LSM papers' experiments.
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
@@ -70,6 +76,7 @@ fn main() -> ExitCode {
         Command::Kv(args) => kv_cmd::run(args, &given("kv")),
         Command::Bench(cmd) => bench_cmd::run(cmd),
         Command::Repair(args) => repair_cmd::run(args, &given("repair")),
+        Command::Serve(args) => serve_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -51,6 +51,13 @@ impl Engine for LsmEngine {
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
         Ok(self.db.delete(key)?)
     }
+    fn put_many(&self, entries: &[(&[u8], &[u8])]) -> EngineResult<()> {
+        let mut batch = lidb_lsm::batch::WriteBatch::new();
+        for (key, value) in entries {
+            batch.put(key, value);
+        }
+        Ok(self.db.write(batch)?)
+    }
     fn scan(
         &self,
         start: &[u8],

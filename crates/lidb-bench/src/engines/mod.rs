@@ -147,6 +147,16 @@ pub trait Engine: Send + Sync {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// Puts every `(key, value)` in order (a later entry of a key wins), as one write where the
+    /// engine has batches (lsm: one WAL record, one sync with `sync`), one put at a time
+    /// otherwise (then an error may leave a prefix written). `lidb serve` writes a pipeline's
+    /// consecutive SETs and each MSET through it.
+    fn put_many(&self, entries: &[(&[u8], &[u8])]) -> EngineResult<()> {
+        for (key, value) in entries {
+            self.put(key, value)?;
+        }
+        Ok(())
+    }
 }
 
 /// What every engine is configured with (finedex takes only `dir` and `sync`).

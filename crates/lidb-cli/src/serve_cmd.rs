@@ -1,0 +1,133 @@
+//! `lidb serve`: one engine over the Redis protocol (RESP2 and inline commands) on a TCP socket,
+//! for redis-cli, redis-benchmark, redis-py, Jedis and YCSB. The server itself is lidb-server;
+//! this file turns options into its configuration, prints the bound address as the first line of
+//! stdout, and serves until SIGINT or SIGTERM (then flushes the engine and exits 0).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use lidb_bench::engines::{self, EngineConfig};
+use lidb_index::Family;
+use lidb_server::{Limits, Server, ServerConfig};
+
+use crate::error::{CliError, io};
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC),
+    /// lsm+ (values in a value log, pointers in one LSM: the paper's RocksDB+), lsm+tier
+    /// (learnedkv with an LSM in place of the learned index), finedex (FineStore: every key in
+    /// memory over FINEdex, a log on disk), rocksdb (only in a build with --features rocksdb).
+    #[arg(long, default_value = "lsm")]
+    engine: String,
+    /// Database directory (created if missing).
+    #[arg(long)]
+    db: PathBuf,
+    /// Address to listen on. Port 0 binds a free port; the first line of stdout is always
+    /// `listening on ADDRESS` with the port bound. Use 127.0.0.1 unless you mean to serve the
+    /// network: there is no authentication.
+    #[arg(long, default_value = "127.0.0.1:6379")]
+    listen: String,
+    /// Sync every write to disk before its reply (a write acknowledged survives a crash);
+    /// without it a write is acknowledged once the engine has taken it (not yet synced: a crash
+    /// may lose the latest writes).
+    #[arg(long)]
+    sync: bool,
+    /// The most clients connected at once; one more gets "-ERR max number of clients reached"
+    /// and is closed.
+    #[arg(long, default_value_t = 1024)]
+    max_connections: usize,
+    /// Close a connection that sends nothing for this many seconds; 0 = never.
+    #[arg(long, default_value_t = 0)]
+    idle_timeout: u64,
+    /// The largest bulk string (key, value or argument) a request may carry (e.g. 16MiB); a
+    /// request with a larger one gets "-ERR Protocol error: invalid bulk length" and the
+    /// connection is closed.
+    #[arg(long, default_value = "16MiB", value_parser = crate::size::parse_size)]
+    max_bulk: u64,
+    /// The most arguments in one request (MSET, MGET, DEL with many keys).
+    #[arg(long, default_value_t = 1 << 20)]
+    max_args: u64,
+    /// The most bytes of bulk strings one request may carry in all.
+    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
+    max_request: u64,
+    /// The longest inline command line (what nc and telnet send).
+    #[arg(long, default_value = "64KiB", value_parser = crate::size::parse_size)]
+    max_inline: u64,
+    /// The most items one SCAN (COUNT) or LIDB.RANGE reply holds; a larger LIMIT is cut to it
+    /// and the reply's cursor or next key says where to continue.
+    #[arg(long, default_value_t = 10_000)]
+    max_range_items: u64,
+    /// Seconds a stop waits for connections to finish the requests they are running.
+    #[arg(long, default_value_t = 10)]
+    drain_timeout: u64,
+    /// Async worker threads (a batch of engine calls hands its worker's other tasks to another thread); 0 = one per core.
+    #[arg(long, default_value_t = 0)]
+    threads: usize,
+    /// Index family of the engine's LSM tables (fp, binary, plr, fiting, pgm, rs, rmi, lpa).
+    #[arg(long, default_value = "pgm")]
+    index: String,
+    /// Position boundary B of the tables' indexes.
+    #[arg(long, default_value_t = 16)]
+    boundary: u64,
+    /// Memtable size that triggers a flush (e.g. 64MiB).
+    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
+    write_buffer: u64,
+    /// Block cache size (e.g. 8MiB).
+    #[arg(long, default_value = "8MiB", value_parser = crate::size::parse_size)]
+    block_cache: u64,
+    /// O_DIRECT for table reads.
+    #[arg(long)]
+    direct_io: bool,
+}
+
+pub fn run(args: ServeArgs) -> Result<(), CliError> {
+    let mut cfg = EngineConfig::new(args.db.clone());
+    cfg.sync = args.sync;
+    cfg.lsm_index = Family::from_name(&args.index)?;
+    cfg.lsm_boundary = args.boundary;
+    cfg.memtable_bytes = args.write_buffer;
+    cfg.block_cache_bytes = args.block_cache;
+    cfg.direct_io = args.direct_io;
+    // A wrong engine name is refused before anything is created.
+    if !engines::names().contains(&args.engine.as_str()) && args.engine != "rocksdb" {
+        return Err(CliError::Usage(format!(
+            "--engine: unknown engine \"{}\" (known: {})",
+            args.engine,
+            engines::names().join(", ")
+        )));
+    }
+    std::fs::create_dir_all(&args.db).map_err(io(args.db.display().to_string()))?;
+    let engine = engines::open(&args.engine, &cfg).map_err(|e| {
+        CliError::Serve(format!(
+            "cannot open engine {} in {}: {e}",
+            args.engine,
+            args.db.display()
+        ))
+    })?;
+    let config = ServerConfig {
+        listen: args.listen,
+        max_connections: args.max_connections,
+        idle_timeout: (args.idle_timeout > 0).then(|| Duration::from_secs(args.idle_timeout)),
+        limits: Limits {
+            max_bulk_bytes: args.max_bulk,
+            max_args: args.max_args,
+            max_request_bytes: args.max_request,
+            max_inline_bytes: args.max_inline,
+        },
+        sync: args.sync,
+        max_range_items: args.max_range_items,
+        drain_timeout: Duration::from_secs(args.drain_timeout),
+        threads: args.threads,
+    };
+    let server = Server::bind(config, engine).map_err(|e| CliError::Serve(e.to_string()))?;
+    let mut printed = Ok(());
+    let served = server.run_until_signal(|addr| {
+        let mut out = std::io::stdout().lock();
+        printed = writeln!(out, "listening on {addr}").and_then(|()| out.flush());
+    });
+    printed.map_err(io("stdout"))?;
+    served.map_err(|e| CliError::Serve(e.to_string()))
+}

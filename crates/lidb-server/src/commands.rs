@@ -1,0 +1,406 @@
+//! The command table: one request (a list of arguments) to one reply, against the engine. Each
+//! command maps to the engine in one place, as Kvrocks' table does; scans and ranges are in
+//! `keyspace.rs`, INFO in `info.rs`.
+//!
+//! Called inside tokio's block_in_place (engine calls may wait on I/O), never as plain async code. A reply
+//! to a write is built only after the engine has taken the write (synced with `--sync`), so what
+//! a client sees acknowledged is durable as the engine promises.
+//!
+//! Errors keep Redis's shapes: `ERR unknown command 'x', with args beginning with: ...`,
+//! `ERR wrong number of arguments for 'get' command`, `ERR syntax error`.
+
+use bytes::Bytes;
+use redis_protocol::resp2::types::BytesFrame;
+
+use crate::keyspace;
+use crate::state::Shared;
+
+pub type Reply = BytesFrame;
+
+pub fn ok() -> Reply {
+    BytesFrame::SimpleString(Bytes::from_static(b"OK"))
+}
+
+/// An error reply; `msg` starts with its code (`ERR ...`). CR and LF become spaces, as RESP
+/// error lines cannot hold them.
+pub fn error(msg: impl AsRef<str>) -> Reply {
+    let line: String = msg
+        .as_ref()
+        .chars()
+        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+        .collect();
+    BytesFrame::Error(line.into())
+}
+
+pub fn syntax_error() -> Reply {
+    error("ERR syntax error")
+}
+
+pub fn not_integer() -> Reply {
+    error("ERR value is not an integer or out of range")
+}
+
+pub fn engine_error(e: &lidb_bench::engines::EngineError) -> Reply {
+    error(format!("ERR engine: {e}"))
+}
+
+pub fn bulk(b: impl Into<Bytes>) -> Reply {
+    BytesFrame::BulkString(b.into())
+}
+
+fn int(n: u64) -> Reply {
+    BytesFrame::Integer(n.min(i64::MAX as u64) as i64)
+}
+
+/// One connection's state that commands read or change.
+#[derive(Debug, Default)]
+pub struct Session {
+    pub id: u64,
+    pub name: Option<Bytes>,
+    /// Set by QUIT: the connection closes after this reply.
+    pub quit: bool,
+}
+
+/// An argument as text for an error message: lossy, at most 128 bytes, as Redis cuts them.
+fn shown(arg: &[u8]) -> String {
+    String::from_utf8_lossy(arg.get(..128).unwrap_or(arg)).into_owned()
+}
+
+pub fn parse_u64(arg: &[u8]) -> Option<u64> {
+    std::str::from_utf8(arg)
+        .ok()
+        .filter(|s| !s.starts_with('+'))
+        .and_then(|s| s.parse().ok())
+}
+
+/// The table: name, arity as Redis writes it (n: exactly n arguments with the name; -n: at least
+/// n). COMMAND COUNT reports its length.
+const TABLE: &[(&str, i64)] = &[
+    ("ping", -1),
+    ("echo", 2),
+    ("get", 2),
+    ("set", -3),
+    ("setnx", 3),
+    ("getset", 3),
+    ("del", -2),
+    ("exists", -2),
+    ("mget", -2),
+    ("mset", -3),
+    ("dbsize", 1),
+    ("flushdb", -1),
+    ("info", -1),
+    ("scan", -2),
+    ("lidb.range", -3),
+    ("config", -2),
+    ("client", -2),
+    ("command", -1),
+    ("select", 2),
+    ("quit", -1),
+    ("hello", -1),
+];
+
+/// The most bytes of keys and values one group of pipelined SETs writes at once.
+const GROUP_BYTES: usize = 4 << 20;
+
+/// `SET key value` with no options: what a pipeline's runs of writes are made of.
+fn plain_set(request: &[Bytes]) -> Option<(&[u8], &[u8])> {
+    match request {
+        [name, key, value] if name.eq_ignore_ascii_case(b"set") => Some((key, value)),
+        _ => None,
+    }
+}
+
+/// Runs a pipelined batch in order, appending one reply per request until QUIT. A run of plain
+/// SETs is written as one [`Engine::put_many`](lidb_bench::engines::Engine::put_many) (one WAL
+/// record and one sync for lsm) and each gets its OK after it; other requests run one by one.
+pub fn execute_batch(
+    shared: &Shared,
+    session: &mut Session,
+    requests: &[Vec<Bytes>],
+    replies: &mut Vec<Reply>,
+) {
+    let mut rest = requests;
+    while let Some((first, _)) = rest.split_first() {
+        let mut group = Vec::new();
+        let mut bytes = 0;
+        for request in rest {
+            match plain_set(request) {
+                Some((k, v)) if group.is_empty() || bytes + k.len() + v.len() <= GROUP_BYTES => {
+                    bytes += k.len() + v.len();
+                    group.push((k, v));
+                }
+                _ => break,
+            }
+        }
+        if group.len() < 2 {
+            replies.push(execute(shared, session, first));
+            rest = rest.get(1..).unwrap_or_default();
+            if session.quit {
+                return;
+            }
+            continue;
+        }
+        let written = {
+            let _order = shared.shared_order();
+            shared.engine.put_many(&group)
+        };
+        shared
+            .counters
+            .commands_processed
+            .fetch_add(group.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        let reply = written.map_or_else(|e| engine_error(&e), |()| ok());
+        replies.extend(std::iter::repeat_n(reply, group.len()));
+        rest = rest.get(group.len()..).unwrap_or_default();
+    }
+}
+
+/// Runs one request.
+pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply {
+    let Some((name, rest)) = args.split_first() else {
+        return error("ERR empty command");
+    };
+    let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
+    let Some(&(cmd, arity)) = TABLE.iter().find(|(n, _)| *n == lower) else {
+        let mut msg = format!(
+            "ERR unknown command '{}', with args beginning with: ",
+            shown(name)
+        );
+        for a in rest {
+            msg.push_str(&format!("'{}' ", shown(a)));
+        }
+        return error(msg);
+    };
+    let n = args.len() as i64;
+    if (arity > 0 && n != arity) || (arity < 0 && n < -arity) {
+        return error(format!("ERR wrong number of arguments for '{cmd}' command"));
+    }
+    shared
+        .counters
+        .commands_processed
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let engine = &shared.engine;
+    match (cmd, rest) {
+        ("ping", []) => BytesFrame::SimpleString(Bytes::from_static(b"PONG")),
+        ("ping", [msg]) | ("echo", [msg]) => bulk(msg.clone()),
+        ("ping", _) => error("ERR wrong number of arguments for 'ping' command"),
+        ("get", [key]) => {
+            let _order = shared.shared_order();
+            match engine.get(key) {
+                Ok(Some(v)) => bulk(v),
+                Ok(None) => BytesFrame::Null,
+                Err(e) => engine_error(&e),
+            }
+        }
+        ("set", [key, value, options @ ..]) => set(shared, key, value, options),
+        ("setnx", [key, value]) => {
+            let _order = shared.exclusive_order();
+            match engine.get(key) {
+                Ok(Some(_)) => int(0),
+                Ok(None) => engine
+                    .put(key, value)
+                    .map_or_else(|e| engine_error(&e), |()| int(1)),
+                Err(e) => engine_error(&e),
+            }
+        }
+        ("getset", [key, value]) => {
+            let _order = shared.exclusive_order();
+            let old = match engine.get(key) {
+                Ok(old) => old,
+                Err(e) => return engine_error(&e),
+            };
+            match engine.put(key, value) {
+                Ok(()) => old.map_or(BytesFrame::Null, bulk),
+                Err(e) => engine_error(&e),
+            }
+        }
+        ("del", keys) => {
+            let _order = shared.exclusive_order();
+            let mut deleted = 0;
+            for key in keys {
+                match engine.get(key) {
+                    Ok(Some(_)) => {}
+                    Ok(None) => continue,
+                    Err(e) => return engine_error(&e),
+                }
+                if let Err(e) = engine.delete(key) {
+                    return engine_error(&e);
+                }
+                deleted += 1;
+            }
+            int(deleted)
+        }
+        ("exists", keys) => {
+            let _order = shared.shared_order();
+            let mut found = 0;
+            for key in keys {
+                match engine.get(key) {
+                    Ok(Some(_)) => found += 1,
+                    Ok(None) => {}
+                    Err(e) => return engine_error(&e),
+                }
+            }
+            int(found)
+        }
+        ("mget", keys) => {
+            let _order = shared.shared_order();
+            let mut values = Vec::with_capacity(keys.len());
+            for key in keys {
+                match engine.get(key) {
+                    Ok(v) => values.push(v.map_or(BytesFrame::Null, bulk)),
+                    Err(e) => return engine_error(&e),
+                }
+            }
+            BytesFrame::Array(values)
+        }
+        ("mset", pairs) => {
+            if pairs.len() % 2 != 0 {
+                return error("ERR wrong number of arguments for 'mset' command");
+            }
+            let entries: Vec<(&[u8], &[u8])> = pairs
+                .chunks_exact(2)
+                .filter_map(|pair| match pair {
+                    [key, value] => Some((key.as_ref(), value.as_ref())),
+                    _ => None,
+                })
+                .collect();
+            let _order = shared.exclusive_order();
+            engine
+                .put_many(&entries)
+                .map_or_else(|e| engine_error(&e), |()| ok())
+        }
+        ("dbsize", []) => keyspace::dbsize(shared).map_or_else(|e| engine_error(&e), int),
+        ("flushdb", options) => {
+            if options.len() > 1
+                || options.first().is_some_and(|o| {
+                    !o.eq_ignore_ascii_case(b"sync") && !o.eq_ignore_ascii_case(b"async")
+                })
+            {
+                return syntax_error();
+            }
+            let _order = shared.exclusive_order();
+            keyspace::flush_all(shared).map_or_else(|e| engine_error(&e), |()| ok())
+        }
+        ("info", sections) => crate::info::info(shared, sections),
+        ("scan", [cursor, options @ ..]) => keyspace::scan(shared, cursor, options),
+        ("lidb.range", [start, end, options @ ..]) => keyspace::range(shared, start, end, options),
+        ("config", [sub, params @ ..]) => config(shared, sub, params),
+        ("client", [sub, rest @ ..]) => client(session, sub, rest),
+        ("command", sub) => command(sub),
+        ("select", [db]) => match parse_u64(db) {
+            Some(0) => ok(),
+            Some(_) => error("ERR DB index is out of range"),
+            None => not_integer(),
+        },
+        ("quit", _) => {
+            session.quit = true;
+            ok()
+        }
+        ("hello", _) => error("NOPROTO unsupported protocol version (lidb speaks RESP2 only)"),
+        _ => error(format!("ERR wrong number of arguments for '{cmd}' command")),
+    }
+}
+
+/// SET key value [NX|XX] [GET] [KEEPTTL]; EX, PX, EXAT, PXAT are refused: lidb keeps no TTLs.
+fn set(shared: &Shared, key: &Bytes, value: &Bytes, options: &[Bytes]) -> Reply {
+    let (mut nx, mut xx, mut get) = (false, false, false);
+    for o in options {
+        let o = o.to_ascii_lowercase();
+        match o.as_slice() {
+            b"nx" if !xx => nx = true,
+            b"xx" if !nx => xx = true,
+            b"get" => get = true,
+            b"keepttl" => {}
+            b"ex" | b"px" | b"exat" | b"pxat" => {
+                return error(
+                    "ERR lidb keeps no expiry times: SET EX/PX/EXAT/PXAT are not supported",
+                );
+            }
+            _ => return syntax_error(),
+        }
+    }
+    let engine = &shared.engine;
+    if !(nx || xx || get) {
+        let _order = shared.shared_order();
+        return engine
+            .put(key, value)
+            .map_or_else(|e| engine_error(&e), |()| ok());
+    }
+    let _order = shared.exclusive_order();
+    let old = match engine.get(key) {
+        Ok(old) => old,
+        Err(e) => return engine_error(&e),
+    };
+    let write = !(nx && old.is_some() || xx && old.is_none());
+    if write && let Err(e) = engine.put(key, value) {
+        return engine_error(&e);
+    }
+    match (get, write) {
+        (true, _) => old.map_or(BytesFrame::Null, bulk),
+        (false, true) => ok(),
+        (false, false) => BytesFrame::Null,
+    }
+}
+
+/// CONFIG GET of what clients ask on connect (save, appendonly); CONFIG SET is refused.
+fn config(shared: &Shared, sub: &[u8], params: &[Bytes]) -> Reply {
+    if sub.eq_ignore_ascii_case(b"get") {
+        let appendonly = if shared.settings.sync { "yes" } else { "no" };
+        let known = [("save", ""), ("appendonly", appendonly), ("databases", "1")];
+        let mut out = Vec::new();
+        for (name, value) in known {
+            if params
+                .iter()
+                .any(|p| crate::glob::matches(&p.to_ascii_lowercase(), name.as_bytes()))
+            {
+                out.push(bulk(name));
+                out.push(bulk(value));
+            }
+        }
+        return BytesFrame::Array(out);
+    }
+    if sub.eq_ignore_ascii_case(b"resetstat") {
+        return ok();
+    }
+    if sub.eq_ignore_ascii_case(b"set") {
+        return error("ERR CONFIG SET is not supported by lidb: restart with other options");
+    }
+    error(format!(
+        "ERR unknown subcommand '{}'. Try CONFIG HELP.",
+        shown(sub)
+    ))
+}
+
+fn client(session: &mut Session, sub: &[u8], rest: &[Bytes]) -> Reply {
+    let sub = sub.to_ascii_lowercase();
+    match (sub.as_slice(), rest) {
+        (b"setinfo", [_, _]) => ok(),
+        (b"setname", [name]) => {
+            session.name = Some(name.clone());
+            ok()
+        }
+        (b"getname", []) => session.name.clone().map_or(BytesFrame::Null, bulk),
+        (b"id", []) => int(session.id),
+        (b"setinfo" | b"setname" | b"getname" | b"id", _) => error(format!(
+            "ERR wrong number of arguments for 'client|{}' command",
+            shown(&sub)
+        )),
+        _ => error(format!(
+            "ERR unknown subcommand '{}'. Try CLIENT HELP.",
+            shown(&sub)
+        )),
+    }
+}
+
+/// COMMAND, COMMAND COUNT, COMMAND DOCS: what redis-cli and client libraries ask on connect. No
+/// docs are served (an empty answer), which clients take as "no hints".
+fn command(sub: &[Bytes]) -> Reply {
+    match sub.first().map(|s| s.to_ascii_lowercase()) {
+        None => BytesFrame::Array(Vec::new()),
+        Some(s) if s == b"count" => int(TABLE.len() as u64),
+        Some(s) if s == b"docs" || s == b"info" => BytesFrame::Array(Vec::new()),
+        Some(s) => error(format!(
+            "ERR unknown subcommand '{}'. Try COMMAND HELP.",
+            shown(&s)
+        )),
+    }
+}

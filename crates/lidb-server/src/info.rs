@@ -1,0 +1,118 @@
+//! INFO: `# Section` headers and `field:value` lines, as Redis prints them. Sections: server,
+//! clients, stats, persistence, memory (the engine's bytes on disk, split as the engine reports
+//! them) and lidb (the engine's read split and notes). Called inside block_in_place.
+
+use bytes::Bytes;
+use lidb_bench::engines::{ReadSplit, Space};
+
+use crate::commands::{Reply, bulk};
+use crate::state::Shared;
+
+const SECTIONS: &[&str] = &[
+    "server",
+    "clients",
+    "stats",
+    "persistence",
+    "memory",
+    "lidb",
+];
+
+fn section(shared: &Shared, name: &str, out: &mut String) {
+    let c = &shared.counters;
+    let lines: Vec<(String, String)> = match name {
+        "server" => vec![
+            ("lidb_version".into(), env!("CARGO_PKG_VERSION").into()),
+            ("redis_mode".into(), "standalone".into()),
+            ("engine".into(), shared.engine.name().into()),
+            ("tcp_listen".into(), shared.settings.listen.clone()),
+            ("process_id".into(), std::process::id().to_string()),
+            (
+                "uptime_in_seconds".into(),
+                shared.started.elapsed().as_secs().to_string(),
+            ),
+        ],
+        "clients" => vec![(
+            "connected_clients".into(),
+            Shared::count(&c.connections_open).to_string(),
+        )],
+        "stats" => vec![
+            (
+                "total_connections_received".into(),
+                Shared::count(&c.connections_received).to_string(),
+            ),
+            (
+                "rejected_connections".into(),
+                Shared::count(&c.connections_rejected).to_string(),
+            ),
+            (
+                "total_commands_processed".into(),
+                Shared::count(&c.commands_processed).to_string(),
+            ),
+        ],
+        "persistence" => vec![
+            (
+                "aof_enabled".into(),
+                u8::from(shared.settings.sync).to_string(),
+            ),
+            ("sync_every_write".into(), shared.settings.sync.to_string()),
+        ],
+        "memory" => {
+            let Space {
+                lsm_bytes,
+                key_list_bytes,
+                model_bytes,
+                vlog_bytes,
+            } = shared.engine.space();
+            vec![
+                ("lsm_bytes".into(), lsm_bytes.to_string()),
+                ("key_list_bytes".into(), key_list_bytes.to_string()),
+                ("model_bytes".into(), model_bytes.to_string()),
+                ("vlog_bytes".into(), vlog_bytes.to_string()),
+            ]
+        }
+        _ => {
+            let ReadSplit {
+                from_lsm,
+                from_tier,
+                gcs,
+            } = shared.engine.read_split();
+            let mut v = vec![
+                ("reads_from_lsm".into(), from_lsm.to_string()),
+                ("reads_from_tier".into(), from_tier.to_string()),
+                ("gcs".into(), gcs.to_string()),
+            ];
+            for (i, note) in shared.engine.notes().into_iter().enumerate() {
+                v.push((format!("note{i}"), note.replace(['\r', '\n'], " ")));
+            }
+            v
+        }
+    };
+    let mut title = name.to_string();
+    if let Some(first) = title.get_mut(..1) {
+        first.make_ascii_uppercase();
+    }
+    out.push_str(&format!("# {title}\r\n"));
+    for (k, v) in lines {
+        out.push_str(&format!("{k}:{v}\r\n"));
+    }
+    out.push_str("\r\n");
+}
+
+/// INFO [section ...]: all sections for none, "all", "default" or "everything".
+pub fn info(shared: &Shared, asked: &[Bytes]) -> Reply {
+    let asked: Vec<String> = asked
+        .iter()
+        .map(|a| String::from_utf8_lossy(a).to_ascii_lowercase())
+        .collect();
+    let all = asked.is_empty()
+        || asked
+            .iter()
+            .any(|a| matches!(a.as_str(), "all" | "default" | "everything"));
+    let mut out = String::new();
+    for name in SECTIONS {
+        if all || asked.iter().any(|a| a == name) {
+            section(shared, name, &mut out);
+        }
+    }
+    bulk(out)
+}

@@ -1,0 +1,26 @@
+//! `lidb serve`: every lidb engine over the Redis protocol (RESP2 and inline commands), so
+//! redis-cli, redis-benchmark, redis-py, Jedis and YCSB talk to it unchanged.
+//!
+//! A thin shell over the engine, in the modules of mini-redis:
+//! - `codec`, `inline`: bytes to requests and replies to bytes; pure and fuzzed.
+//! - `connection`: one task per client; decodes every complete request of its buffer, runs them
+//!   as one batch inside block_in_place, writes the replies together (pipelining).
+//! - `commands`, `keyspace`, `info`: one table from command to engine call.
+//! - `state`: what connections share (the engine, the write order, SCAN cursors, counters).
+//! - `server`: accept loop, connection cap, graceful stop (stop accepting, finish batches, flush).
+//!
+//! The engine is any [`lidb_bench::engines::Engine`]; its calls may block, so they run inside
+//! `tokio::task::block_in_place`, which moves the worker's other tasks to another thread first.
+
+pub mod codec;
+mod commands;
+mod connection;
+pub mod glob;
+mod info;
+mod inline;
+mod keyspace;
+mod server;
+mod state;
+
+pub use codec::{DecodeError, Limits, RequestCodec, decode_all};
+pub use server::{Server, ServerConfig, ServerError, ServerHandle};

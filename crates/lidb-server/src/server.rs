@@ -1,0 +1,320 @@
+//! The accept loop, the connection cap and the graceful stop.
+//!
+//! [`Server::bind`] binds the socket on the caller's thread (so the address, port 0 resolved, is
+//! known before serving); [`Server::run`] then builds a tokio runtime and serves until the stop
+//! future resolves: SIGINT or SIGTERM for `lidb serve` ([`Server::run_until_signal`]), a call for
+//! tests ([`Server::spawn`]).
+//!
+//! Stop sequence: stop accepting, tell every connection (each finishes its running batch and
+//! writes its replies), wait for them up to `drain_timeout`, then flush the engine (memtable to
+//! tables, logs synced) on the calling thread, and return. A connection over `max_connections`
+//! gets `-ERR max number of clients reached` and is closed, as Redis does.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use lidb_bench::engines::{Engine, EngineError};
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+use tokio::sync::{Semaphore, oneshot, watch};
+use tokio::task::JoinSet;
+
+use crate::codec::{Limits, encode_reply};
+use crate::connection::{self, ConnectionContext};
+use crate::state::{Settings, Shared};
+
+/// How a server runs.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Address to listen on; port 0 picks a free one.
+    pub listen: String,
+    pub max_connections: usize,
+    /// Close a connection that sends nothing for this long; `None`: never.
+    pub idle_timeout: Option<Duration>,
+    pub limits: Limits,
+    /// The engine syncs every write (reported by INFO and CONFIG GET appendonly).
+    pub sync: bool,
+    /// The most items one SCAN or LIDB.RANGE reply holds.
+    pub max_range_items: u64,
+    /// How long a stop waits for connections to finish their running batches.
+    pub drain_timeout: Duration,
+    /// Tokio worker threads; 0: one per core.
+    pub threads: usize,
+}
+
+impl Default for ServerConfig {
+    fn default() -> ServerConfig {
+        ServerConfig {
+            listen: "127.0.0.1:6379".into(),
+            max_connections: 1024,
+            idle_timeout: None,
+            limits: Limits::default(),
+            sync: false,
+            max_range_items: 10_000,
+            drain_timeout: Duration::from_secs(10),
+            threads: 0,
+        }
+    }
+}
+
+/// Why a server could not start or stop cleanly.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ServerError {
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
+    /// The final flush of the engine failed.
+    Engine(EngineError),
+}
+
+impl std::fmt::Display for ServerError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServerError::Io { what, source } => write!(f, "{what}: {source}"),
+            ServerError::Engine(e) => write!(f, "engine: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ServerError {}
+
+fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServerError {
+    let what = what.into();
+    move |source| ServerError::Io { what, source }
+}
+
+/// A bound server, not yet serving.
+#[derive(Debug)]
+pub struct Server {
+    listener: std::net::TcpListener,
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    config: ServerConfig,
+}
+
+impl Server {
+    pub fn bind(config: ServerConfig, engine: Box<dyn Engine>) -> Result<Server, ServerError> {
+        let listener = std::net::TcpListener::bind(&config.listen)
+            .map_err(io_error(format!("cannot listen on {}", config.listen)))?;
+        let addr = listener.local_addr().map_err(io_error("local address"))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(io_error("non-blocking socket"))?;
+        let settings = Settings {
+            sync: config.sync,
+            max_range_items: config.max_range_items.max(1),
+            listen: addr.to_string(),
+        };
+        Ok(Server {
+            listener,
+            addr,
+            shared: Arc::new(Shared::new(engine, settings)),
+            config,
+        })
+    }
+
+    /// The bound address (the real port when the config asked for port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    fn runtime(&self) -> Result<tokio::runtime::Runtime, ServerError> {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        if self.config.threads > 0 {
+            b.worker_threads(self.config.threads);
+        }
+        b.enable_all().build().map_err(io_error("tokio runtime"))
+    }
+
+    /// Serves until SIGINT or SIGTERM; `ready` is called once the signal handlers are in place
+    /// (`lidb serve` prints its address there, so a signal sent after that line is handled).
+    pub fn run_until_signal(self, ready: impl FnOnce(SocketAddr)) -> Result<(), ServerError> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let runtime = self.runtime()?;
+        let (mut term, mut int) = runtime.block_on(async {
+            Ok::<_, ServerError>((
+                signal(SignalKind::terminate()).map_err(io_error("SIGTERM handler"))?,
+                signal(SignalKind::interrupt()).map_err(io_error("SIGINT handler"))?,
+            ))
+        })?;
+        ready(self.addr);
+        self.serve_on(runtime, async move {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        })
+    }
+
+    /// Serves until `stop` resolves, then stops as the module says.
+    pub fn run(self, stop: impl Future<Output = ()>) -> Result<(), ServerError> {
+        let runtime = self.runtime()?;
+        self.serve_on(runtime, stop)
+    }
+
+    /// Serves on a thread of its own; the handle stops it.
+    pub fn spawn(self) -> ServerHandle {
+        let addr = self.addr;
+        let (tx, rx) = oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            self.run(async {
+                let _ = rx.await;
+            })
+        });
+        ServerHandle {
+            addr,
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+
+    fn serve_on(
+        self,
+        runtime: tokio::runtime::Runtime,
+        stop: impl Future<Output = ()>,
+    ) -> Result<(), ServerError> {
+        let Server {
+            listener,
+            shared,
+            config,
+            ..
+        } = self;
+        runtime.block_on(accept_loop(listener, Arc::clone(&shared), &config, stop))?;
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        shared.engine.flush().map_err(ServerError::Engine)
+    }
+}
+
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+    config: &ServerConfig,
+    stop: impl Future<Output = ()>,
+) -> Result<(), ServerError> {
+    let listener = TcpListener::from_std(listener).map_err(io_error("listener"))?;
+    let permits = Arc::new(Semaphore::new(config.max_connections.max(1)));
+    let (stopping, shutdown) = watch::channel(false);
+    let mut tasks = JoinSet::new();
+    let mut next_id = 0u64;
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            () = &mut stop => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
+            accepted = listener.accept() => {
+                let Ok((mut stream, _)) = accepted else {
+                    // Out of descriptors and the like: let connections close, then retry.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
+                shared.counters.connections_received.fetch_add(1, Ordering::Relaxed);
+                let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
+                    shared.counters.connections_rejected.fetch_add(1, Ordering::Relaxed);
+                    tasks.spawn(async move {
+                        let mut out = BytesMut::new();
+                        encode_reply(&connection::too_many_clients(), &mut out);
+                        let _ = stream.write_all(&out).await;
+                    });
+                    continue;
+                };
+                next_id += 1;
+                let ctx = ConnectionContext {
+                    shared: Arc::clone(&shared),
+                    limits: config.limits,
+                    idle_timeout: config.idle_timeout,
+                    shutdown: shutdown.clone(),
+                };
+                let id = next_id;
+                tasks.spawn(async move {
+                    // Dropped when the task ends, also by a panic: the count and the permit
+                    // come back either way.
+                    let _open = OpenConnection::new(Arc::clone(&ctx.shared), permit);
+                    connection::serve(stream, id, ctx).await;
+                });
+            }
+        }
+    }
+    drop(listener);
+    let _ = stopping.send(true);
+    let drained = tokio::time::timeout(config.drain_timeout, async {
+        while tasks.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tasks.abort_all();
+    }
+    Ok(())
+}
+
+/// One open connection: counted in INFO and holding a permit of the connection cap while alive.
+struct OpenConnection {
+    shared: Arc<Shared>,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl OpenConnection {
+    fn new(shared: Arc<Shared>, permit: tokio::sync::OwnedSemaphorePermit) -> OpenConnection {
+        shared
+            .counters
+            .connections_open
+            .fetch_add(1, Ordering::Relaxed);
+        OpenConnection {
+            shared,
+            _permit: permit,
+        }
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.shared
+            .counters
+            .connections_open
+            .fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// A server running on its own thread ([`Server::spawn`]).
+#[derive(Debug)]
+pub struct ServerHandle {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<Result<(), ServerError>>>,
+}
+
+impl ServerHandle {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops the server as a signal would and waits for it.
+    pub fn stop(mut self) -> Result<(), ServerError> {
+        self.stop_now()
+    }
+
+    fn stop_now(&mut self) -> Result<(), ServerError> {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(ServerError::Io {
+                what: "server thread".into(),
+                source: std::io::Error::other("panicked"),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        let _ = self.stop_now();
+    }
+}
