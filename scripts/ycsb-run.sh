@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# One YCSB core workload through the real YCSB client (site.ycsb:core 0.17.0) and lidb's own DB
+# binding (ycsb/, Jedis over the Redis protocol) against `lidb serve` (CI runs `a lsm`):
+#
+#   scripts/ycsb-run.sh [WORKLOAD] [ENGINE]     WORKLOAD a..f (default a), ENGINE default lsm
+#
+# Builds ycsb/ with `mvn package` (the first build downloads from Maven Central into ~/.m2; later
+# builds run offline), starts `lidb serve --engine ENGINE` on a free port of 127.0.0.1 with a fresh
+# database, loads the workload's records (-load) and runs its operations (-t), printing YCSB's
+# [OVERALL] and per-operation lines of each phase, then stops the server by its PID with SIGTERM
+# and requires exit 0. Exits non-zero if YCSB reports any failed operation.
+#
+# LIDB picks the binary (default target/release/lidb, built if absent), RECORDS and OPERATIONS
+# override the workload's recordcount and operationcount, THREADS the YCSB client threads
+# (default 1); VERIFY=1 adds YCSB's `-p dataintegrity=true` (values derived from key and field,
+# every read checked; a wrong value is Return=UNEXPECTED_STATE, a failure here). Every wait is
+# bounded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+workload="${1:-a}"
+engine="${2:-lsm}"
+lidb="${LIDB:-target/release/lidb}"
+threads="${THREADS:-1}"
+workload_file="ycsb/workloads/workload$workload"
+[ -f "$workload_file" ] || { echo "ycsb-run: no workload file $workload_file (use a..f)" >&2; exit 2; }
+
+work="$(mktemp -d)"
+lidb_pid=""
+cleanup() {
+  [ -n "$lidb_pid" ] && kill -KILL "$lidb_pid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+  echo "ycsb-run: $*" >&2
+  [ -s "$work/lidb.err" ] && sed 's/^/  lidb stderr: /' "$work/lidb.err" >&2
+  exit 1
+}
+
+echo "== mvn package (ycsb/)"
+mvn_flags=(-q -B -Dstyle.color=never -f ycsb/pom.xml package)
+if ! timeout 300 mvn -o "${mvn_flags[@]}" >"$work/mvn-offline.log" 2>&1; then
+  echo "(offline build failed; building with Maven Central)"
+  timeout 600 mvn "${mvn_flags[@]}" || fail "mvn package failed"
+fi
+jar="$(ls ycsb/target/lidb-ycsb-binding-*.jar)"
+classpath="$jar:ycsb/target/lib/*"
+
+if [ ! -x "$lidb" ]; then
+  echo "== cargo build --release --bin lidb"
+  cargo build --release --bin lidb
+fi
+
+echo "== lidb serve --engine $engine"
+"$lidb" serve --engine "$engine" --db "$work/db" --listen 127.0.0.1:0 >"$work/lidb.out" 2>"$work/lidb.err" &
+lidb_pid=$!
+for _ in $(seq 100); do
+  [ -s "$work/lidb.out" ] && break
+  kill -0 "$lidb_pid" 2>/dev/null || fail "lidb serve exited before listening"
+  sleep 0.1
+done
+addr="$(head -n 1 "$work/lidb.out" | awk '$1 == "listening" && $2 == "on" { print $3 }')"
+[ -n "$addr" ] || fail "no 'listening on ADDRESS' first line"
+port="${addr##*:}"
+echo "listening on $addr (pid $lidb_pid)"
+
+file_count() { awk -F= -v k="$1" '$1 == k { v = $2 } END { print v }' "$workload_file"; }
+records="${RECORDS:-$(file_count recordcount)}"
+operations="${OPERATIONS:-$(file_count operationcount)}"
+counts=(-p "recordcount=$records" -p "operationcount=$operations")
+[ "${VERIFY:-0}" = 1 ] && counts+=(-p dataintegrity=true)
+ycsb() {
+  local phase="$1" want="$2"
+  echo "== YCSB $phase: java -cp ... site.ycsb.Client $phase -db dev.lidb.ycsb.LidbClient -P $workload_file" \
+    "-p lidb.port=PORT -threads $threads ${counts[*]}"
+  timeout 600 java -cp "$classpath" site.ycsb.Client "$phase" -db dev.lidb.ycsb.LidbClient \
+    -P "$workload_file" -p lidb.host=127.0.0.1 -p "lidb.port=$port" -threads "$threads" \
+    "${counts[@]}" >"$work/ycsb$phase.out" 2>"$work/ycsb$phase.err" ||
+    { sed 's/^/  ycsb stderr: /' "$work/ycsb$phase.err" >&2; fail "YCSB $phase failed"; }
+  grep '^\[' "$work/ycsb$phase.out" || true
+  grep -q '^\[OVERALL\], Throughput' "$work/ycsb$phase.out" || fail "YCSB $phase printed no [OVERALL] throughput"
+  # A failed operation: a [READ-FAILED]-style line, or any Return= other than OK and BATCHED_OK
+  # (ERROR, NOT_FOUND, UNEXPECTED_STATE from VERIFY=1, ...).
+  if grep -q -e '-FAILED\]' "$work/ycsb$phase.out" ||
+    grep 'Return=' "$work/ycsb$phase.out" | grep -q -v -e 'Return=OK,' -e 'Return=BATCHED_OK,'; then
+    grep -e '^\[' "$work/ycsb$phase.err" | head -20 >&2 || true
+    grep -e 'lidb ' "$work/ycsb$phase.err" | head -20 >&2 || true
+    fail "YCSB $phase reported failed operations"
+  fi
+  # YCSB exits 0 even when a client thread's init fails; count what ran. A read-modify-write is
+  # measured as a READ, an UPDATE and a READ-MODIFY-WRITE.
+  local done
+  done="$(awk -F', ' '$2 == "Operations" {
+      if ($1 ~ /^\[(READ|UPDATE|INSERT|SCAN|DELETE)\]$/) n += $3
+      if ($1 == "[READ-MODIFY-WRITE]") n -= $3
+    } END { print n + 0 }' "$work/ycsb$phase.out")"
+  [ "$done" = "$want" ] || {
+    grep -v '^\[' "$work/ycsb$phase.out" "$work/ycsb$phase.err" | head -20 >&2
+    fail "YCSB $phase ran $done operations, not $want"
+  }
+}
+ycsb -load "$records"
+ycsb -t "$operations"
+
+echo "== SIGTERM to lidb serve (pid $lidb_pid)"
+kill -TERM "$lidb_pid"
+for _ in $(seq 300); do
+  kill -0 "$lidb_pid" 2>/dev/null || break
+  sleep 0.1
+done
+kill -0 "$lidb_pid" 2>/dev/null && fail "lidb serve still running 30 s after SIGTERM"
+status=0
+wait "$lidb_pid" || status=$?
+lidb_pid=""
+[ "$status" = 0 ] || fail "lidb serve exited with $status after SIGTERM"
+echo "ycsb run passed (workload $workload, engine $engine)"
