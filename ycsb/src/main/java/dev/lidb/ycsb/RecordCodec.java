@@ -1,6 +1,7 @@
 package dev.lidb.ycsb;
 
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
 import java.util.Map;
@@ -10,7 +11,8 @@ import java.util.TreeMap;
 /**
  * The byte format of one YCSB record (a map from field name to value) stored as ONE lidb value.
  *
- * <p>Format, all integers unsigned 32-bit big-endian:
+ * <p>Format, all integers unsigned 32-bit little-endian, as in every lidb
+ * format (docs/format/ycsb-record.md draws it):
  *
  * <pre>
  *   record := field_count:u32  field{field_count}
@@ -38,7 +40,7 @@ public final class RecordCodec {
     if (size > Integer.MAX_VALUE) {
       throw new IllegalArgumentException("record of " + size + " bytes is too large");
     }
-    ByteBuffer out = ByteBuffer.allocate((int) size);
+    ByteBuffer out = ByteBuffer.allocate((int) size).order(ByteOrder.LITTLE_ENDIAN);
     out.putInt(sorted.size());
     for (Map.Entry<String, byte[]> e : sorted.entrySet()) {
       byte[] name = e.getKey().getBytes(StandardCharsets.UTF_8);
@@ -53,7 +55,7 @@ public final class RecordCodec {
    * null (YCSB's "all fields").
    */
   public static Map<String, byte[]> decode(byte[] bytes, Set<String> wanted) {
-    ByteBuffer in = ByteBuffer.wrap(bytes);
+    ByteBuffer in = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
     long count = readLength(in, "field count");
     TreeMap<String, byte[]> fields = new TreeMap<>();
     HashSet<String> names = new HashSet<>();

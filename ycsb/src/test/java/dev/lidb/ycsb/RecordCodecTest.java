@@ -59,7 +59,7 @@ class RecordCodecTest {
     Map<String, byte[]> record = new HashMap<>();
     record.put("b", new byte[] {9});
     record.put("a", new byte[0]);
-    byte[] want = {0, 0, 0, 2, 0, 0, 0, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 1, 'b', 0, 0, 0, 1, 9};
+    byte[] want = {2, 0, 0, 0, 1, 0, 0, 0, 'a', 0, 0, 0, 0, 1, 0, 0, 0, 'b', 1, 0, 0, 0, 9};
     assertArrayEquals(want, RecordCodec.encode(record));
   }
 
@@ -84,9 +84,9 @@ class RecordCodecTest {
       byte[] bytes = new byte[rng.nextInt(40)];
       rng.nextBytes(bytes);
       if (rng.nextBoolean() && bytes.length >= 4) {
-        bytes[0] = 0;
         bytes[1] = 0;
         bytes[2] = 0;
+        bytes[3] = 0;
       }
       try {
         RecordCodec.decode(bytes, null);
@@ -98,7 +98,7 @@ class RecordCodecTest {
 
   @Test
   void rejectsDuplicateFields() {
-    byte[] dup = {0, 0, 0, 2, 0, 0, 0, 1, 'a', 0, 0, 0, 0, 0, 0, 0, 1, 'a', 0, 0, 0, 0};
+    byte[] dup = {2, 0, 0, 0, 1, 0, 0, 0, 'a', 0, 0, 0, 0, 1, 0, 0, 0, 'a', 0, 0, 0, 0};
     assertThrows(IllegalArgumentException.class, () -> RecordCodec.decode(dup, null));
   }
 }
