@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Every test suite of lidb, on a fresh Debian machine with a Rust toolchain: installs what the
+# suites outside cargo need (Debian's packages, when absent and when run as root), then runs
+#   1. cargo test --workspace                     (every Rust crate)
+#   2. the engine conformance harness with real RocksDB (cargo feature rocksdb)
+#   3. the YCSB binding's JUnit tests             (ycsb/, Maven)
+#   4. lidb serve with redis-cli and redis-benchmark, beside Debian's redis-server
+#   5. one small YCSB workload through the real YCSB client against lidb serve
+# Stops at the first failure. SKIP_PACKAGES=1 skips the installs (you installed them yourself).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+install() {
+  [ "${SKIP_PACKAGES:-0}" = 1 ] && return 0
+  local missing=()
+  for p in "$@"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "== apt-get install ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+
+# librocksdb-dev and libclang-dev: the rocksdb feature (bindgen); redis-*: the serve smoke run;
+# OpenJDK 17 and Maven: the YCSB binding (which fetches YCSB core and Jedis from Maven Central).
+install librocksdb-dev libclang-dev redis-tools redis-server openjdk-17-jdk-headless maven
+
+echo "== 1. cargo test --workspace"
+cargo test --workspace
+
+echo "== 2. the engine conformance harness with real RocksDB"
+cargo test -p lidb-bench --features rocksdb --test engines
+
+echo "== 3. the YCSB binding's unit tests (mvn test)"
+(cd ycsb && mvn -q -o test 2>/dev/null || mvn -q test)
+
+echo "== 4. lidb serve with redis-cli and redis-benchmark, beside redis-server (scripts/serve-smoke.sh)"
+cargo build --release --quiet --bin lidb
+scripts/serve-smoke.sh --compare
+
+echo "== 5. YCSB workload A through the real YCSB client, small (scripts/ycsb-run.sh)"
+RECORDS=2000 OPERATIONS=2000 VERIFY=1 timeout 1200 scripts/ycsb-run.sh a lsm
+
+echo "all test suites passed"
