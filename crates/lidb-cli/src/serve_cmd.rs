@@ -63,7 +63,7 @@ pub struct ServeArgs {
     /// Seconds a stop waits for connections to finish the requests they are running.
     #[arg(long, default_value_t = 10)]
     drain_timeout: u64,
-    /// Async worker threads (a batch of engine calls hands its worker's other tasks to another thread); 0 = one per core.
+    /// Async worker threads, and as many engine threads (which run the batches of engine calls off the async workers); 0 = one per core.
     #[arg(long, default_value_t = 0)]
     threads: usize,
     /// Index family of the engine's LSM tables (fp, binary, plr, fiting, pgm, rs, rmi, lpa).

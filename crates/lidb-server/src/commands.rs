@@ -2,7 +2,7 @@
 //! command maps to the engine in one place, as Kvrocks' table does; scans and ranges are in
 //! `keyspace.rs`, INFO in `info.rs`.
 //!
-//! Called inside tokio's block_in_place (engine calls may wait on I/O), never as plain async code. A reply
+//! Called on the engine pool's threads (engine calls may wait on I/O), never as async code. A reply
 //! to a write is built only after the engine has taken the write (synced with `--sync`), so what
 //! a client sees acknowledged is durable as the engine promises.
 //!

@@ -2,11 +2,8 @@
 //! batch, write all their replies with one write, read again. That is pipelining:
 //! `redis-benchmark -P 16` gets its 16 replies in one write.
 //!
-//! A batch runs inside `tokio::task::block_in_place`: engine calls may block on I/O, so the
-//! worker's other tasks move to another thread while it runs and no async worker is held up.
-//! (spawn_blocking did the same with two thread hand-offs per batch instead of one; on 2 busy
-//! cores `redis-benchmark -P 16` ran 20 to 40% faster with block_in_place.) The runtime is always
-//! multi-threaded, which block_in_place needs.
+//! A batch runs on the engine pool (`pool.rs`): engine calls may block on I/O, so they never run
+//! on an async worker; the connection's task awaits the replies.
 //!
 //! Runs as one tokio task per connection. Invariants:
 //! 1. Requests of one connection run in order, one batch at a time; replies go out in that order.
@@ -30,6 +27,7 @@ use tokio_util::codec::Decoder;
 
 use crate::codec::{DecodeError, Limits, RequestCodec, encode_reply};
 use crate::commands::{Session, error, execute_batch};
+use crate::pool::EnginePool;
 use crate::state::Shared;
 
 /// The most requests run as one batch before the next read.
@@ -39,6 +37,7 @@ pub const MAX_BATCH: usize = 1024;
 #[derive(Debug, Clone)]
 pub struct ConnectionContext {
     pub shared: Arc<Shared>,
+    pub pool: Arc<EnginePool>,
     pub limits: Limits,
     pub idle_timeout: Option<Duration>,
     pub shutdown: watch::Receiver<bool>,
@@ -70,11 +69,19 @@ pub async fn serve(mut stream: TcpStream, id: u64, mut ctx: ConnectionContext) {
         }
         let full = batch.len() == MAX_BATCH;
         if !batch.is_empty() {
-            let mut replies = Vec::with_capacity(batch.len());
-            // A panic here (a bug) ends this connection's task only; the server goes on.
-            tokio::task::block_in_place(|| {
-                execute_batch(&ctx.shared, &mut session, &batch, &mut replies);
+            let shared = Arc::clone(&ctx.shared);
+            let mut moved = std::mem::take(&mut session);
+            let ran = ctx.pool.run(move || {
+                let mut replies = Vec::with_capacity(batch.len());
+                execute_batch(&shared, &mut moved, &batch, &mut replies);
+                (moved, replies)
             });
+            // A closed channel: the batch panicked (a bug) or the pool is gone; this connection
+            // ends, the server goes on.
+            let Ok((back, replies)) = ran.await else {
+                return;
+            };
+            session = back;
             for reply in &replies {
                 encode_reply(reply, &mut output);
             }

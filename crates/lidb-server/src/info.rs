@@ -1,6 +1,6 @@
 //! INFO: `# Section` headers and `field:value` lines, as Redis prints them. Sections: server,
 //! clients, stats, persistence, memory (the engine's bytes on disk, split as the engine reports
-//! them) and lidb (the engine's read split and notes). Called inside block_in_place.
+//! them) and lidb (the engine's read split and notes). Called on the engine pool.
 
 use bytes::Bytes;
 use lidb_bench::engines::{ReadSplit, Space};

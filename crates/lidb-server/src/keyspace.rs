@@ -1,5 +1,5 @@
 //! Commands over the key order: SCAN, LIDB.RANGE, DBSIZE and FLUSHDB, all built on the engine's
-//! forward `scan(start, end, limit)`. Called inside block_in_place (see
+//! forward `scan(start, end, limit)`. Called on the engine pool (see
 //! `connection.rs`).
 //!
 //! Costs (the engine trait has no key count, no reverse iterator and no range delete):

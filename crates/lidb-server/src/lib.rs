@@ -4,13 +4,14 @@
 //! A thin shell over the engine, in the modules of mini-redis:
 //! - `codec`, `inline`: bytes to requests and replies to bytes; pure and fuzzed.
 //! - `connection`: one task per client; decodes every complete request of its buffer, runs them
-//!   as one batch inside block_in_place, writes the replies together (pipelining).
+//!   as one batch on the engine pool, writes the replies together (pipelining).
 //! - `commands`, `keyspace`, `info`: one table from command to engine call.
+//! - `pool`: the threads that run batches against the engine.
 //! - `state`: what connections share (the engine, the write order, SCAN cursors, counters).
 //! - `server`: accept loop, connection cap, graceful stop (stop accepting, finish batches, flush).
 //!
-//! The engine is any [`lidb_bench::engines::Engine`]; its calls may block, so they run inside
-//! `tokio::task::block_in_place`, which moves the worker's other tasks to another thread first.
+//! The engine is any [`lidb_bench::engines::Engine`]; its calls may block, so they run on the
+//! engine pool's threads (`pool.rs`), never on tokio's async workers.
 
 pub mod codec;
 mod commands;
@@ -19,6 +20,7 @@ pub mod glob;
 mod info;
 mod inline;
 mod keyspace;
+mod pool;
 mod server;
 mod state;
 

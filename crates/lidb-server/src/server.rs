@@ -25,6 +25,7 @@ use tokio::task::JoinSet;
 
 use crate::codec::{Limits, encode_reply};
 use crate::connection::{self, ConnectionContext};
+use crate::pool::EnginePool;
 use crate::state::{Settings, Shared};
 
 /// How a server runs.
@@ -185,7 +186,18 @@ impl Server {
             config,
             ..
         } = self;
-        runtime.block_on(accept_loop(listener, Arc::clone(&shared), &config, stop))?;
+        let threads = match config.threads {
+            0 => std::thread::available_parallelism().map_or(2, usize::from),
+            n => n,
+        };
+        let pool = Arc::new(EnginePool::new(threads).map_err(io_error("engine threads"))?);
+        runtime.block_on(accept_loop(
+            listener,
+            Arc::clone(&shared),
+            Arc::clone(&pool),
+            &config,
+            stop,
+        ))?;
         runtime.shutdown_timeout(Duration::from_secs(1));
         shared.engine.flush().map_err(ServerError::Engine)
     }
@@ -194,6 +206,7 @@ impl Server {
 async fn accept_loop(
     listener: std::net::TcpListener,
     shared: Arc<Shared>,
+    pool: Arc<EnginePool>,
     config: &ServerConfig,
     stop: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
@@ -226,6 +239,7 @@ async fn accept_loop(
                 next_id += 1;
                 let ctx = ConnectionContext {
                     shared: Arc::clone(&shared),
+                    pool: Arc::clone(&pool),
                     limits: config.limits,
                     idle_timeout: config.idle_timeout,
                     shutdown: shutdown.clone(),

@@ -1,7 +1,7 @@
 //! What every connection of one server shares: the engine, the write order lock, SCAN's cursor
 //! map and the counters INFO shows.
 //!
-//! Threads: any; commands run inside block_in_place on several threads at once.
+//! Threads: any; commands run on the engine pool's threads, several at once.
 //!
 //! Lock order: `write_order` before `cursors`; the engine's own locks are below both. Nothing
 //! holds `cursors` across an engine call.
