@@ -18,7 +18,8 @@ compare=0
 bench_flags=(-t set,get,mset -n "$requests" -c 8 -P 16 --csv)
 
 work="$(mktemp -d)"
-lidb_pid=""
+# shellcheck source=scripts/lib/serve.sh
+source scripts/lib/serve.sh
 redis_pid=""
 cleanup() {
   for p in $lidb_pid $redis_pid; do
@@ -34,18 +35,7 @@ fail() {
   exit 1
 }
 
-echo "== lidb serve --engine $engine"
-"$lidb" serve --engine "$engine" --db "$work/db" --listen 127.0.0.1:0 >"$work/lidb.out" 2>"$work/lidb.err" &
-lidb_pid=$!
-for _ in $(seq 100); do
-  [ -s "$work/lidb.out" ] && break
-  kill -0 "$lidb_pid" 2>/dev/null || fail "lidb serve exited before listening"
-  sleep 0.1
-done
-addr="$(head -n 1 "$work/lidb.out" | awk '$1 == "listening" && $2 == "on" { print $3 }')"
-[ -n "$addr" ] || fail "no 'listening on ADDRESS' first line"
-port="${addr##*:}"
-echo "listening on $addr (pid $lidb_pid)"
+start_lidb_serve "$engine"
 
 cli() { timeout 10 redis-cli -h 127.0.0.1 -p "$port" "$@"; }
 expect() {
@@ -110,15 +100,5 @@ for test in lidb:
 PY
 fi
 
-echo "== SIGTERM to lidb serve (pid $lidb_pid)"
-kill -TERM "$lidb_pid"
-for _ in $(seq 300); do
-  kill -0 "$lidb_pid" 2>/dev/null || break
-  sleep 0.1
-done
-kill -0 "$lidb_pid" 2>/dev/null && fail "lidb serve still running 30 s after SIGTERM"
-status=0
-wait "$lidb_pid" || status=$?
-lidb_pid=""
-[ "$status" = 0 ] || fail "lidb serve exited with $status after SIGTERM"
+stop_lidb_serve
 echo "serve smoke passed"

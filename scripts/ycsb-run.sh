@@ -25,7 +25,8 @@ workload_file="ycsb/workloads/workload$workload"
 [ -f "$workload_file" ] || { echo "ycsb-run: no workload file $workload_file (use a..f)" >&2; exit 2; }
 
 work="$(mktemp -d)"
-lidb_pid=""
+# shellcheck source=scripts/lib/serve.sh
+source scripts/lib/serve.sh
 cleanup() {
   [ -n "$lidb_pid" ] && kill -KILL "$lidb_pid" 2>/dev/null || true
   rm -rf "$work"
@@ -52,18 +53,7 @@ if [ ! -x "$lidb" ]; then
   cargo build --release --bin lidb
 fi
 
-echo "== lidb serve --engine $engine"
-"$lidb" serve --engine "$engine" --db "$work/db" --listen 127.0.0.1:0 >"$work/lidb.out" 2>"$work/lidb.err" &
-lidb_pid=$!
-for _ in $(seq 100); do
-  [ -s "$work/lidb.out" ] && break
-  kill -0 "$lidb_pid" 2>/dev/null || fail "lidb serve exited before listening"
-  sleep 0.1
-done
-addr="$(head -n 1 "$work/lidb.out" | awk '$1 == "listening" && $2 == "on" { print $3 }')"
-[ -n "$addr" ] || fail "no 'listening on ADDRESS' first line"
-port="${addr##*:}"
-echo "listening on $addr (pid $lidb_pid)"
+start_lidb_serve "$engine"
 
 file_count() { awk -F= -v k="$1" '$1 == k { v = $2 } END { print v }' "$workload_file"; }
 records="${RECORDS:-$(file_count recordcount)}"
@@ -103,15 +93,5 @@ ycsb() {
 ycsb -load "$records"
 ycsb -t "$operations"
 
-echo "== SIGTERM to lidb serve (pid $lidb_pid)"
-kill -TERM "$lidb_pid"
-for _ in $(seq 300); do
-  kill -0 "$lidb_pid" 2>/dev/null || break
-  sleep 0.1
-done
-kill -0 "$lidb_pid" 2>/dev/null && fail "lidb serve still running 30 s after SIGTERM"
-status=0
-wait "$lidb_pid" || status=$?
-lidb_pid=""
-[ "$status" = 0 ] || fail "lidb serve exited with $status after SIGTERM"
+stop_lidb_serve
 echo "ycsb run passed (workload $workload, engine $engine)"
