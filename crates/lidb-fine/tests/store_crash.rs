@@ -195,18 +195,10 @@ fn without_sync_a_prefix_survives() {
 fn concurrent_sync_writers_keep_every_acknowledged_write() {
     const THREADS: u32 = 3;
     const WRITES: u32 = 120;
-    let key = |t: u32, i: u32| format!("collide!{t}-{:02}", i % 20).into_bytes();
     let run = |store: &FineStore, acked: &Acked| {
         std::thread::scope(|s| {
             for t in 0..THREADS {
-                s.spawn(move || {
-                    for i in 0..WRITES {
-                        if store.put(&key(t, i), &i.to_le_bytes()).is_err() {
-                            return;
-                        }
-                        acked.lock().unwrap().insert(key(t, i), i);
-                    }
-                });
+                s.spawn(move || write_keys(store, acked, t, WRITES, 20));
             }
         });
     };
@@ -225,19 +217,13 @@ fn writers_during_checkpoints_keep_every_acknowledged_write() {
     const THREADS: u32 = 3;
     const WRITES: u32 = 150;
     const CHECKPOINTS: u32 = 8;
-    let key = |t: u32, i: u32| format!("collide!{t}-{:02}", i % 25).into_bytes();
     let run = |store: &FineStore, acked: &Acked| {
         let writers_done = AtomicU32::new(0);
         std::thread::scope(|s| {
             for t in 0..THREADS {
                 let writers_done = &writers_done;
                 s.spawn(move || {
-                    for i in 0..WRITES {
-                        if store.put(&key(t, i), &i.to_le_bytes()).is_err() {
-                            break;
-                        }
-                        acked.lock().unwrap().insert(key(t, i), i);
-                    }
+                    write_keys(store, acked, t, WRITES, 25);
                     writers_done.fetch_add(1, Ordering::SeqCst);
                 });
             }
@@ -271,6 +257,19 @@ fn writers_during_checkpoints_keep_every_acknowledged_write() {
 
 /// What sync writers acknowledged: each key's last acknowledged value.
 type Acked = std::sync::Mutex<BTreeMap<Vec<u8>, u32>>;
+
+/// Writer `t`'s load: `writes` puts of the values 0.. to its `hot` keys in turn (sharing their
+/// first 8 bytes with every other writer's keys, so images collide), recording each acknowledged
+/// one; stops at the first failed put (the power is gone).
+fn write_keys(store: &FineStore, acked: &Acked, t: u32, writes: u32, hot: u32) {
+    let key = |i: u32| format!("collide!{t}-{:02}", i % hot).into_bytes();
+    for i in 0..writes {
+        if store.put(&key(i), &i.to_le_bytes()).is_err() {
+            return;
+        }
+        acked.lock().unwrap().insert(key(i), i);
+    }
+}
 
 /// Runs `run` (sync writers that record what they acknowledged) on a store that checkpoints by
 /// itself every `checkpoint_log_bytes`, once to count its storage operations, then again with the
@@ -325,18 +324,10 @@ fn writers_during_automatic_checkpoints_keep_every_acknowledged_write() {
     const THREADS: u32 = 3;
     const WRITES: u32 = 150;
     const THRESHOLD: u64 = 2 << 10;
-    let key = |t: u32, i: u32| format!("collide!{t}-{:02}", i % 25).into_bytes();
     let run = |store: &FineStore, acked: &Acked| {
         std::thread::scope(|s| {
             for t in 0..THREADS {
-                s.spawn(move || {
-                    for i in 0..WRITES {
-                        if store.put(&key(t, i), &i.to_le_bytes()).is_err() {
-                            break;
-                        }
-                        acked.lock().unwrap().insert(key(t, i), i);
-                    }
-                });
+                s.spawn(move || write_keys(store, acked, t, WRITES, 25));
             }
         });
     };
