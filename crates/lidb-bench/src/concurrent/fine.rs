@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use lidb_fine::{Config, FineIndex, Retrainer};
 
-use super::index::{ConcurrentIndex, Retrains};
+use super::index::{ConcurrentIndex, Footprint, Retrains};
 
 /// How often the background thread looks for models to retrain.
 pub const RETRAIN_PERIOD: Duration = Duration::from_millis(20);
@@ -50,15 +50,13 @@ impl ConcurrentIndex for FinePeer {
     fn scan(&self, from: u64, limit: usize, out: &mut Vec<(u64, u64)>) {
         self.index.range_into(from, u64::MAX, limit, out);
     }
-    fn heap_bytes(&self) -> Option<u64> {
-        Some(self.index.stats().heap_bytes)
-    }
-    fn bin_load_factor(&self) -> Option<f64> {
+    fn footprint(&self) -> Footprint {
         let s = self.index.stats();
-        (s.bin_slots > 0).then_some(s.load_factor)
-    }
-    fn model_bytes(&self) -> Option<u64> {
-        Some(self.index.stats().model_bytes)
+        Footprint {
+            heap_bytes: Some(s.heap_bytes),
+            model_bytes: Some(s.model_bytes),
+            bin_load_factor: (s.bin_slots > 0).then_some(s.load_factor),
+        }
     }
     fn retrains(&self) -> Option<Retrains> {
         let s = self.index.retrain_stats();

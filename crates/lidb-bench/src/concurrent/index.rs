@@ -26,25 +26,28 @@ pub trait ConcurrentIndex: Send + Sync {
     fn concurrent(&self) -> bool {
         true
     }
-    /// Heap bytes the index reports of itself, if it can.
-    fn heap_bytes(&self) -> Option<u64> {
-        None
-    }
-    /// Bytes of the learned models alone (what a client caches to route requests), for a
-    /// learned index that reports them.
-    fn model_bytes(&self) -> Option<u64> {
-        None
-    }
-    /// The share of level-bin slots in use that hold an entry (FINEdex; the paper reports about
-    /// 82%), `None` for an index without bins or with none in use.
-    fn bin_load_factor(&self) -> Option<f64> {
-        None
+    /// What the index reports of its own structure (one walk of it, between phases, untimed);
+    /// nothing by default.
+    fn footprint(&self) -> Footprint {
+        Footprint::default()
     }
     /// Retrainings since the build, for a learned index that retrains (cheap: the timeline
     /// polls it while workers run).
     fn retrains(&self) -> Option<Retrains> {
         None
     }
+}
+
+/// What an index reports of its own structure; `None` where it cannot.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Footprint {
+    /// Heap bytes of the whole index.
+    pub heap_bytes: Option<u64>,
+    /// Bytes of the learned models alone (what a client caches to route requests).
+    pub model_bytes: Option<u64>,
+    /// The share of level-bin slots in use that hold an entry (FINEdex; the paper reports about
+    /// 82%); `None` without bins in use.
+    pub bin_load_factor: Option<f64>,
 }
 
 /// Retrainings of a learned index since its build (FINEdex's two granularities).

@@ -29,7 +29,7 @@ use lidb_data::Workload as Ycsb;
 
 pub use delta::LiDelta;
 pub use fine::FinePeer;
-pub use index::{ConcurrentIndex, IndexKind, Retrains, build};
+pub use index::{ConcurrentIndex, Footprint, IndexKind, Retrains, build};
 pub use keys::{KeySplit, value_of};
 pub use peers::{BTreeRwLock, CongeePeer, SccTree, SkipMapPeer};
 pub use rows::{Row, table};

@@ -87,12 +87,13 @@ pub fn run_with(cfg: &Config, split: &KeySplit, builder: &Builder) -> Result<Rep
         let build_ms = t0.elapsed().as_secs_f64() * 1e3;
         let counted = cfg.alloc_counter.map(|c| (c.stop)());
         let loaded_keys = entries.len().max(1) as f64;
-        let (bytes_per_key, bytes_source) = match (index.heap_bytes(), counted) {
+        let built = index.footprint();
+        let (bytes_per_key, bytes_source) = match (built.heap_bytes, counted) {
             (Some(b), _) => (Some(b as f64 / loaded_keys), "index"),
             (None, Some(b)) => (Some(b as f64 / loaded_keys), "allocator"),
             (None, None) => (None, "n/a"),
         };
-        let model_bytes = index.model_bytes();
+        let model_bytes = built.model_bytes;
         if !index.concurrent() && case.threads > 1 {
             bar.inc(phase_ops(case));
             continue;
@@ -105,9 +106,10 @@ pub fn run_with(cfg: &Config, split: &KeySplit, builder: &Builder) -> Result<Rep
             .filter_map(|r| r.done.get(2))
             .sum();
         let live_keys = (entries.len() as u64 + inserted).max(1) as f64;
-        let end_bytes_per_key = index.heap_bytes().map(|b| b as f64 / live_keys);
-        let end_model_bytes = index.model_bytes();
-        let end_bin_load_factor = index.bin_load_factor();
+        let end = index.footprint();
+        let end_bytes_per_key = end.heap_bytes.map(|b| b as f64 / live_keys);
+        let end_model_bytes = end.model_bytes;
+        let end_bin_load_factor = end.bin_load_factor;
         let concurrent = index.concurrent();
         drop(index);
         let base = Row {
