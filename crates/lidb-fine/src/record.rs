@@ -118,6 +118,11 @@ impl Record {
         }
     }
 
+    /// Whether a model retraining moved this record (it is frozen; its copy is current).
+    pub fn is_moved(&self) -> bool {
+        self.state.load(Ordering::Acquire) & MOVED != 0
+    }
+
     /// Whether the record is removed and has no gap (a candidate for reclamation).
     pub fn is_empty(&self) -> bool {
         self.read().is_none() && !self.gap.created()
