@@ -66,6 +66,11 @@ pub struct ServeArgs {
     /// Async worker threads, and as many engine threads (which run the batches of engine calls off the async workers); 0 = one per core.
     #[arg(long, default_value_t = 0)]
     threads: usize,
+    /// Send every request to the engine threads, also the GET, MGET and EXISTS the engine could
+    /// answer from memory (by default those are answered on the async workers, without the
+    /// hand-off; engines with no memory-only read tier send them to the engine threads anyway).
+    #[arg(long)]
+    no_memory_reads: bool,
     /// Index family of the engine's LSM tables (fp, binary, plr, fiting, pgm, rs, rmi, lpa).
     #[arg(long, default_value = "pgm")]
     index: String,
@@ -121,6 +126,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
         max_range_items: args.max_range_items,
         drain_timeout: Duration::from_secs(args.drain_timeout),
         threads: args.threads,
+        memory_reads: !args.no_memory_reads,
     };
     let server = Server::bind(config, engine).map_err(|e| CliError::Serve(e.to_string()))?;
     let mut printed = Ok(());

@@ -56,6 +56,8 @@ fn check_equal(
     let all = store.scan(&[], None, usize::MAX);
     let want: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(all, want, "{ctx}: full scan");
+    let bytes: usize = model.iter().map(|(k, v)| k.len() + v.len()).sum();
+    assert_eq!(store.data_bytes(), bytes as u64, "{ctx}: data bytes");
     for _ in 0..20 {
         let (a, b) = (random_key(rng), random_key(rng));
         let (lo, hi) = if a <= b { (a, b) } else { (b, a) };

@@ -21,6 +21,9 @@ pub enum Error {
     Closed(String),
     /// Building or decoding a learned index failed.
     Index(lidb_index::Error),
+    /// A memory-only read (`Db::get_if_in_memory`) would have had to read the storage. Only
+    /// that path produces it, and it answers "not in memory" instead of returning it.
+    NotInMemory,
 }
 
 impl fmt::Display for Error {
@@ -33,6 +36,7 @@ impl fmt::Display for Error {
             Error::InvalidOption(msg) => write!(f, "invalid option: {msg}"),
             Error::Closed(why) => write!(f, "database closed: {why}"),
             Error::Index(e) => write!(f, "{e}"),
+            Error::NotInMemory => write!(f, "the answer needs a read from storage"),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! `redis-benchmark -P 16` gets its 16 replies in one write.
 //!
 //! A batch runs on the engine pool (`pool.rs`): engine calls may block on I/O, so they never run
-//! on an async worker; the connection's task awaits the replies.
+//! on an async worker; the connection's task awaits the replies. Only its leading reads that the
+//! engine answers from memory are answered on the task itself (`memory_reads.rs`).
 //!
 //! Runs as one tokio task per connection. Invariants:
 //! 1. Requests of one connection run in order, one batch at a time; replies go out in that order.
@@ -27,6 +28,7 @@ use tokio_util::codec::Decoder;
 
 use crate::codec::{DecodeError, Limits, RequestCodec, encode_reply};
 use crate::commands::{Session, error, execute_batch};
+use crate::memory_reads;
 use crate::pool::EnginePool;
 use crate::state::Shared;
 
@@ -40,6 +42,8 @@ pub struct ConnectionContext {
     pub pool: Arc<EnginePool>,
     pub limits: Limits,
     pub idle_timeout: Option<Duration>,
+    /// Answer the leading in-memory reads of a batch on this task (`memory_reads.rs`).
+    pub memory_reads: bool,
     pub shutdown: watch::Receiver<bool>,
 }
 
@@ -68,6 +72,14 @@ pub async fn serve(mut stream: TcpStream, id: u64, mut ctx: ConnectionContext) {
             }
         }
         let full = batch.len() == MAX_BATCH;
+        if ctx.memory_reads && !batch.is_empty() {
+            let mut replies = Vec::new();
+            let answered = memory_reads::answer_prefix(&ctx.shared, &batch, &mut replies);
+            for reply in &replies {
+                encode_reply(reply, &mut output);
+            }
+            batch.drain(..answered);
+        }
         if !batch.is_empty() {
             let shared = Arc::clone(&ctx.shared);
             let mut moved = std::mem::take(&mut session);

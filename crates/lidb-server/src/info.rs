@@ -1,9 +1,11 @@
 //! INFO: `# Section` headers and `field:value` lines, as Redis prints them. Sections: server,
-//! clients, stats, persistence, memory (the engine's bytes on disk, split as the engine reports
-//! them) and lidb (the engine's read split and notes). Called on the engine pool.
+//! clients, stats, persistence, memory (the engine's bytes in memory split by role as the engine
+//! reports them, their total as `used_memory`, and the process's resident set), disk (the
+//! engine's bytes on disk, split as the engine reports them) and lidb (the engine's read split
+//! and notes). Called on the engine pool.
 
 use bytes::Bytes;
-use lidb_bench::engines::{ReadSplit, Space};
+use lidb_bench::engines::{MemorySplit, ReadSplit, Space};
 
 use crate::commands::{Reply, bulk};
 use crate::state::Shared;
@@ -14,6 +16,7 @@ const SECTIONS: &[&str] = &[
     "stats",
     "persistence",
     "memory",
+    "disk",
     "lidb",
 ];
 
@@ -48,6 +51,10 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
                 "total_commands_processed".into(),
                 Shared::count(&c.commands_processed).to_string(),
             ),
+            (
+                "reads_answered_in_memory".into(),
+                Shared::count(&c.memory_reads).to_string(),
+            ),
         ],
         "persistence" => vec![
             (
@@ -57,6 +64,28 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             ("sync_every_write".into(), shared.settings.sync.to_string()),
         ],
         "memory" => {
+            let m = shared.engine.memory();
+            let MemorySplit {
+                index_bytes,
+                filter_bytes,
+                cache_bytes,
+                memtable_bytes,
+                data_bytes,
+            } = m;
+            let mut v = vec![
+                ("used_memory".into(), m.total_bytes().to_string()),
+                ("engine_index_bytes".into(), index_bytes.to_string()),
+                ("engine_filter_bytes".into(), filter_bytes.to_string()),
+                ("engine_cache_bytes".into(), cache_bytes.to_string()),
+                ("engine_memtable_bytes".into(), memtable_bytes.to_string()),
+                ("engine_data_bytes".into(), data_bytes.to_string()),
+            ];
+            if let Some(rss) = resident_bytes() {
+                v.push(("used_memory_rss".into(), rss.to_string()));
+            }
+            v
+        }
+        "disk" => {
             let Space {
                 lsm_bytes,
                 key_list_bytes,
@@ -115,4 +144,12 @@ pub fn info(shared: &Shared, asked: &[Bytes]) -> Reply {
         }
     }
     bulk(out)
+}
+
+/// The process's resident set in bytes (Linux `/proc/self/status`, `VmRSS`), `None` elsewhere.
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

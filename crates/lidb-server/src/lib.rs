@@ -7,11 +7,14 @@
 //!   as one batch on the engine pool, writes the replies together (pipelining).
 //! - `commands`, `keyspace`, `info`: one table from command to engine call.
 //! - `pool`: the threads that run batches against the engine.
+//! - `memory_reads`: the leading reads of a batch that the engine answers from memory, answered
+//!   on the async worker without the hand-off to the pool.
 //! - `state`: what connections share (the engine, the write order, SCAN cursors, counters).
 //! - `server`: accept loop, connection cap, graceful stop (stop accepting, finish batches, flush).
 //!
 //! The engine is any [`lidb_bench::engines::Engine`]; its calls may block, so they run on the
-//! engine pool's threads (`pool.rs`), never on tokio's async workers.
+//! engine pool's threads (`pool.rs`), never on tokio's async workers; the one exception is the
+//! engine's memory-only read tier (`memory_reads.rs`), which by its contract never reads storage.
 
 pub mod codec;
 mod commands;
@@ -20,6 +23,7 @@ pub mod glob;
 mod info;
 mod inline;
 mod keyspace;
+mod memory_reads;
 mod pool;
 mod server;
 mod state;

@@ -45,6 +45,9 @@ pub struct ServerConfig {
     pub drain_timeout: Duration,
     /// Tokio worker threads; 0: one per core.
     pub threads: usize,
+    /// Answer the reads the engine can answer from memory on the async workers instead of the
+    /// engine threads (`memory_reads.rs`); off sends every request to the engine threads.
+    pub memory_reads: bool,
 }
 
 impl Default for ServerConfig {
@@ -58,6 +61,7 @@ impl Default for ServerConfig {
             max_range_items: 10_000,
             drain_timeout: Duration::from_secs(10),
             threads: 0,
+            memory_reads: true,
         }
     }
 }
@@ -242,6 +246,7 @@ async fn accept_loop(
                     pool: Arc::clone(&pool),
                     limits: config.limits,
                     idle_timeout: config.idle_timeout,
+                    memory_reads: config.memory_reads,
                     shutdown: shutdown.clone(),
                 };
                 let id = next_id;

@@ -43,6 +43,8 @@ pub struct Counters {
     pub connections_open: AtomicU64,
     pub connections_rejected: AtomicU64,
     pub commands_processed: AtomicU64,
+    /// Commands answered from memory on an async worker (`memory_reads.rs`).
+    pub memory_reads: AtomicU64,
 }
 
 /// Resume keys of open SCAN cursors.
@@ -89,6 +91,16 @@ impl Shared {
         self.write_order
             .read()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// [`Shared::shared_order`] if it is free now; `None` while a command holds it exclusively
+    /// (an async worker must not wait for it: the holder may be waiting on I/O).
+    pub fn try_shared_order(&self) -> Option<RwLockReadGuard<'_, ()>> {
+        match self.write_order.try_read() {
+            Ok(guard) => Some(guard),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
     }
 
     /// For read-then-write and multi-key writes (invariant 1).

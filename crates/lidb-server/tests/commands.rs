@@ -127,6 +127,20 @@ fn string_commands_answer_as_redis_does() {
         memory.starts_with("# Memory\r\n") && !memory.contains("# Server"),
         "{memory}"
     );
+    // The split adds up to used_memory, and the memtable holds what was written.
+    let field = |name: &str| -> u64 {
+        let line = memory.lines().find(|l| l.starts_with(&format!("{name}:")));
+        line.and_then(|l| l.split(':').nth(1)?.parse().ok())
+            .unwrap_or_else(|| panic!("INFO memory has no {name}: {memory}"))
+    };
+    let parts: u64 = ["index", "filter", "cache", "memtable", "data"]
+        .iter()
+        .map(|p| field(&format!("engine_{p}_bytes")))
+        .sum();
+    assert_eq!(field("used_memory"), parts, "{memory}");
+    assert!(field("engine_memtable_bytes") > 0, "{memory}");
+    let disk: String = redis::cmd("INFO").arg("disk").query(&mut c).unwrap();
+    assert!(disk.starts_with("# Disk\r\nlsm_bytes:"), "{disk}");
     assert_eq!(q(&mut c, &["FLUSHDB"]), okay);
     assert_eq!(q(&mut c, &["DBSIZE"]), Value::Int(0));
     server.stop();

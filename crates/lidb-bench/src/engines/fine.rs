@@ -30,7 +30,7 @@
 
 use lidb_fine::{FineStore, FineStoreOptions};
 
-use super::{Engine, EngineConfig, EngineResult, ReadSplit, Space};
+use super::{Engine, EngineConfig, EngineResult, MemorySplit, ReadSplit, Space};
 use crate::lsm::load::{format_size, human_size};
 
 pub struct FineEngine {
@@ -86,6 +86,10 @@ impl Engine for FineEngine {
     fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
         Ok(self.store.get(key))
     }
+    /// FineStore holds every key and value in memory; its log is only written.
+    fn get_if_in_memory(&self, key: &[u8]) -> EngineResult<Option<Option<Vec<u8>>>> {
+        Ok(Some(self.store.get(key)))
+    }
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
         // Whether the key was there does not matter to the trait.
         self.store.delete(key)?;
@@ -114,6 +118,15 @@ impl Engine for FineEngine {
         Space {
             vlog_bytes: dir_bytes(&self.dir),
             ..Space::default()
+        }
+    }
+    /// The index's heap is FINEdex's own estimate (`FineStats::heap_bytes`); the keys and values
+    /// are counted exactly.
+    fn memory(&self) -> MemorySplit {
+        MemorySplit {
+            index_bytes: self.store.index_stats().heap_bytes,
+            data_bytes: self.store.data_bytes(),
+            ..MemorySplit::default()
         }
     }
     fn read_split(&self) -> ReadSplit {

@@ -6,7 +6,7 @@ use lidb_index::Params;
 use lidb_kv::{Store, StoreOptions, TierKind};
 use lidb_lsm::{Db, IndexOptions, Options};
 
-use super::{Engine, EngineConfig, EngineResult, ReadSplit, Space, drain};
+use super::{Engine, EngineConfig, EngineResult, MemorySplit, ReadSplit, Space, drain};
 
 fn lsm_options(cfg: &EngineConfig) -> Options {
     Options {
@@ -48,6 +48,9 @@ impl Engine for LsmEngine {
     fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
         Ok(self.db.get(key)?)
     }
+    fn get_if_in_memory(&self, key: &[u8]) -> EngineResult<Option<Option<Vec<u8>>>> {
+        Ok(self.db.get_if_in_memory(key)?)
+    }
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
         Ok(self.db.delete(key)?)
     }
@@ -79,6 +82,9 @@ impl Engine for LsmEngine {
             lsm_bytes: s.levels.iter().map(|l| l.bytes).sum(),
             ..Space::default()
         }
+    }
+    fn memory(&self) -> MemorySplit {
+        split_of(self.db.stats().memory)
     }
     fn read_split(&self) -> ReadSplit {
         ReadSplit {
@@ -180,6 +186,9 @@ impl Engine for TieredEngine {
             vlog_bytes: s.vlog_bytes,
         }
     }
+    fn memory(&self) -> MemorySplit {
+        split_of(self.store.memory())
+    }
     fn read_split(&self) -> ReadSplit {
         let s = self.store.stats();
         ReadSplit {
@@ -187,5 +196,15 @@ impl Engine for TieredEngine {
             from_tier: s.reads_from_tier,
             gcs: s.gcs,
         }
+    }
+}
+
+fn split_of(m: lidb_lsm::MemoryUsage) -> MemorySplit {
+    MemorySplit {
+        index_bytes: m.index_bytes,
+        filter_bytes: m.filter_bytes,
+        cache_bytes: m.cache_bytes,
+        memtable_bytes: m.memtable_bytes,
+        data_bytes: 0,
     }
 }

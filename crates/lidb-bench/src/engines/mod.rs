@@ -105,6 +105,32 @@ pub struct Space {
     pub vlog_bytes: u64,
 }
 
+/// What an engine holds in memory, in bytes, split as the BRIEF's memory contract asks (index,
+/// filters, cache, memtable) plus the data an in-memory engine holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemorySplit {
+    /// Learned (or fence) indexes and models.
+    pub index_bytes: u64,
+    /// Bloom filters.
+    pub filter_bytes: u64,
+    /// Cached pages or blocks.
+    pub cache_bytes: u64,
+    /// Memtables (mutable and immutable).
+    pub memtable_bytes: u64,
+    /// Keys and values held in memory outside memtables and caches (finedex holds them all).
+    pub data_bytes: u64,
+}
+
+impl MemorySplit {
+    pub fn total_bytes(&self) -> u64 {
+        self.index_bytes
+            + self.filter_bytes
+            + self.cache_bytes
+            + self.memtable_bytes
+            + self.data_bytes
+    }
+}
+
 /// Which part answered point reads, and how many GCs ran (counters since open).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReadSplit {
@@ -119,6 +145,15 @@ pub trait Engine: Send + Sync {
     fn name(&self) -> &'static str;
     fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()>;
     fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>>;
+    /// The memory-only read tier: `Some(answer)` when the engine answers `key` from memory
+    /// with no storage read (memtables, filters, indexes, cached pages), `None` when it would
+    /// have to read (and then it read nothing). A caller that must not block, such as an async
+    /// worker of `lidb serve`, tries this before handing the read to a thread that may block.
+    /// Engines without such a tier keep the default: always `None`.
+    fn get_if_in_memory(&self, key: &[u8]) -> EngineResult<Option<Option<Vec<u8>>>> {
+        let _ = key;
+        Ok(None)
+    }
     fn delete(&self, key: &[u8]) -> EngineResult<()>;
     /// Calls `each` for up to `limit` entries with key in `[start, end)`; returns how many.
     fn scan(
@@ -140,6 +175,8 @@ pub trait Engine: Send + Sync {
     }
     fn flush(&self) -> EngineResult<()>;
     fn space(&self) -> Space;
+    /// Bytes held in memory now, split by role (INFO's memory section).
+    fn memory(&self) -> MemorySplit;
     fn read_split(&self) -> ReadSplit;
     /// What the run's notes should say of this engine: options of the [`EngineConfig`] it
     /// ignores, figures the rows have no column for (finedex's index memory). Called between

@@ -4,7 +4,7 @@
 
 use rocksdb::{BlockBasedOptions, Cache, DB, IteratorMode, Options, WriteOptions};
 
-use super::{Engine, EngineConfig, EngineError, EngineResult, ReadSplit, Space};
+use super::{Engine, EngineConfig, EngineError, EngineResult, MemorySplit, ReadSplit, Space};
 
 fn err(e: rocksdb::Error) -> EngineError {
     EngineError(format!("rocksdb: {e}"))
@@ -88,6 +88,17 @@ impl Engine for RocksEngine {
         Space {
             lsm_bytes: sst.unwrap_or(0),
             ..Space::default()
+        }
+    }
+    /// RocksDB's own properties: table readers' memory (indexes and filters, not split by
+    /// RocksDB), the block cache's usage and the memtables.
+    fn memory(&self) -> MemorySplit {
+        let prop = |name: &str| self.db.property_int_value(name).ok().flatten().unwrap_or(0);
+        MemorySplit {
+            index_bytes: prop("rocksdb.estimate-table-readers-mem"),
+            cache_bytes: prop("rocksdb.block-cache-usage"),
+            memtable_bytes: prop("rocksdb.cur-size-all-mem-tables"),
+            ..MemorySplit::default()
         }
     }
     fn read_split(&self) -> ReadSplit {

@@ -161,6 +161,8 @@ pub struct Memory {
     index: FineIndex,
     buckets: Table,
     create: Mutex<()>,
+    /// Bytes of the keys and values held, kept by every insert and removal.
+    data_bytes: AtomicU64,
 }
 
 impl Memory {
@@ -176,7 +178,9 @@ impl Memory {
                 trained.push((img, id));
             }
         };
+        let mut data_bytes = 0u64;
         for (k, v) in entries {
+            data_bytes += (k.len() + v.len()) as u64;
             let img = key_image(&k);
             match &mut current {
                 Some((cur, b)) if *cur == img => {
@@ -196,6 +200,7 @@ impl Memory {
             index,
             buckets,
             create: Mutex::new(()),
+            data_bytes: AtomicU64::new(data_bytes),
         })
     }
 
@@ -234,6 +239,34 @@ impl Memory {
         b
     }
 
+    /// Bytes of the keys and values held now.
+    pub fn data_bytes(&self) -> u64 {
+        self.data_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Counts an insert of `key` with `value` that replaced `old` (if any).
+    pub fn account_insert(&self, key: &[u8], value: &[u8], old: Option<&[u8]>) {
+        match old {
+            None => self
+                .data_bytes
+                .fetch_add((key.len() + value.len()) as u64, Ordering::Relaxed),
+            Some(o) if o.len() <= value.len() => self
+                .data_bytes
+                .fetch_add((value.len() - o.len()) as u64, Ordering::Relaxed),
+            Some(o) => self
+                .data_bytes
+                .fetch_sub((o.len() - value.len()) as u64, Ordering::Relaxed),
+        };
+    }
+
+    /// Counts the removal of `key`, whose value was `old` (nothing if it was absent).
+    pub fn account_remove(&self, key: &[u8], old: Option<&[u8]>) {
+        if let Some(o) = old {
+            self.data_bytes
+                .fetch_sub((key.len() + o.len()) as u64, Ordering::Relaxed);
+        }
+    }
+
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
         lock(self.bucket(key)?).get(key).map(<[u8]>::to_vec)
     }
@@ -242,11 +275,13 @@ impl Memory {
     pub fn apply(&self, key: &[u8], value: Option<&[u8]>) {
         match value {
             Some(v) => {
-                lock(self.bucket_or_create(key)).insert(key.to_vec(), v.to_vec());
+                let old = lock(self.bucket_or_create(key)).insert(key.to_vec(), v.to_vec());
+                self.account_insert(key, v, old.as_deref());
             }
             None => {
                 if let Some(b) = self.bucket(key) {
-                    lock(b).remove(key);
+                    let old = lock(b).remove(key);
+                    self.account_remove(key, old.as_deref());
                 }
             }
         }

@@ -232,6 +232,11 @@ impl FineStore {
         self.shared.memory.index().stats()
     }
 
+    /// Bytes of the keys and values the store holds in memory (every one it has).
+    pub fn data_bytes(&self) -> u64 {
+        self.shared.memory.data_bytes()
+    }
+
     /// The value of `key`.
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
         self.shared.memory.get(key)
@@ -254,7 +259,8 @@ impl FineStore {
             let seq = s
                 .logger
                 .append(|seq, buf| format::encode_record(buf, seq, key, Some(value)))?;
-            b.insert(key.to_vec(), value.to_vec());
+            let old = b.insert(key.to_vec(), value.to_vec());
+            s.memory.account_insert(key, value, old.as_deref());
             seq
         };
         self.acknowledge(seq)
@@ -274,7 +280,8 @@ impl FineStore {
             let seq = s
                 .logger
                 .append(|seq, buf| format::encode_record(buf, seq, key, None))?;
-            b.remove(key);
+            let old = b.remove(key);
+            s.memory.account_remove(key, old.as_deref());
             seq
         };
         self.acknowledge(seq).map(|()| true)

@@ -285,6 +285,11 @@ impl Store {
         read::space(&self.shared)
     }
 
+    /// Bytes held in memory, split as lidb-lsm splits them (see `read::memory`).
+    pub fn memory(&self) -> lidb_lsm::MemoryUsage {
+        read::memory(&self.shared)
+    }
+
     /// What the open found and cut (torn tails, and damage in point-in-time mode).
     pub fn recovery_report(&self) -> StoreRecovery {
         self.shared.recovery.clone()

@@ -276,3 +276,30 @@ pub(crate) fn space(s: &Shared) -> SpaceUsage {
     }
     u
 }
+
+/// What the store holds in memory: every LSM part's memtables, table indexes, filters and
+/// cached pages, the parts' in-memory key filters (as filters) and a learned tier's model (as
+/// index). The learned tier's key list is on disk and not counted.
+pub(crate) fn memory(s: &Shared) -> lidb_lsm::MemoryUsage {
+    let view = s.current();
+    let mut m = lidb_lsm::MemoryUsage::default();
+    let mut add_part = |part: &crate::store::state::LsmPart| {
+        let p = part.db().stats().memory;
+        m.index_bytes += p.index_bytes;
+        m.filter_bytes += p.filter_bytes + part.bloom.as_ref().map_or(0, |b| b.size_bytes());
+        m.cache_bytes += p.cache_bytes;
+        m.memtable_bytes += p.memtable_bytes;
+    };
+    for part in [Some(&view.active), view.frozen.as_ref()]
+        .into_iter()
+        .flatten()
+    {
+        add_part(part);
+    }
+    match view.tier.as_ref().map(|h| &h.tier) {
+        Some(Tier::Learned(t)) => m.index_bytes += t.model_bytes(),
+        Some(Tier::Lsm(part)) => add_part(part),
+        None => {}
+    }
+    m
+}

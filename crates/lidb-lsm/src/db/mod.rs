@@ -111,6 +111,14 @@ impl Db {
         Ok(self.get_with_stats(key)?.0)
     }
 
+    /// The memory-only read tier (RocksDB's `kBlockCacheTier`): `Some(answer)` when memtables,
+    /// filters, indexes and the page cache answer `key` with no storage read, `None` when the
+    /// answer needs one (and then nothing was read). `lidb serve` answers such reads on its
+    /// async workers and hands the others to its engine threads.
+    pub fn get_if_in_memory(&self, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+        read::get_if_in_memory(&self.shared, key)
+    }
+
     /// `get`, also returning what the lookup cost (tables probed, reads, bytes, time split).
     pub fn get_with_stats(&self, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadStats)> {
         let t = read::get(&self.shared, key)?;

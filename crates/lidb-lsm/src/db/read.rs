@@ -6,8 +6,9 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::db::state::{Shared, SuperVersion, TableHandle, lock};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iter::{DbIter, LevelIter, MergingIter};
+use crate::table::reader::Via;
 use crate::types::{EntryKind, ReadStats, SortedIter};
 
 fn answer(kind: EntryKind, value: Vec<u8>) -> Option<Vec<u8>> {
@@ -36,7 +37,7 @@ pub struct Traced {
 pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<Traced> {
     let sv = s.current();
     let mut stats = ReadStats::default();
-    let result = get_in(&sv, key, &mut stats);
+    let result = get_in(&sv, key, Via::Cache, &mut stats);
     s.lookups.fetch_add(1, Ordering::Relaxed);
     lock(&s.read_stats).add(&stats);
     let (value, source) = result?;
@@ -47,7 +48,29 @@ pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<Traced> {
     })
 }
 
-fn get_in(sv: &SuperVersion, key: &[u8], st: &mut ReadStats) -> Result<(Option<Vec<u8>>, Source)> {
+/// The memory-only read tier: `Some(answer)` when the memtables, filters, indexes and cached
+/// pages answer `key` without a storage read, `None` when the answer needs one (nothing is read
+/// then). A caller that must not block (an async worker) tries this first.
+pub(crate) fn get_if_in_memory(s: &Shared, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+    let sv = s.current();
+    let mut stats = ReadStats::default();
+    match get_in(&sv, key, Via::CacheOnly, &mut stats) {
+        Ok((value, _)) => {
+            s.lookups.fetch_add(1, Ordering::Relaxed);
+            lock(&s.read_stats).add(&stats);
+            Ok(Some(value))
+        }
+        Err(Error::NotInMemory) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn get_in(
+    sv: &SuperVersion,
+    key: &[u8],
+    via: Via,
+    st: &mut ReadStats,
+) -> Result<(Option<Vec<u8>>, Source)> {
     if let Some((kind, _, v)) = sv.mem.get(key) {
         return Ok((answer(kind, v), Source::Memtable));
     }
@@ -61,7 +84,7 @@ fn get_in(sv: &SuperVersion, key: &[u8], st: &mut ReadStats) -> Result<(Option<V
     let probe = |t: &TableHandle, st: &mut ReadStats, in_tables: &mut Duration| {
         st.tables_probed += 1;
         let t0 = Instant::now();
-        let found = t.table.get(key, st);
+        let found = t.table.get_via(key, via, st);
         *in_tables += t0.elapsed();
         found
     };
@@ -84,7 +107,7 @@ fn get_in(sv: &SuperVersion, key: &[u8], st: &mut ReadStats) -> Result<(Option<V
                 if let Some(t) = tables.get(j) {
                     st.tables_probed += 1;
                     let t0 = Instant::now();
-                    let f = t.table.get_in_range(key, lo, hi, st);
+                    let f = t.table.get_in_range_via(key, lo, hi, via, st);
                     in_tables += t0.elapsed();
                     if let Some(f) = f? {
                         result = Some((f, level as u32));

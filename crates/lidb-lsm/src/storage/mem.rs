@@ -69,6 +69,8 @@ struct Machine {
     next_token: u64,
     /// Armed fault: how many matching operations still succeed, and the fault.
     fault: Option<(u64, Fault)>,
+    /// `read_at` calls on files opened for random reads, since creation.
+    random_reads: u64,
 }
 
 fn err(path: &Path, kind: std::io::ErrorKind, msg: impl Into<String>) -> Error {
@@ -203,6 +205,12 @@ impl MemStorage {
         self.machine().fault = None;
     }
 
+    /// How many `read_at` calls files opened for random reads have served (tables, value logs):
+    /// the storage reads a test can hold a read path to.
+    pub fn random_reads(&self) -> u64 {
+        self.machine().random_reads
+    }
+
     /// XORs the byte at `offset` of `path` with `xor_mask` (media corruption; durable at once).
     pub fn corrupt(&self, path: &Path, offset: u64, xor_mask: u8) -> Result<()> {
         let mut m = self.machine();
@@ -309,7 +317,8 @@ struct MemRandom {
 
 impl RandomAccessFile for MemRandom {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
-        let m = self.machine.lock().unwrap_or_else(|e| e.into_inner());
+        let mut m = self.machine.lock().unwrap_or_else(|e| e.into_inner());
+        m.random_reads += 1;
         if m.epoch != self.epoch {
             return Err(stale(&self.path));
         }

@@ -26,7 +26,7 @@ use std::time::Instant;
 
 use lidb_index::{Family, LearnedIndex};
 
-use crate::error::{Result, corruption};
+use crate::error::{Error, Result, corruption};
 use crate::keys::KeyMap;
 use crate::storage::{PAGE_SIZE, RandomAccessFile, ReadMode, Storage};
 use crate::table::cache::PageCache;
@@ -63,6 +63,9 @@ pub struct Table {
 pub(crate) enum Via {
     Cache,
     Storage,
+    /// Through the cache, never the storage: a page not cached (or no cache) is
+    /// `Error::NotInMemory` (the memory-only read tier, `Db::get_if_in_memory`).
+    CacheOnly,
 }
 
 impl Table {
@@ -247,6 +250,16 @@ impl Table {
     /// `data_reads`, `bytes_read`, `cache_hits` and the predict/io/search times (not
     /// `tables_probed` or `table_lookup_time`, which belong to whoever chose the table).
     pub fn get(&self, key: &[u8], stats: &mut ReadStats) -> Result<Option<Found>> {
+        self.get_via(key, Via::Cache, stats)
+    }
+
+    /// [`Table::get`] reading through `via`.
+    pub(crate) fn get_via(
+        &self,
+        key: &[u8],
+        via: Via,
+        stats: &mut ReadStats,
+    ) -> Result<Option<Found>> {
         if !self.covers(key) || !self.passes_filter(key, stats) {
             return Ok(None);
         }
@@ -254,10 +267,10 @@ impl Table {
         let range = self.predict(key);
         stats.predict_time += t.elapsed();
         match range {
-            Some((lo, hi)) => self.find_in(key, lo, hi, true, stats),
+            Some((lo, hi)) => self.find_in(key, lo, hi, true, via, stats),
             None => {
-                let p = self.probe(key, 0, self.entries(), Via::Cache, stats)?;
-                self.found_at(key, p, Via::Cache, stats)
+                let p = self.probe(key, 0, self.entries(), via, stats)?;
+                self.found_at(key, p, via, stats)
             }
         }
     }
@@ -272,11 +285,23 @@ impl Table {
         hi: u64,
         stats: &mut ReadStats,
     ) -> Result<Option<Found>> {
+        self.get_in_range_via(key, lo, hi, Via::Cache, stats)
+    }
+
+    /// [`Table::get_in_range`] reading through `via`.
+    pub(crate) fn get_in_range_via(
+        &self,
+        key: &[u8],
+        lo: u64,
+        hi: u64,
+        via: Via,
+        stats: &mut ReadStats,
+    ) -> Result<Option<Found>> {
         if !self.covers(key) || !self.passes_filter(key, stats) {
             return Ok(None);
         }
         let hi = hi.min(self.entries());
-        self.find_in(key, lo.min(hi), hi, false, stats)
+        self.find_in(key, lo.min(hi), hi, false, via, stats)
     }
 
     fn passes_filter(&self, key: &[u8], stats: &mut ReadStats) -> bool {
@@ -305,12 +330,13 @@ impl Table {
         lo: u64,
         hi: u64,
         ties: bool,
+        via: Via,
         stats: &mut ReadStats,
     ) -> Result<Option<Found>> {
         if lo >= hi {
             return Ok(None);
         }
-        let buf = self.read_slots(lo, hi, Via::Cache, stats)?;
+        let buf = self.read_slots(lo, hi, via, stats)?;
         let t = Instant::now();
         let p = self.search_buf(&buf, lo, key)?;
         let found = if p < hi {
@@ -322,7 +348,7 @@ impl Table {
         let run = self.block.max_image_run;
         if p == hi && ties && run > 1 && hi < self.entries() {
             let hi2 = (hi - 1).saturating_add(run).min(self.entries());
-            return self.find_in(key, hi, hi2, false, stats);
+            return self.find_in(key, hi, hi2, false, via, stats);
         }
         Ok(found)
     }
@@ -425,8 +451,9 @@ impl Table {
         let (start, end) = (lo * w, hi * w);
         let t = Instant::now();
         let cache = match (&self.cache, via) {
-            (Some(c), Via::Cache) => c,
-            _ => {
+            (Some(c), Via::Cache | Via::CacheOnly) => c,
+            (None, Via::CacheOnly) => return Err(Error::NotInMemory),
+            (_, Via::Cache | Via::Storage) => {
                 let mut buf = vec![0u8; (end - start) as usize];
                 self.file.read_at(start, &mut buf)?;
                 stats.data_reads += 1;
@@ -446,6 +473,9 @@ impl Table {
             (first..=last).map(|p| cache.get(self.number, p)).collect();
         let missing_first = pages.iter().position(Option::is_none);
         let missing_last = pages.iter().rposition(Option::is_none);
+        if via == Via::CacheOnly && missing_first.is_some() {
+            return Err(Error::NotInMemory);
+        }
         if let (Some(mf), Some(ml)) = (missing_first, missing_last) {
             let span_start = (first + mf as u64) * PAGE_SIZE;
             let span_end = ((first + ml as u64 + 1) * PAGE_SIZE).min(self.file.len());
