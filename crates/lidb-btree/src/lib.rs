@@ -12,11 +12,14 @@
 //! - *planned* `latch.rs`, `buffer.rs`: frames with hybrid latches, swips, HOT/COOLING/UNLINKED
 //!   states and the cooling FIFO;
 //! - *planned* `node.rs`, `tree.rs`: slotted nodes with fence keys, the B+-tree over the pool;
-//! - *planned* `wal.rs`, `store.rs`: the logical write-ahead log, checkpoints and recovery;
+//! - `wal/`: the logical write-ahead log (record payloads, log files and `WALSTATE`, group
+//!   commit over lidb-lsm's record log, reading logs back);
+//! - *planned* `store/`: the durable handle, checkpoints and recovery;
 //! - *planned* `learned/`: the leaf mapping table, its model, and retraining.
 
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod wal;
 
 pub use error::{Error, Result, io_err};
