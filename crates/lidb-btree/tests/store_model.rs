@@ -103,3 +103,34 @@ fn the_store_matches_a_map_over_random_operations_and_reopens() {
         }
     }
 }
+
+#[test]
+fn automatic_checkpoints_run_in_the_background_and_remove_old_logs() {
+    let opts = WalOptions {
+        checkpoint_log_bytes: 500,
+        ..synced()
+    };
+    let mem = Arc::new(MemStorage::new());
+    let store = open(mem.clone(), opts.clone()).unwrap();
+    for i in 0..200u32 {
+        store.put(&i.to_be_bytes(), b"some value bytes").unwrap();
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while store.target().checkpoints_written() == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        store.target().checkpoints_written() > 0,
+        "no automatic checkpoint ran"
+    );
+    drop(store);
+    let logs = mem
+        .files()
+        .iter()
+        .filter(|p| p.to_string_lossy().contains("wal-"))
+        .count();
+    assert!(logs <= 2, "{logs} logs left: {:?}", mem.files());
+    let store = open(mem.clone(), opts).unwrap();
+    assert!(store.recovery_report().checkpoint_lsn > 0);
+    assert_eq!(store.scan(&[], None, usize::MAX).unwrap().len(), 200);
+}
