@@ -299,3 +299,65 @@ fn a_checkpoint_waits_for_writes_logged_before_its_switch() {
     let store = open(Arc::new(mem.clone()), synced()).unwrap();
     assert_eq!(store.get(b"slow").unwrap(), Some(b"value".to_vec()));
 }
+
+/// Without `sync`, a crash keeps the writes of a prefix of the log, at least through the last
+/// `flush` that returned.
+#[test]
+fn without_sync_a_crash_keeps_a_prefix_through_the_last_flush() {
+    let opts = WalOptions {
+        sync: false,
+        ..synced()
+    };
+    for seed in 0..20u64 {
+        let mem = MemStorage::new();
+        let store = open(Arc::new(mem.clone()), opts.clone()).unwrap();
+        let mut history = vec![Model::new()];
+        let mut flushed = 0;
+        for (i, step) in workload(seed).iter().enumerate() {
+            let Step::Write(w) = step else { continue };
+            match &w.1 {
+                Some(v) => store.put(&w.0, v).unwrap(),
+                None => {
+                    store.delete(&w.0).unwrap();
+                }
+            }
+            let mut next = history.last().cloned().unwrap_or_default();
+            apply(&mut next, w);
+            history.push(next);
+            if i == 25 {
+                store.flush().unwrap();
+                flushed = history.len() - 1;
+            }
+        }
+        mem.crash(seed);
+        drop(store);
+        let store = open(Arc::new(mem.clone()), opts.clone()).unwrap();
+        let got = contents(&store);
+        let at = history.iter().rposition(|h| *h == got);
+        assert!(
+            at.is_some_and(|j| j >= flushed),
+            "seed {seed}: recovered {got:?} is no prefix at or after the flush (found {at:?})"
+        );
+    }
+}
+
+/// A failed sync stops the log: the write is not acknowledged, later writes are refused, and
+/// reads go on.
+#[test]
+fn a_failed_sync_stops_writes_but_not_reads() {
+    use lidb_lsm::storage::mem::Fault;
+    let mem = MemStorage::new();
+    let store = open(Arc::new(mem.clone()), synced()).unwrap();
+    store.put(b"a", b"1").unwrap();
+    mem.fail_after(0, Fault::SyncError);
+    assert!(store.put(b"b", b"2").is_err());
+    let err = store.put(b"c", b"3").unwrap_err();
+    assert!(matches!(err, lidb_btree::Error::Closed(_)), "{err:?}");
+    assert!(store.checkpoint().is_err());
+    assert_eq!(store.get(b"a").unwrap(), Some(b"1".to_vec()));
+    drop(store);
+    mem.crash(3);
+    let store = open(Arc::new(mem.clone()), synced()).unwrap();
+    assert_eq!(store.get(b"a").unwrap(), Some(b"1".to_vec()));
+    assert_eq!(store.get(b"c").unwrap(), None);
+}
