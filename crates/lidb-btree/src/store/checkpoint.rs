@@ -121,7 +121,13 @@ impl Checkpointer {
             .name("btree-checkpointer".into())
             .spawn(move || {
                 while s.trigger.wait() {
-                    let r = s.checkpoint();
+                    // An explicit checkpoint may have switched logs since the nudge.
+                    let (_, log_bytes) = s.log.current();
+                    let r = if log_bytes >= s.opts.checkpoint_log_bytes {
+                        s.checkpoint()
+                    } else {
+                        Ok(())
+                    };
                     s.trigger.done();
                     if let Err(e) = r {
                         let why = format!("an automatic checkpoint failed: {e}");

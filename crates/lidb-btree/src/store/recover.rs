@@ -111,9 +111,9 @@ fn refused(file: &Path, t: &BadTail, mode: RecoveryMode) -> Error {
              --recovery-mode tolerate-torn-tail to cut it"
         }
         _ => {
-            "acknowledged writes may follow it; open with --recovery-mode point-in-time to keep \
-             only what precedes it (the bytes cut are saved to lost/ first; `lidb repair` does \
-             not handle this engine yet)"
+            "acknowledged writes may follow it; open with --recovery-mode point-in-time \
+             (`WalOptions::recovery_mode`) to keep only what precedes it (the bytes cut are \
+             saved to lost/ first; `lidb repair` does not handle this engine yet)"
         }
     };
     corruption(
