@@ -12,11 +12,20 @@
 //! - *planned* `latch.rs`, `buffer.rs`: frames with hybrid latches, swips, HOT/COOLING/UNLINKED
 //!   states and the cooling FIFO;
 //! - *planned* `node.rs`, `tree.rs`: slotted nodes with fence keys, the B+-tree over the pool;
-//! - *planned* `wal.rs`, `store.rs`: the logical write-ahead log, checkpoints and recovery;
+//! - `wal/`: the logical write-ahead log (record payloads, log files and `WALSTATE`, group
+//!   commit over lidb-lsm's record log, reading logs back);
+//! - `store/`: [`BTreeStore`], the durable handle: the [`CheckpointTarget`] trait the tree
+//!   implements, open and recovery, checkpoints (a log switch, the tree's checkpoint at the
+//!   switch LSN, then the old logs removed) and the checkpointer thread;
+//! - `testing.rs`: `MemTarget`, an in-memory stand-in target for tests of the durability layer;
 //! - *planned* `learned/`: the leaf mapping table, its model, and retraining.
 
 #![forbid(unsafe_code)]
 
 mod error;
+pub mod store;
+pub mod testing;
+pub mod wal;
 
 pub use error::{Error, Result, io_err};
+pub use store::{BTreeStore, CheckpointInfo, CheckpointTarget, WalOptions, WalRecovery};

@@ -1,0 +1,64 @@
+//! The store on the real file system (lidb-lsm's `FsStorage`): writes survive a clean close and
+//! a drop, a torn tail made with `std::fs` is cut, and a second open of a directory in use is
+//! refused by its lock.
+
+#![allow(clippy::unwrap_used, reason = "tests")]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use lidb_btree::testing::MemTarget;
+use lidb_btree::{BTreeStore, WalOptions};
+use lidb_lsm::storage::Storage;
+use lidb_lsm::storage::fs::FsStorage;
+
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn open(dir: &TempDir, opts: &WalOptions) -> lidb_btree::Result<BTreeStore<MemTarget>> {
+    let storage: Arc<dyn Storage> = Arc::new(FsStorage);
+    std::fs::create_dir_all(&dir.0).unwrap();
+    let target = MemTarget::open(Arc::clone(&storage), &dir.0.join("tree.snap"))?;
+    BTreeStore::open(storage, &dir.0, target, opts.clone())
+}
+
+#[test]
+fn the_store_works_on_the_file_system() {
+    let dir = TempDir(std::env::temp_dir().join(format!("lidb-btwal-{}", std::process::id())));
+    let opts = WalOptions {
+        sync: true,
+        checkpoint_on_close: false,
+        ..WalOptions::default()
+    };
+    let store = open(&dir, &opts).unwrap();
+    assert!(open(&dir, &opts).is_err(), "the directory is locked");
+    for i in 0..100u32 {
+        store.put(&i.to_be_bytes(), b"value").unwrap();
+    }
+    store.checkpoint().unwrap();
+    for i in 100..200u32 {
+        store.put(&i.to_be_bytes(), b"value").unwrap();
+    }
+    store.close().unwrap();
+    let store = open(&dir, &opts).unwrap();
+    assert!(store.recovery_report().closed_cleanly);
+    assert_eq!(store.recovery_report().records_replayed, 100);
+    assert_eq!(store.scan(&[], None, usize::MAX).unwrap().len(), 200);
+    store.put(b"last", b"one").unwrap();
+    drop(store);
+
+    let log = dir.0.join("wal-000002.log");
+    let len = std::fs::metadata(&log).unwrap().len();
+    let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+    f.set_len(len - 2).unwrap();
+    drop(f);
+    let store = open(&dir, &opts).unwrap();
+    assert_eq!(store.recovery_report().cut_bytes(), 8 + 13 + 4 + 3 - 2);
+    assert_eq!(store.get(b"last").unwrap(), None);
+    assert_eq!(store.scan(&[], None, usize::MAX).unwrap().len(), 200);
+}
