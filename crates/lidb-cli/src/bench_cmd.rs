@@ -90,7 +90,8 @@ pub struct LsmArgs {
     #[arg(long, value_enum, default_value_t = ExperimentArg::Pareto)]
     experiment: ExperimentArg,
     /// Keys: a SOSD u64 file (plain or .zst), or synthetic:NAME:N (uniform_dense,
-    /// uniform_sparse, normal, lognormal, piecewise_linear, clustered; N accepts K and M).
+    /// uniform_sparse, normal, lognormal, piecewise_linear, clustered, lineargen, piecewise,
+    /// randomgen; N accepts K and M).
     #[arg(long, default_value = "synthetic:uniform_sparse:1M")]
     data: String,
     /// Keys to load: a seeded uniform sample of this many distinct keys of --data (K and M
