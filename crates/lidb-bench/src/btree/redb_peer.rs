@@ -172,9 +172,10 @@ impl PagedStore for RedbStore {
 
     fn notes(&self) -> Vec<String> {
         let mut notes = vec![format!(
-            "redb {}: cache set_cache_size({} bytes); writes commit with Durability::None, \
-             every {DURABLE_EVERY}th durably",
-            "4.1", self.pool_bytes
+            "redb 4.1: cache set_cache_size({} bytes); writes commit with Durability::None, \
+             every {DURABLE_EVERY}th durably; a commit still writes its dirty pages through \
+             O_DIRECT, so each write waits for the device",
+            self.pool_bytes
         )];
         if !self.direct {
             notes.push(format!(
