@@ -151,3 +151,44 @@ fn direct_backend_read_modify_write_on_unaligned_offsets() -> TestResult {
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
+
+/// redb's cache really is the pool: smaller than the records, lookups keep reading the device;
+/// everything resident and warm, they read nothing.
+#[test]
+fn redb_reads_the_device_only_when_the_pool_is_too_small() -> TestResult {
+    let keys: Vec<u64> = (0..20_000u64).map(|i| i * 7919).collect();
+    let mut per_lookup = Vec::new();
+    for (name, pool) in [("small", 128u64 << 10), ("large", 64 << 20)] {
+        let dir = temp(&format!("redb-pool-{name}"));
+        let setup = StoreSetup {
+            dir: dir.clone(),
+            pool_bytes: pool,
+            data_bytes: 20_000 * 72,
+        };
+        let mut store = open_engine("redb", &setup)?;
+        let mut records = keys.iter().map(|&k| (k, value_for(k, 0, 64)));
+        store.bulk_load(&mut records)?;
+        let mut out = Vec::new();
+        for &k in &keys {
+            store.get(k, &mut out)?;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(SEED);
+        let before = store.device_reads();
+        for _ in 0..2_000 {
+            let k = keys.get(rng.gen_range(0..keys.len())).copied().unwrap_or(0);
+            assert!(store.get(k, &mut out)?, "redb lost {k}");
+        }
+        per_lookup.push((store.device_reads() - before) as f64 / 2_000.0);
+        drop(store);
+        std::fs::remove_dir_all(&dir)?;
+    }
+    let [small, large] = per_lookup.as_slice() else {
+        return Err("two runs expected".into());
+    };
+    assert!(
+        *small > 0.5,
+        "pool of 128KiB for 1.4MiB: {small} reads per lookup"
+    );
+    assert_eq!(*large, 0.0, "everything resident: {large} reads per lookup");
+    Ok(())
+}
