@@ -85,8 +85,11 @@ fn peers_agree_with_a_btreemap() -> TestResult {
             );
         }
         assert!(!store.get(100_001, &mut out)?, "{engine} invented a key");
+        // LMDB's reads are estimated from the process's read_bytes, which stays 0 where the
+        // temporary directory is in memory (tmpfs) or /proc/self/io is missing: nothing to check.
+        let counted = engine != "lmdb" || lidb_bench::btree::lmdb_peer::proc_read_bytes() > 0;
         assert!(
-            store.device_reads() > reads_before,
+            !counted || store.device_reads() > reads_before,
             "{engine}: a cold pass read nothing from the device ({})",
             store.device_reads_source()
         );
