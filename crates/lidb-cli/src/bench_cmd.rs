@@ -58,6 +58,21 @@ pub enum BenchCommand {
     /// model_retrains and model_retrain_ms (finedex; null otherwise). With --timeline-ms,
     /// timeline rows ("row": "timeline") too.
     Concurrent(crate::concurrent_cmd::ConcurrentArgs),
+    /// The LearnedStore paper's experiments (section V) on paged B+-trees: memory (Fig. 5),
+    /// partial (Figs. 3b, 6a), cold (Fig. 2) and writes (Table IV), each engine on the same
+    /// seeded keys and operations in one run.
+    ///
+    /// Engines: learnedstore and btree (the LearnedStore engine with its learned path on and
+    /// off; they arrive with the engine, until then asking for them is an error), redb (its
+    /// cache capped to --pool, file opened with O_DIRECT) and lmdb (the OS-page-cache
+    /// reference, not memory-capped here: a note says why).
+    ///
+    /// JSON rows: experiment, data, engine, op ("read"; writes: "insert100", "ycsb-a",
+    /// "ycsb-b"), kops_per_s, mean_us, p50_us, p99_us, p999_us, reads_per_op (device reads
+    /// counted by the engine per operation; reads_source says how), simulated (the paper's
+    /// inner-node miss simulation), time_to_90_s and series_kops (cold), and the configuration:
+    /// ops, records, loaded, value_size, pool_bytes, seed.
+    Btree(crate::btree_cmd::BtreeArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -90,7 +105,8 @@ pub struct LsmArgs {
     #[arg(long, value_enum, default_value_t = ExperimentArg::Pareto)]
     experiment: ExperimentArg,
     /// Keys: a SOSD u64 file (plain or .zst), or synthetic:NAME:N (uniform_dense,
-    /// uniform_sparse, normal, lognormal, piecewise_linear, clustered; N accepts K and M).
+    /// uniform_sparse, normal, lognormal, piecewise_linear, clustered, lineargen, piecewise,
+    /// randomgen; N accepts K and M).
     #[arg(long, default_value = "synthetic:uniform_sparse:1M")]
     data: String,
     /// Keys to load: a seeded uniform sample of this many distinct keys of --data (K and M
@@ -163,6 +179,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
         BenchCommand::Ycsb(a) => crate::kvbench_cmd::ycsb(a),
         BenchCommand::Scan(a) => crate::kvbench_cmd::scan(a),
         BenchCommand::Concurrent(a) => crate::concurrent_cmd::run(a),
+        BenchCommand::Btree(a) => crate::btree_cmd::run(a),
     }
 }
 

@@ -12,7 +12,10 @@ pub enum DataCommand {
     /// Generate a seeded synthetic key set and write it as a SOSD u64 file.
     Gen {
         /// synthetic:NAME:N with NAME one of uniform_dense, uniform_sparse, normal, lognormal,
-        /// piecewise_linear, clustered, and N a count (K and M suffixes accepted).
+        /// piecewise_linear, clustered, or the LearnedStore paper's Table II sets (strictly
+        /// increasing): lineargen (one line start + i*stride, start < 2^32, stride 1..=1024),
+        /// piecewise (4-16 exact lines of seeded lengths, strides 2^0..2^20 and gaps up to 2^32),
+        /// randomgen (uniform u64, sorted, duplicates redrawn); N a count (K and M suffixes).
         spec: String,
         /// Output path; zstd-compressed when it ends in .zst.
         #[arg(long)]

@@ -10,6 +10,7 @@ pub enum CliError {
     Lsm(lidb_lsm::Error),
     LsmBench(lidb_bench::lsm::Error),
     KvBench(lidb_bench::kv::Error),
+    BtreeBench(lidb_bench::btree::Error),
     /// Writing output (stdout or a file) failed.
     Io {
         what: String,
@@ -32,6 +33,7 @@ impl fmt::Display for CliError {
             CliError::Lsm(e) => write!(f, "{e}"),
             CliError::LsmBench(e) => write!(f, "{e}"),
             CliError::KvBench(e) => write!(f, "{e}"),
+            CliError::BtreeBench(e) => write!(f, "{e}"),
             CliError::Io { what, source } => write!(f, "{what}: {source}"),
             CliError::Usage(msg) => write!(f, "{msg}"),
             CliError::Check(msg) => write!(f, "{msg}"),

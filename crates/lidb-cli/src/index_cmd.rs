@@ -96,7 +96,8 @@ impl FamilyArgs {
 #[derive(Debug, Args)]
 pub struct BenchArgs {
     /// Keys: a SOSD u64 file (plain or .zst), or synthetic:NAME:N (uniform_dense, uniform_sparse,
-    /// normal, lognormal, piecewise_linear, clustered; N accepts K and M suffixes).
+    /// normal, lognormal, piecewise_linear, clustered, lineargen, piecewise, randomgen; N accepts
+    /// K and M suffixes; `lidb data gen --help` says how each is generated).
     #[arg(long, default_value = "synthetic:lognormal:1M")]
     data: String,
     /// Index families, comma-separated, or "all" (fp, binary, plr, fiting, pgm, rs, rmi, lpa).

@@ -192,7 +192,7 @@ fn parse_distribution(text: &str) -> Result<RequestDistribution, CliError> {
 }
 
 /// Prints the config line (stdout, or stderr with --json) before the run starts.
-fn print_config(json: bool, config: &str) {
+pub(crate) fn print_config(json: bool, config: &str) {
     if json {
         eprintln!("{config}");
     } else {
@@ -201,7 +201,7 @@ fn print_config(json: bool, config: &str) {
 }
 
 /// Prints the notes (stdout, or stderr with --json) and the rows.
-fn print(
+pub(crate) fn print(
     json: bool,
     notes: &[String],
     rows: Result<Vec<String>, serde_json::Error>,

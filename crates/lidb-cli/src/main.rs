@@ -5,6 +5,7 @@
 mod alloc_count;
 mod args;
 mod bench_cmd;
+mod btree_cmd;
 mod concurrent_cmd;
 mod data_cmd;
 mod error;
@@ -57,7 +58,8 @@ enum Command {
     /// MGET, MSET, DBSIZE, FLUSHDB, INFO, SCAN, LIDB.RANGE. Prints `listening on ADDRESS` first;
     /// SIGINT or SIGTERM stops it (requests running finish, the engine is flushed, exit 0).
     Serve(serve_cmd::ServeArgs),
-    /// Experiments on whole engines: `lidb bench lsm` runs the LSM papers' experiments.
+    /// Experiments on whole engines: `lidb bench lsm` runs the LSM papers' experiments, `lidb
+    /// bench btree` the LearnedStore paper's.
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
 }

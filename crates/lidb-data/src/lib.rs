@@ -9,6 +9,8 @@
 //! - [`datadir`]: where the real datasets live ([`DATA_DIR_ENV`]) and the skip helper for tests
 //!   that need them.
 //! - [`synthetic`]: seeded synthetic key distributions and the `synthetic:NAME:N` spec.
+//! - [`table2`]: the LearnedStore paper's Table II sets (lineargen, piecewise, randomgen), named
+//!   through [`synthetic`].
 //! - [`queries`]: seeded point-query sets over sorted keys (present, absent, mixed, extremes).
 //! - [`zipf`]: YCSB's Zipfian, scrambled Zipfian and skewed-latest generators.
 //! - [`ycsb`]: YCSB core workloads A-F as a seeded stream of operations on record numbers.
@@ -26,6 +28,7 @@ pub mod keymap;
 pub mod queries;
 pub mod sosd;
 pub mod synthetic;
+pub mod table2;
 pub mod text;
 pub mod ycsb;
 pub mod zipf;

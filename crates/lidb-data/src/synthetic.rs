@@ -7,7 +7,8 @@
 //!    floating point. (`normal` and `lognormal` call `exp`/`ln` of the platform's libm; libms
 //!    agree to the last bit on the usual platforms, and a difference of one ulp would move a key
 //!    by at most one unit.)
-//! 3. Duplicates occur only where the distribution makes them: never in `uniform_dense`,
+//! 3. Duplicates occur only where the distribution makes them: never in `uniform_dense` or the
+//!    Table II sets (`lineargen`, `piecewise`, `randomgen`),
 //!    rarely after rounding in `normal`/`lognormal`, and always in `clustered` (for n >= 2),
 //!    which has duplicate runs of random lengths, some longer than 100.
 //!
@@ -19,6 +20,13 @@
 //! | `lognormal` | exp(N(0, 2)) * 1e9, rounded (SOSD's lognormal shape, sigma 2) |
 //! | `piecewise_linear` | a CDF of 5-8 linear pieces whose densities differ by up to 10^4 |
 //! | `clustered` | 3-6 dense clusters far apart, with duplicate runs (some > 100 long) |
+//! | `lineargen` | LearnedStore Table II: one line `start + i * stride`, stride 1-1024 |
+//! | `piecewise` | LearnedStore Table II: 4-16 exact lines of seeded lengths, strides and gaps |
+//! | `randomgen` | LearnedStore Table II: uniform u64, sorted, duplicates removed and redrawn |
+//!
+//! The three Table II sets are strictly increasing; [`crate::table2`] says exactly how each is
+//! generated and how it differs from its neighbour above (`uniform_dense`, `piecewise_linear`,
+//! `uniform_sparse`).
 
 use std::fmt;
 
@@ -44,17 +52,30 @@ pub enum Distribution {
     Lognormal,
     PiecewiseLinear,
     Clustered,
+    Lineargen,
+    Piecewise,
+    Randomgen,
 }
 
 impl Distribution {
     /// Every distribution, in the order of the module table.
-    pub const ALL: [Distribution; 6] = [
+    pub const ALL: [Distribution; 9] = [
         Distribution::UniformDense,
         Distribution::UniformSparse,
         Distribution::Normal,
         Distribution::Lognormal,
         Distribution::PiecewiseLinear,
         Distribution::Clustered,
+        Distribution::Lineargen,
+        Distribution::Piecewise,
+        Distribution::Randomgen,
+    ];
+
+    /// The LearnedStore paper's Table II synthetic sets, in the table's order.
+    pub const TABLE2: [Distribution; 3] = [
+        Distribution::Lineargen,
+        Distribution::Piecewise,
+        Distribution::Randomgen,
     ];
 
     /// The name used in specs and output rows.
@@ -66,6 +87,9 @@ impl Distribution {
             Distribution::Lognormal => "lognormal",
             Distribution::PiecewiseLinear => "piecewise_linear",
             Distribution::Clustered => "clustered",
+            Distribution::Lineargen => "lineargen",
+            Distribution::Piecewise => "piecewise",
+            Distribution::Randomgen => "randomgen",
         }
     }
 
@@ -121,6 +145,9 @@ pub fn generate(dist: Distribution, n: u64, seed: u64) -> Vec<u64> {
             .collect(),
         Distribution::PiecewiseLinear => piecewise_linear(&mut rng, n),
         Distribution::Clustered => return clustered(&mut rng, n),
+        Distribution::Lineargen => return crate::table2::lineargen(&mut rng, n),
+        Distribution::Piecewise => return crate::table2::piecewise(&mut rng, n),
+        Distribution::Randomgen => return crate::table2::randomgen(&mut rng, n),
     };
     keys.sort_unstable();
     keys

@@ -187,3 +187,82 @@ fn ten_million_keys_in_seconds() {
         eprintln!("{dist}: 10M keys in {secs:.2}s");
     }
 }
+
+#[test]
+fn table2_sets_are_strictly_increasing() {
+    for dist in Distribution::TABLE2 {
+        for seed in 0..5u64 {
+            for n in [0u64, 1, 2, 3, 17, 1000, 50_000] {
+                let keys = generate(dist, n, seed);
+                assert_eq!(keys.len() as u64, n, "{dist} n={n} seed={seed}");
+                assert!(
+                    keys.windows(2).all(|w| matches!(w, [a, b] if a < b)),
+                    "{dist} n={n} seed={seed}: not strictly increasing"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn lineargen_is_one_line() {
+    let keys = generate(Distribution::Lineargen, 10_000, SEED);
+    let (Some(&a), Some(&b)) = (keys.first(), keys.get(1)) else {
+        panic!("lineargen gave fewer than 2 keys, seed={SEED}");
+    };
+    let stride = b - a;
+    assert!((1..=1024).contains(&stride), "stride {stride} seed={SEED}");
+    assert!(a < 1 << 32, "start {a} seed={SEED}");
+    for (i, &k) in keys.iter().enumerate() {
+        assert_eq!(k, a + i as u64 * stride, "key {i} seed={SEED}");
+    }
+}
+
+#[test]
+fn piecewise_is_a_few_exact_lines() {
+    for seed in 0..10u64 {
+        let keys = generate(Distribution::Piecewise, 100_000, seed);
+        let steps: Vec<u64> = keys
+            .windows(2)
+            .map(|w| match w {
+                [a, b] => b - a,
+                _ => 0,
+            })
+            .collect();
+        // A segment's steps are one power of two; a change of step starts a new segment (the
+        // gap, then the next stride), so there are at most 2 changes per segment.
+        let changes = steps
+            .windows(2)
+            .filter(|w| matches!(w, [a, b] if a != b))
+            .count();
+        assert!(changes <= 2 * 16, "seed={seed}: {changes} step changes");
+        assert!(changes >= 2, "seed={seed}: only {changes} step changes");
+        let powers = steps
+            .iter()
+            .filter(|s| s.is_power_of_two() && **s <= 1 << 20)
+            .count();
+        assert!(
+            powers + 16 >= steps.len(),
+            "seed={seed}: steps are not strides"
+        );
+    }
+}
+
+#[test]
+fn randomgen_spans_the_u64_range() {
+    let i = info(&generate(Distribution::Randomgen, 100_000, SEED));
+    assert_eq!(i.distinct, 100_000, "seed={SEED}");
+    assert!(i.max.unwrap_or_default() - i.min.unwrap_or_default() > u64::MAX / 2);
+}
+
+#[test]
+fn table2_specs_parse() -> TestResult {
+    for (spec, dist) in [
+        ("synthetic:lineargen:1K", Distribution::Lineargen),
+        ("synthetic:piecewise:2M", Distribution::Piecewise),
+        ("synthetic:randomgen:10", Distribution::Randomgen),
+    ] {
+        assert_eq!(parse_spec(spec)?.0, dist, "{spec}");
+    }
+    Ok(())
+}

@@ -1,0 +1,86 @@
+//! The LearnedStore paper's experiments (section V, issue 9) over paged B+-trees:
+//! `lidb bench btree --experiment memory|partial|cold|writes`.
+//!
+//! Layout, one concept per file:
+//! - [`store`]: the [`PagedStore`] trait every engine implements, and its error.
+//! - [`engines`]: which engines a build can run and how each is opened (the registration point
+//!   for the LearnedStore engine's "learnedstore" and "btree").
+//! - [`config`]: the run's [`Config`] and its checks; values derived from their keys.
+//! - [`measure`]: the timed loops and the startup time (time to 90% of the peak).
+//! - [`experiments`]: the four experiments, from a config to a [`Report`].
+//! - [`rows`]: the output rows, JSON lines and the table.
+//! - peers: [`redb_peer`] (over the `O_DIRECT` backend of [`direct`]) and [`lmdb_peer`];
+//!   [`reference`] is a `BTreeMap` for the harness's own tests.
+//!
+//! Everything runs on the calling thread. A wrong value read stops the run ([`Error::WrongValue`]).
+
+pub mod config;
+pub mod direct;
+pub mod engines;
+pub mod experiments;
+pub mod lmdb_peer;
+pub mod measure;
+pub mod redb_peer;
+pub mod reference;
+pub mod rows;
+pub mod store;
+
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+pub use config::{Config, Dataset, Experiment};
+pub use engines::{StoreSetup, btree_engines, open_engine};
+pub use experiments::{Report, run};
+pub use rows::Row;
+pub use store::{PagedStore, StoreError};
+
+/// Why a run stopped.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// An engine operation failed.
+    Store { engine: String, source: StoreError },
+    /// A read got no value or one not of its key: a bug in the engine.
+    WrongValue {
+        engine: String,
+        key: u64,
+        detail: String,
+    },
+    /// A known engine this build does not have yet (the LearnedStore engine).
+    NotBuilt(String),
+    /// A configuration that cannot run; the message names the option.
+    Invalid(String),
+}
+
+impl Error {
+    /// Maps a store error of `engine`.
+    pub fn store(engine: &str) -> impl Fn(StoreError) -> Error + '_ {
+        move |source| Error::Store {
+            engine: engine.to_string(),
+            source,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Store { engine, source } => write!(f, "{engine}: {source}"),
+            Error::WrongValue {
+                engine,
+                key,
+                detail,
+            } => write!(f, "wrong answer from {engine} for key {key}: {detail}"),
+            Error::NotBuilt(name) => write!(
+                f,
+                "engine {name} not built yet (the LearnedStore engine, lidb-btree, has not \
+                 landed; run the peers: --engine redb,lmdb)"
+            ),
+            Error::Invalid(msg) => write!(f, "{msg}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,121 @@
+//! End-to-end tests of `lidb bench btree`: a tiny run of each experiment over the peers gives
+//! JSON rows with the issue's field names, one per engine (three per engine for writes), and
+//! bad options fail with one-line errors.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const FIELDS: [&str; 11] = [
+    "experiment",
+    "data",
+    "engine",
+    "op",
+    "kops_per_s",
+    "mean_us",
+    "p50_us",
+    "p99_us",
+    "reads_per_op",
+    "seed",
+    "pool_bytes",
+];
+
+fn lidb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .args(args)
+        .output()
+        .expect("run lidb")
+}
+
+fn run(experiment: &str, extra: &[&str]) -> Vec<Value> {
+    let dir = std::env::temp_dir().join(format!(
+        "lidb-bench-btree-{experiment}-{}",
+        std::process::id()
+    ));
+    let d = dir.display().to_string();
+    let mut args = vec![
+        "bench",
+        "btree",
+        "--experiment",
+        experiment,
+        "--data",
+        "synthetic:piecewise:4K",
+        "--ops",
+        "1K",
+        "--seconds",
+        "0.4",
+        "--interval-ms",
+        "100",
+        "--json",
+        "--dir",
+        &d,
+    ];
+    args.extend_from_slice(extra);
+    let out = lidb(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{experiment}: {stderr}");
+    assert!(
+        stderr.contains("seed=42"),
+        "config line on stderr: {stderr}"
+    );
+    assert!(!dir.join(format!("btree-{}", std::process::id())).exists());
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON row"))
+        .collect()
+}
+
+#[test]
+fn every_experiment_gives_rows_with_the_issue_fields() {
+    for (experiment, per_engine) in [("memory", 1), ("partial", 1), ("cold", 1), ("writes", 3)] {
+        let rows = run(experiment, &[]);
+        assert_eq!(rows.len(), 2 * per_engine, "{experiment}: {rows:?}");
+        for row in &rows {
+            for field in FIELDS {
+                assert!(
+                    row.get(field).is_some(),
+                    "{experiment}: {field} missing in {row}"
+                );
+            }
+            assert_eq!(row["experiment"], experiment);
+            assert_eq!(
+                row.get("time_to_90_s").is_some(),
+                experiment == "cold",
+                "{row}"
+            );
+        }
+        let engines: Vec<&str> = rows.iter().filter_map(|r| r["engine"].as_str()).collect();
+        assert!(
+            engines.contains(&"redb") && engines.contains(&"lmdb"),
+            "{engines:?}"
+        );
+    }
+}
+
+#[test]
+fn bad_options_are_one_line_errors() {
+    for (args, want) in [
+        (vec!["--experiment", "warm"], "unknown experiment"),
+        (
+            vec!["--engine", "learnedstore"],
+            "engine learnedstore not built yet",
+        ),
+        (vec!["--engine", "nosuch"], "unknown engine"),
+        (vec!["--pool", "12XB"], "--pool"),
+        (
+            vec!["--experiment", "partial", "--pool", "1GiB"],
+            "smaller than the tree",
+        ),
+        (vec!["--value-size", "4"], "--value-size"),
+    ] {
+        let mut all = vec!["bench", "btree", "--data", "synthetic:randomgen:1K"];
+        all.extend(args.iter().copied());
+        let out = lidb(&all);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+    }
+}
