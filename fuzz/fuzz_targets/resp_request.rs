@@ -1,11 +1,15 @@
 //! The request decoder of `lidb serve` (lidb-server codec.rs and inline.rs): never panics on any
 //! bytes; feeding the input in two pieces (split where the second byte says) gives the same
 //! requests and the same error as feeding it whole; every request decoded re-encodes as a RESP2
-//! multibulk that decodes to itself. The first byte picks tiny limits (so the caps are hit) or
-//! the defaults.
+//! multibulk that decodes to itself; and where the input starts with a multibulk frame that the
+//! `redis-protocol` crate decodes as a command (a non-empty array of bulk strings) and ours
+//! decodes too, both give the same arguments. The first byte picks tiny limits (so the caps are
+//! hit) or the defaults.
 #![no_main]
 
 use bytes::BytesMut;
+use redis_protocol::resp2::decode::decode_bytes_mut;
+use redis_protocol::resp2::types::BytesFrame;
 use libfuzzer_sys::fuzz_target;
 use lidb_server::{Limits, RequestCodec, decode_all};
 use tokio_util::codec::Decoder;
@@ -72,5 +76,23 @@ fuzz_target!(|data: &[u8]| {
         let (again, err, rest) = decode_all(&encoded, Limits::default());
         assert!(err.is_none() && rest.is_empty());
         assert_eq!(again, vec![request.clone()]);
+    }
+
+    if input.first() == Some(&b'*')
+        && let Some(first) = whole.first()
+        && let Ok(Some((BytesFrame::Array(items), _, _))) =
+            decode_bytes_mut(&mut BytesMut::from(input))
+        && !items.is_empty()
+    {
+        let theirs: Option<Vec<_>> = items
+            .into_iter()
+            .map(|item| match item {
+                BytesFrame::BulkString(b) => Some(b),
+                _ => None,
+            })
+            .collect();
+        if let Some(theirs) = theirs {
+            assert_eq!(first, &theirs, "redis-protocol decodes the first frame otherwise");
+        }
     }
 });

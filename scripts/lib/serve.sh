@@ -4,10 +4,13 @@
 
 lidb_pid=""
 
-# Starts `lidb serve --engine $1` on a fresh database in $work/db; sets lidb_pid, addr and port.
+# Starts `lidb serve --engine $1` on a fresh database in $work/db, with the extra options of
+# LIDB_SERVE_ARGS (words) if set; sets lidb_pid, addr and port.
 start_lidb_serve() {
-  echo "== lidb serve --engine $1"
-  "$lidb" serve --engine "$1" --db "$work/db" --listen 127.0.0.1:0 >"$work/lidb.out" 2>"$work/lidb.err" &
+  local extra=()
+  read -r -a extra <<<"${LIDB_SERVE_ARGS:-}"
+  echo "== lidb serve --engine $1 ${extra[*]}"
+  "$lidb" serve --engine "$1" --db "$work/db" --listen 127.0.0.1:0 "${extra[@]}" >"$work/lidb.out" 2>"$work/lidb.err" &
   lidb_pid=$!
   for _ in $(seq 100); do
     [ -s "$work/lidb.out" ] && break

@@ -8,7 +8,7 @@ mod support;
 
 use lidb_server::ServerConfig;
 use redis::Value;
-use support::start_with;
+use support::{start_prepared, start_with};
 
 fn answered_in_memory(c: &mut redis::Connection) -> u64 {
     let stats: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
@@ -96,28 +96,25 @@ fn pipelines_mixing_reads_and_writes_answer_in_order() {
 
 #[test]
 fn keys_not_in_memory_go_to_the_engine_threads_and_then_are_cached() {
-    let server = start_with("lsm", ServerConfig::default());
-    let mut c = server.client();
-    // About 330 KB of writes through 256 KiB memtables: most keys end in tables, whose pages
-    // are not cached until a read brings them in.
+    // Every key in tables after a full compaction, none of their pages cached: the first pass
+    // needs storage reads, which the engine threads do (caching the pages);
+    // nothing writes afterwards, so the second pass is answered from memory entirely.
     let n = 3000;
-    let mut pipe = redis::pipe();
-    for i in 0..n {
-        pipe.cmd("SET").arg(key(i)).arg(value(i)).ignore();
-    }
-    let () = pipe.query(&mut c).unwrap();
-    let before = answered_in_memory(&mut c);
+    let server = start_prepared("lsm", ServerConfig::default(), |engine| {
+        for i in 0..n {
+            engine.put(key(i).as_bytes(), value(i).as_bytes()).unwrap();
+        }
+        engine.flush().unwrap();
+        engine.gc().unwrap();
+    });
+    let mut c = server.client();
     get_all(&mut c, n);
-    let first = answered_in_memory(&mut c) - before;
-    assert!(
-        first < n,
-        "cold table pages cannot all be in memory ({first} of {n})"
-    );
+    // A batch that arrives after an earlier one cached its pages is answered from memory, so
+    // the first pass is not all storage reads; most are.
+    let first = answered_in_memory(&mut c);
+    assert!(first < n / 2, "{first} of {n} answered from a cold cache");
     get_all(&mut c, n);
-    let second = answered_in_memory(&mut c) - before - first;
-    assert_eq!(
-        second, n,
-        "the first pass cached every page the second needs"
-    );
+    let second = answered_in_memory(&mut c) - first;
+    assert_eq!(second, n, "the first pass cached every page");
     server.stop();
 }

@@ -58,12 +58,22 @@ fn fresh_dir(name: &str) -> PathBuf {
 }
 
 /// A server over engine `engine` with `config` (its listen address replaced by 127.0.0.1:0).
-pub fn start_with(engine: &str, mut config: ServerConfig) -> TestServer {
+pub fn start_with(engine: &str, config: ServerConfig) -> TestServer {
+    start_prepared(engine, config, |_| {})
+}
+
+/// `start_with`, after `prepare` has run on the engine before the server takes it.
+pub fn start_prepared(
+    engine: &str,
+    mut config: ServerConfig,
+    prepare: impl FnOnce(&dyn engines::Engine),
+) -> TestServer {
     let dir = fresh_dir(engine);
     let mut cfg = EngineConfig::new(dir.clone());
     // Small memtables: the tests' writes go through flushes and compactions too.
     cfg.memtable_bytes = 256 << 10;
     let engine = engines::open(engine, &cfg).unwrap();
+    prepare(engine.as_ref());
     config.listen = "127.0.0.1:0".into();
     let server = Server::bind(config, engine).unwrap();
     TestServer {
