@@ -3,6 +3,7 @@ numpy.searchsorted (the reference lower_bound) through search and search_many.""
 
 import pickle
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -162,3 +163,39 @@ def test_real_dataset(real_dataset):
     queries = queries_for(keys, 20_000)
     for family in lidb.FAMILIES:
         check_contract(lidb.build(family, keys, 64), keys, queries)
+
+
+def test_search_many_releases_the_gil():
+    """While one thread is inside search_many, another keeps running Python code.
+
+    With the GIL held for the whole call, the main thread's loop would stall for as long as the
+    call lasts; released, its longest stall is a scheduling hiccup. The call is made long (over a
+    second here on 2 busy cores) so the two cases are far apart."""
+    keys = make_keys("sparse", 200_000)
+    index = lidb.build("pgm", keys, 2)
+    queries = np.random.default_rng(1).integers(0, U64_MAX, 1_500_000, dtype=np.uint64)
+    started = threading.Event()
+    span = {}
+
+    def work():
+        started.set()
+        t0 = time.perf_counter()
+        index.search_many(queries)
+        span["call"] = (t0, time.perf_counter())
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    started.wait()
+    ticks = []
+    while worker.is_alive():
+        ticks.append(time.perf_counter())
+    worker.join()
+    t0, t1 = span["call"]
+    inside = [t for t in ticks if t0 <= t <= t1]
+    edges = [t0] + inside + [t1]
+    longest_stall = max(b - a for a, b in zip(edges, edges[1:]))
+    print(f"search_many {t1 - t0:.3f} s, longest stall {longest_stall:.4f} s")
+    assert t1 - t0 > 0.05, "the call was too short to tell"
+    assert longest_stall < 0.5 * (t1 - t0), (
+        f"the main thread stalled {longest_stall:.3f} s of a {t1 - t0:.3f} s search_many"
+    )
