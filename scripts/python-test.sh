@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Python package (python/) end to end, as a user installs it: a virtualenv, `pip install
 # ./python pytest` (maturin builds the Rust extension in release; numpy comes as a dependency),
-# then its pytest suite (python/tests). Before that, rustfmt and clippy on the package's crate,
+# mypy's stubtest (the stubs match the native module) and mypy over the package and its tests,
+# then the pytest suite (python/tests). Before that, rustfmt and clippy on the package's crate,
 # which the root workspace excludes (see python/Cargo.toml).
 #
 #   scripts/python-test.sh              everything above
@@ -15,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python="${PYTHON:-python3}"
-venv="${VENV:-target/python-venv}"
+venv="$(realpath -m "${VENV:-target/python-venv}")"
 export CARGO_TARGET_DIR="$PWD/target/python"
 
 echo "-- rustfmt and clippy on python/ (the extension's crate)"
@@ -25,11 +26,15 @@ cargo clippy --quiet --manifest-path python/Cargo.toml --all-targets -- -D warni
 echo "-- virtualenv $venv ($("$python" --version))"
 "$python" -m venv "$venv"
 
-echo "-- pip install ./python pytest (builds the extension)"
+echo "-- pip install ./python pytest mypy (builds the extension)"
 start=$(date +%s)
 # pip always rebuilds and reinstalls a package given as a directory, same version or not.
-"$venv/bin/python" -m pip install --quiet ./python pytest
+"$venv/bin/python" -m pip install --quiet ./python pytest mypy
 echo "   built and installed in $(($(date +%s) - start)) s"
+
+echo "-- type stubs: stubtest lidb._lidb, mypy python/lidb python/tests"
+"$venv/bin/python" -m mypy.stubtest lidb._lidb
+(cd python && "$venv/bin/python" -m mypy --no-incremental --cache-dir=/dev/null lidb tests)
 
 echo "-- pytest python/tests"
 # From the repository root, so the source tree's python/lidb (no native module) does not shadow

@@ -1,10 +1,21 @@
 """Type stubs of the native module (python/src/*.rs)."""
 
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, final
 
 import numpy as np
 import numpy.typing as npt
+
+__all__ = [
+    "DATA_DIR_ENV",
+    "FAMILIES",
+    "Index",
+    "__version__",
+    "build",
+    "decode",
+    "read_sosd",
+    "write_sosd",
+]
 
 __version__: str
 FAMILIES: List[str]
@@ -15,6 +26,7 @@ DATA_DIR_ENV: str
 _Keys = Union[npt.NDArray[np.integer], Sequence[int]]
 _Path = Union[str, "os.PathLike[str]"]
 
+@final
 class Index:
     """A learned index over sorted u64 keys; immutable, shareable between threads."""
 

@@ -47,7 +47,7 @@ def _ceil(x) -> int:
             raise ValueError("cannot search for NaN")
         if math.isinf(f):
             return -1 if f < 0 else U64_MAX + 1
-        return math.ceil(x)
+        return int(math.ceil(x))
     raise TypeError(f"keys are integers: cannot search for a {type(x).__name__}")
 
 
@@ -63,7 +63,7 @@ def _floor(x) -> int:
             raise ValueError("cannot search for NaN")
         if math.isinf(f):
             return -1 if f < 0 else U64_MAX + 1
-        return math.floor(x)
+        return int(math.floor(x))
     raise TypeError(f"keys are integers: cannot search for a {type(x).__name__}")
 
 
