@@ -49,6 +49,11 @@ class Index:
         self, queries: _Keys
     ) -> Tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
         """``search`` for every query; the GIL is released meanwhile."""
+    def lower_bound(self, keys: _Keys, q: int) -> int:
+        """``search(q)`` then a binary search of ``keys[lo:hi]``: ``numpy.searchsorted(keys, q)``.
+        ``keys`` must be the keys the index was built from (ValueError if their count differs)."""
+    def lower_bound_many(self, keys: _Keys, queries: _Keys) -> npt.NDArray[np.uint64]:
+        """``lower_bound`` for every query; the GIL is released meanwhile."""
     def stats(self) -> Dict[str, Any]:
         """family, keys, boundary, size_bytes, models and the family's own figures."""
     def encode(self) -> bytes: ...

@@ -13,8 +13,8 @@ Queries may be any real number (``bisect`` semantics: ``bisect_left(2.5)`` is th
 the first key >= 2.5) including values outside the u64 domain; NaN raises ``ValueError`` and
 non-numbers raise ``TypeError``.
 
-Every lookup is the index's ``search(q)``, which bounds ``lower_bound(q)`` to at most
-``boundary`` positions, then a binary search of those positions (numpy's ``searchsorted``).
+Every lookup is the index's ``lower_bound``: ``search(q)``, which bounds the answer to at most
+``boundary`` positions, then a binary search of those positions, both in Rust.
 Instances are immutable and safe to share between threads.
 """
 
@@ -103,9 +103,7 @@ class SortedList(collections.abc.Sequence):
             return 0
         if q > U64_MAX:
             return len(self._keys)
-        lo, hi = self._index.search(q)
-        window = self._keys[lo:hi]
-        return lo + int(np.searchsorted(window, np.uint64(q), side="left"))
+        return self._index.lower_bound(self._keys, q)
 
     @property
     def keys(self) -> np.ndarray:

@@ -5,6 +5,7 @@
 
 use lidb_index::{LearnedIndex, StatValue};
 use numpy::PyArray1;
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
@@ -24,6 +25,20 @@ pub struct Index {
 impl Index {
     pub fn new(inner: Box<dyn LearnedIndex>) -> Index {
         Index { inner }
+    }
+
+    /// `keys` if it is as long as the key set the index was built over (a cheap guard against
+    /// passing another array: the answer over other keys would be meaningless, though never a
+    /// panic, since `lower_bound_with` reads only the positions that exist).
+    fn same_keys<'a>(&self, keys: &'a [u64]) -> PyResult<&'a [u64]> {
+        if keys.len() as u64 != self.inner.key_count() {
+            return Err(PyValueError::new_err(format!(
+                "keys hold {} keys but the index was built over {}: pass the keys it was built from",
+                keys.len(),
+                self.inner.key_count()
+            )));
+        }
+        Ok(keys)
     }
 }
 
@@ -54,6 +69,43 @@ impl Index {
             })
         })?;
         Ok((PyArray1::from_vec(py, lo), PyArray1::from_vec(py, hi)))
+    }
+
+    /// The full lookup over the keys the index was built from: `search(q)`, then a binary search
+    /// of `keys[lo:hi]`, so the same as `numpy.searchsorted(keys, q)`. Pass the same uint64
+    /// array every time (another dtype is converted on each call).
+    fn lower_bound(&self, keys: &Bound<'_, PyAny>, q: u64) -> PyResult<u64> {
+        let keys = arrays::u64_array(keys, "keys")?;
+        let keys = arrays::readonly(&keys, "keys")?;
+        let keys = self.same_keys(arrays::as_slice(&keys, "keys")?)?;
+        guard("lower_bound", || {
+            lidb_index::lower_bound_with(self.inner.as_ref(), keys, q)
+        })
+    }
+
+    /// `lower_bound` for every query of a 1-D array, as a uint64 array; GIL released.
+    fn lower_bound_many<'py>(
+        &self,
+        keys: &Bound<'py, PyAny>,
+        queries: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyArray1<u64>>> {
+        let py = queries.py();
+        let keys = arrays::u64_array(keys, "keys")?;
+        let keys = arrays::readonly(&keys, "keys")?;
+        let keys = self.same_keys(arrays::as_slice(&keys, "keys")?)?;
+        let queries = arrays::u64_array(queries, "queries")?;
+        let queries = arrays::readonly(&queries, "queries")?;
+        let queries = arrays::as_slice(&queries, "queries")?;
+        let positions = py.detach(|| {
+            guard("lower_bound_many", || {
+                let index = self.inner.as_ref();
+                queries
+                    .iter()
+                    .map(|&q| lidb_index::lower_bound_with(index, keys, q))
+                    .collect::<Vec<u64>>()
+            })
+        })?;
+        Ok(PyArray1::from_vec(py, positions))
     }
 
     /// The family's name, one of `lidb.FAMILIES`.

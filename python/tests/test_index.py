@@ -31,13 +31,16 @@ def check_contract(index, keys, queries):
             f"{index!r}: query {int(queries[i])} answered [{int(lo[i])}, {int(hi[i])}), "
             f"lower_bound is {int(lb[i])}"
         )
+    # The full lookup in Rust gives numpy's answer for every query.
+    assert np.array_equal(index.lower_bound_many(keys, queries), lb)
     # The last-mile search inside every window gives numpy's answer.
     sample = range(0, queries.size, max(1, queries.size // 500))
     for i in sample:
         q, a, b = queries[i], int(lo[i]), int(hi[i])
         assert a + int(np.searchsorted(keys[a:b], q)) == int(lb[i])
-        # search agrees with search_many.
+        # search agrees with search_many, lower_bound with lower_bound_many.
         assert index.search(int(q)) == (a, b)
+        assert index.lower_bound(keys, int(q)) == int(lb[i])
 
 
 @pytest.mark.parametrize("distribution", sorted(DISTRIBUTIONS))
@@ -136,6 +139,17 @@ def test_keys_in_any_integer_form():
     mixed = [0, 1, 1 << 63, U64_MAX]
     index = lidb.build("pgm", mixed, 2)
     assert index.search(U64_MAX) == (3, 4)
+
+
+def test_lower_bound_needs_the_keys_the_index_was_built_from():
+    keys = make_keys("dense", 1_000)
+    index = lidb.build("pgm", keys, 8)
+    with pytest.raises(ValueError, match="built over 1000"):
+        index.lower_bound(keys[:-1], 5)
+    with pytest.raises(ValueError, match="built over 1000"):
+        index.lower_bound_many(np.concatenate([keys, keys]), keys)
+    # Other integer forms of the same keys are converted.
+    assert index.lower_bound(keys.tolist(), 1500) == 500
 
 
 def test_search_many_from_threads():
