@@ -6,6 +6,7 @@
 #   3. the YCSB binding's JUnit tests             (ycsb/, Maven)
 #   4. lidb serve with redis-cli and redis-benchmark, beside Debian's redis-server
 #   5. one small YCSB workload through the real YCSB client against lidb serve
+#   6. the Python package: pip install ./python into a virtualenv, then its pytest suite
 # Stops at the first failure. SKIP_PACKAGES=1 skips the installs (you installed them yourself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,8 +25,9 @@ install() {
 }
 
 # librocksdb-dev and libclang-dev: the rocksdb feature (bindgen); redis-*: the serve smoke run;
-# OpenJDK 17 and Maven: the YCSB binding (which fetches YCSB core and Jedis from Maven Central).
-install librocksdb-dev libclang-dev redis-tools redis-server openjdk-17-jdk-headless maven
+# OpenJDK 17 and Maven: the YCSB binding (which fetches YCSB core and Jedis from Maven Central);
+# python3-venv: the Python package's virtualenv (pip fetches maturin, numpy and pytest from PyPI).
+install librocksdb-dev libclang-dev redis-tools redis-server openjdk-17-jdk-headless maven python3-venv
 
 echo "== 1. cargo test --workspace"
 cargo test --workspace
@@ -42,5 +44,8 @@ scripts/serve-smoke.sh --compare
 
 echo "== 5. YCSB workload A through the real YCSB client, small (scripts/ycsb-run.sh)"
 RECORDS=2000 OPERATIONS=2000 VERIFY=1 timeout 1200 scripts/ycsb-run.sh a lsm
+
+echo "== 6. the Python package: pip install ./python, pytest (scripts/python-test.sh)"
+scripts/python-test.sh
 
 echo "all test suites passed"
