@@ -6,7 +6,8 @@
 
 pub mod btree;
 pub mod concurrent;
-pub mod engines;
+/// The engine trait and every engine (the lidb-engines crate, under its old path).
+pub use lidb_engines as engines;
 pub mod index_bench;
 pub mod kv;
 pub mod lsm;

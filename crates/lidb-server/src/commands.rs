@@ -40,7 +40,7 @@ pub fn not_integer() -> Reply {
     error("ERR value is not an integer or out of range")
 }
 
-pub fn engine_error(e: &lidb_bench::engines::EngineError) -> Reply {
+pub fn engine_error(e: &lidb_engines::EngineError) -> Reply {
     error(format!("ERR engine: {e}"))
 }
 
@@ -111,7 +111,7 @@ fn plain_set(request: &[Bytes]) -> Option<(&[u8], &[u8])> {
 }
 
 /// Runs a pipelined batch in order, appending one reply per request until QUIT. A run of plain
-/// SETs is written as one [`Engine::put_many`](lidb_bench::engines::Engine::put_many) (one WAL
+/// SETs is written as one [`Engine::put_many`](lidb_engines::Engine::put_many) (one WAL
 /// record and one sync for lsm) and each gets its OK after it; other requests run one by one.
 pub fn execute_batch(
     shared: &Shared,

@@ -5,7 +5,7 @@
 //! and notes). Called on the engine pool.
 
 use bytes::Bytes;
-use lidb_bench::engines::{MemorySplit, ReadSplit, Space};
+use lidb_engines::{MemorySplit, ReadSplit, Space};
 
 use crate::commands::{Reply, bulk};
 use crate::state::Shared;

@@ -13,7 +13,7 @@
 //! the first key not yet returned, whatever was written meanwhile.
 
 use bytes::Bytes;
-use lidb_bench::engines::{Engine, EngineResult};
+use lidb_engines::{Engine, EngineResult};
 use redis_protocol::resp2::types::BytesFrame;
 
 use crate::commands::{Reply, bulk, engine_error, error, not_integer, parse_u64, syntax_error};

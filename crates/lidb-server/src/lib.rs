@@ -12,7 +12,7 @@
 //! - `state`: what connections share (the engine, the write order, SCAN cursors, counters).
 //! - `server`: accept loop, connection cap, graceful stop (stop accepting, finish batches, flush).
 //!
-//! The engine is any [`lidb_bench::engines::Engine`]; its calls may block, so they run on the
+//! The engine is any [`lidb_engines::Engine`]; its calls may block, so they run on the
 //! engine pool's threads (`pool.rs`), never on tokio's async workers; the one exception is the
 //! engine's memory-only read tier (`memory_reads.rs`), which by its contract never reads storage.
 

@@ -1,6 +1,6 @@
 //! Reads answered on the async worker: the leading run of a batch made of GET, MGET, EXISTS,
 //! PING and ECHO whose keys the engine answers from memory
-//! ([`Engine::get_if_in_memory`](lidb_bench::engines::Engine::get_if_in_memory): memtables,
+//! ([`Engine::get_if_in_memory`](lidb_engines::Engine::get_if_in_memory): memtables,
 //! filters, indexes, cached pages; RocksDB calls it the block-cache tier).
 //!
 //! Handing a batch to the engine pool costs two thread wake-ups (the pool thread, then the

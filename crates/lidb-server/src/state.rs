@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Instant;
 
-use lidb_bench::engines::Engine;
+use lidb_engines::Engine;
 
 /// How many SCAN cursors the server remembers (Kvrocks keeps a similar bounded map).
 pub const MAX_CURSORS: usize = 1 << 16;

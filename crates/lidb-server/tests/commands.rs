@@ -247,7 +247,7 @@ fn scan_walks_every_key_with_match_and_count() {
 
 #[test]
 fn every_engine_serves_the_basic_commands() {
-    for engine in lidb_bench::engines::names() {
+    for engine in lidb_engines::names() {
         let server = start(engine);
         let mut c = server.client();
         let _: () = redis::cmd("SET")

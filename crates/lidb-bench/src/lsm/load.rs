@@ -54,25 +54,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("\"{text}\" is too large a size"))
 }
 
-/// Formats bytes with the largest binary unit that divides them, else in bytes.
-pub fn format_size(bytes: u64) -> String {
-    for (unit, scale) in [("GiB", GIB), ("MiB", MIB), ("KiB", KIB)] {
-        if bytes >= scale && bytes.is_multiple_of(scale) {
-            return format!("{}{unit}", bytes / scale);
-        }
-    }
-    format!("{bytes}B")
-}
-
-/// Bytes as a rounded figure with a binary unit, for people (e.g. 187.3MiB).
-pub fn human_size(bytes: u64) -> String {
-    for (unit, scale) in [("GiB", GIB), ("MiB", MIB), ("KiB", KIB)] {
-        if bytes >= scale {
-            return format!("{:.1}{unit}", bytes as f64 / scale as f64);
-        }
-    }
-    format!("{bytes}B")
-}
+pub use lidb_engines::{format_size, human_size};
 
 /// Whether every key up to `max_key` can be rendered in `key_size` bytes.
 pub fn check_key_size(key_size: u32, max_key: u64) -> Result<(), String> {

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use lidb_bench::engines::{self, EngineConfig};
+use lidb_engines::{self as engines, EngineConfig};
 use lidb_server::{Server, ServerConfig, ServerHandle};
 
 /// A running server and its directory (removed on drop, after the server stops).

@@ -31,7 +31,7 @@
 use lidb_fine::{FineStore, FineStoreOptions};
 
 use super::{Engine, EngineConfig, EngineResult, MemorySplit, ReadSplit, Space};
-use crate::lsm::load::{format_size, human_size};
+use crate::{format_size, human_size};
 
 pub struct FineEngine {
     store: FineStore,

@@ -13,6 +13,9 @@
 
 mod fine;
 mod lidb;
+mod size;
+
+pub use size::{format_size, human_size};
 
 pub use lidb::Tiering;
 #[cfg(feature = "rocksdb")]
