@@ -102,16 +102,32 @@ fn check_content<I: UpdatableIndex>(index: &I, model: &BTreeMap<u64, u64>, ctx: 
     );
 }
 
+/// Runs `case` on one index; any panic (an assertion here or an invariant check inside the
+/// index) first prints the case, the index and the seed.
 fn run<I: UpdatableIndex>(
     case: &Case<'_>,
     name: &str,
     make: impl Fn(&[(u64, u64)]) -> Result<I, BulkLoadError>,
 ) {
     let ctx = format!("case {} index {name} seed {}", case.name, case.seed);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_case(case, &ctx, make);
+    }));
+    if let Err(panic) = outcome {
+        eprintln!("FAILED {ctx}");
+        std::panic::resume_unwind(panic);
+    }
+}
+
+fn run_case<I: UpdatableIndex>(
+    case: &Case<'_>,
+    ctx: &str,
+    make: impl Fn(&[(u64, u64)]) -> Result<I, BulkLoadError>,
+) {
     let pairs = pairs_of(case.keys);
     let mut index = make(&pairs).unwrap_or_else(|e| panic!("{ctx}: bulk load: {e}"));
     let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
-    check_content(&index, &model, &ctx);
+    check_content(&index, &model, ctx);
     for &(k, v) in pairs.iter().step_by(7) {
         assert_eq!(index.get(k), Some(v), "{ctx}: get {k} after bulk load");
     }
@@ -447,4 +463,35 @@ fn large_random() {
         ops: 200_000,
         fresh: Fresh::Ascending,
     });
+}
+
+/// Inserts change the shape as the papers describe: ALEX grows from one data node into a tree
+/// of model nodes by splits, and its root-domain expansion and range-dividing splits down keep
+/// sorted inserts from building a chain of model nodes; LIPP's rebuilds keep the depth of sequential inserts small
+/// (without them nearly every append would deepen one chain of conflict children; with them the
+/// appends still form a chain along the last slots, as in the reference code, but most keys
+/// sit near the root).
+#[test]
+fn inserts_reshape_the_structure() {
+    let mut alex = Alex::with_config(SMALL_ALEX, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut lipp = Lipp::bulk_load(&[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = ChaCha8Rng::seed_from_u64(16);
+    for key in random_keys(&mut rng, 20_000) {
+        alex.insert(key, key);
+    }
+    for key in 0..20_000u64 {
+        lipp.insert(key * 3, key);
+    }
+    let (a, l) = (alex.stats(), lipp.stats());
+    eprintln!("alex {a:?}\nlipp {l:?}");
+    alex.assert_invariants();
+    lipp.assert_invariants();
+    assert!(
+        a.inner_nodes >= 2 && a.leaf_nodes >= 100,
+        "alex did not split: {a:?}"
+    );
+    assert!(
+        l.depth_avg < 2.0 && l.depth_max <= 64,
+        "lipp did not rebuild: {l:?}"
+    );
 }

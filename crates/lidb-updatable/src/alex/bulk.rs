@@ -38,7 +38,7 @@ fn partition(keys: &[u64], model: &LinearModel, fanout: usize) -> Vec<usize> {
 }
 
 /// The best model node for `keys`: (cost, fanout), or `None` when there are fewer than 2 keys.
-fn best_fanout(alex: &Alex, keys: &[u64]) -> Option<(f64, usize)> {
+pub(super) fn best_fanout(alex: &Alex, keys: &[u64]) -> Option<(f64, usize)> {
     if keys.len() < 2 {
         return None;
     }
@@ -99,7 +99,17 @@ pub(super) fn build_subtree(alex: &mut Alex, pairs: &[(u64, u64)], force_model: 
             return alex.alloc(Node::Data(node));
         }
     };
-    let model = model_node_model(&keys, fanout);
+    build_model_node(alex, pairs, model_node_model(&keys, fanout), fanout)
+}
+
+/// Builds a model node of `fanout` routing by `model` over `pairs`, and its subtrees.
+pub(super) fn build_model_node(
+    alex: &mut Alex,
+    pairs: &[(u64, u64)],
+    model: LinearModel,
+    fanout: usize,
+) -> NodeId {
+    let keys: Vec<u64> = pairs.iter().map(|p| p.0).collect();
     let bounds = partition(&keys, &model, fanout);
     let merge_limit = keys.len() / fanout;
     let count = |from: usize, to: usize| -> usize {
@@ -123,5 +133,9 @@ pub(super) fn build_subtree(alex: &mut Alex, pairs: &[(u64, u64)], force_model: 
         children.extend(std::iter::repeat_n(child, width));
         slot += width;
     }
-    alex.alloc(Node::Model(ModelNode { model, children }))
+    alex.alloc(Node::Model(ModelNode {
+        model,
+        offset: 0,
+        children,
+    }))
 }

@@ -39,6 +39,10 @@ pub(crate) struct DataNode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FullAction {
     Expand,
+    /// The empirical cost deviates from the expected one: split if the cost model says two
+    /// halves are cheaper than one expanded node, expand otherwise.
+    SplitIfCheaper,
+    /// Shifts are catastrophic or the node cannot grow: split.
     Split,
 }
 
@@ -231,17 +235,17 @@ impl DataNode {
         (self.num_keys + 1) as f64 > self.capacity() as f64 * cost::MAX_DENSITY
     }
 
-    /// What to do when full (ALEX's insert failure cases): split when the empirical cost
-    /// deviates significantly from the expected one, when shifts are catastrophic, or when the
-    /// expanded node would exceed `max_slots`; otherwise expand.
+    /// What to do when full (ALEX's insert failure cases): a forced split when shifts are
+    /// catastrophic or the expanded node would exceed `max_slots`; a cost-model choice when
+    /// the empirical cost deviates significantly from the expected one; otherwise expand.
     pub fn full_action(&self, max_slots: usize) -> FullAction {
         let expanded = cost::capacity_for(self.num_keys + 1, cost::MIN_DENSITY);
-        if self.num_keys >= 2
-            && (self.significant_cost_deviation()
-                || self.catastrophic_cost()
-                || expanded > max_slots)
-        {
+        if self.num_keys < 2 {
+            FullAction::Expand
+        } else if self.catastrophic_cost() || expanded > max_slots {
             FullAction::Split
+        } else if self.significant_cost_deviation() {
+            FullAction::SplitIfCheaper
         } else {
             FullAction::Expand
         }

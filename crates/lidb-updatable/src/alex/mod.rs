@@ -28,6 +28,7 @@
 mod bulk;
 pub(crate) mod cost;
 pub(crate) mod data_node;
+mod domain;
 mod iter;
 
 pub use iter::Iter;
@@ -69,6 +70,8 @@ pub struct Alex {
     free: Vec<NodeId>,
     root: NodeId,
     len: u64,
+    /// Inserts whose key fell outside the root's key domain since it last expanded.
+    out_of_domain: u64,
 }
 
 #[derive(Debug)]
@@ -81,12 +84,27 @@ pub(crate) enum Node {
 #[derive(Debug)]
 pub(crate) struct ModelNode {
     model: LinearModel,
+    /// Added to the model's whole-slot prediction before clamping; grows when the root's key
+    /// domain is expanded to the left (an integer, so existing keys keep their exact slots).
+    offset: i64,
     children: Vec<NodeId>,
+}
+
+/// The unclamped slot of `key`: `floor(model(key)) + offset`.
+fn raw_slot(model: &LinearModel, offset: i64, key: u64) -> i64 {
+    let p = model.predict(key);
+    let whole = if p.is_nan() { 0 } else { p.floor() as i64 };
+    whole.saturating_add(offset)
+}
+
+/// The child slot of `key` among `fanout`: [`raw_slot`] clamped to `[0, fanout)`.
+fn route(model: &LinearModel, offset: i64, fanout: usize, key: u64) -> usize {
+    raw_slot(model, offset, key).clamp(0, fanout as i64 - 1) as usize
 }
 
 impl ModelNode {
     fn child_slot(&self, key: u64) -> usize {
-        self.model.slot(key, self.children.len())
+        route(&self.model, self.offset, self.children.len(), key)
     }
 
     /// The aligned run of slots `[start, start + width)` that holds the child at `slot`.
@@ -137,6 +155,7 @@ impl Alex {
             free: Vec::new(),
             root: 0,
             len: pairs.len() as u64,
+            out_of_domain: 0,
         };
         alex.root = bulk::build_subtree(&mut alex, pairs, false);
         alex.link_subtree(alex.root, None, None);
@@ -263,15 +282,33 @@ impl Alex {
     fn handle_full(&mut self, leaf: NodeId, parent: Option<(NodeId, usize)>) {
         let max_slots = self.config.max_data_node_slots;
         let Some(node) = self.data(leaf) else { return };
-        match node.full_action(max_slots) {
-            FullAction::Expand => {
-                let grown = node.rebuilt(cost::MIN_DENSITY, max_slots);
-                if let Some(d) = self.data_mut(leaf) {
-                    *d = grown;
-                }
-            }
-            FullAction::Split => self.split(leaf, parent),
+        let split = match node.full_action(max_slots) {
+            FullAction::Expand => false,
+            FullAction::Split => true,
+            FullAction::SplitIfCheaper => self.split_is_cheaper(node),
+        };
+        if split {
+            self.split(leaf, parent);
+        } else if let Some(d) = self.data_mut(leaf) {
+            *d = d.rebuilt(cost::MIN_DENSITY, max_slots);
         }
+    }
+
+    /// Whether two data nodes over the halves of `node`'s keys have a lower expected cost than
+    /// one node over all of them (ALEX's choice between expanding and splitting in two, made
+    /// by its fanout tree over the existing node). The halves are those of a two-way model.
+    fn split_is_cheaper(&self, node: &DataNode) -> bool {
+        let keys: Vec<u64> = node.pairs().iter().map(|p| p.0).collect();
+        let frac = self.config.expected_insert_frac;
+        let whole = cost::data_node_expected(&keys, frac);
+        let model = bulk::model_node_model(&keys, 2);
+        let (left, right) = keys.split_at(keys.partition_point(|&k| model.slot(k, 2) < 1));
+        let n = keys.len().max(1) as f64;
+        let halves = (cost::data_node_expected(left, frac) * left.len() as f64
+            + cost::data_node_expected(right, frac) * right.len() as f64)
+            / n
+            + cost::MODEL_SIZE_WEIGHT * (2 * std::mem::size_of::<NodeId>()) as f64;
+        halves < whole
     }
 
     /// Splits data node `leaf`: sideways when it owns several parent slots (after doubling the
@@ -279,7 +316,7 @@ impl Alex {
     fn split(&mut self, leaf: NodeId, parent: Option<(NodeId, usize)>) {
         let max_fanout = self.config.max_fanout;
         let Some((parent_id, slot)) = parent else {
-            return self.split_down(leaf);
+            return self.split_down(leaf, None);
         };
         let Some(parent_node) = self.model_mut(parent_id) else {
             return;
@@ -287,20 +324,22 @@ impl Alex {
         let (mut start, mut width) = parent_node.run_of(slot);
         if width == 1 {
             if parent_node.children.len() * 2 > max_fanout {
-                return self.split_down(leaf);
+                let (model, offset) = (parent_node.model, parent_node.offset);
+                return self.split_down(leaf, Some((model, offset, start)));
             }
             parent_node.children = parent_node.children.iter().flat_map(|&c| [c, c]).collect();
             parent_node.model = parent_node.model.scaled(2.0);
+            parent_node.offset *= 2;
             start *= 2;
             width = 2;
         }
         let mid = start + width / 2;
-        let parent_model = parent_node.model;
+        let (parent_model, parent_offset) = (parent_node.model, parent_node.offset);
         let fanout = parent_node.children.len();
         let Some(old) = self.data(leaf) else { return };
         let (prev, next) = (old.prev, old.next);
         let pairs = old.pairs();
-        let cut = pairs.partition_point(|p| parent_model.slot(p.0, fanout) < mid);
+        let cut = pairs.partition_point(|p| route(&parent_model, parent_offset, fanout, p.0) < mid);
         let max_slots = self.config.max_data_node_slots;
         let (left_pairs, right_pairs) = pairs.split_at(cut);
         let left = DataNode::build(left_pairs, cost::INIT_DENSITY, max_slots);
@@ -318,12 +357,26 @@ impl Alex {
         self.link_subtree(right_id, Some(leaf), next);
     }
 
-    /// Replaces data node `leaf` by a model node over new data nodes built from its keys.
-    fn split_down(&mut self, leaf: NodeId) {
+    /// Replaces data node `leaf` by a model node over new data nodes built from its keys. With
+    /// `parent` (its model, offset and the one slot `leaf` owns there) the new node divides
+    /// that slot's key range evenly, as ALEX derives it from the parent's model, so that keys
+    /// still to come into the range spread over its children; the root's new model is fitted
+    /// to its keys (keys beyond them are the root domain's business, see [`domain`]).
+    fn split_down(&mut self, leaf: NodeId, parent: Option<(LinearModel, i64, usize)>) {
         let Some(old) = self.data(leaf) else { return };
         let (prev, next) = (old.prev, old.next);
         let pairs = old.pairs();
-        let sub = bulk::build_subtree(self, &pairs, true);
+        let keys: Vec<u64> = pairs.iter().map(|p| p.0).collect();
+        let fanout = bulk::best_fanout(self, &keys).map_or(2, |(_, f)| f);
+        let model = match parent {
+            Some((model, offset, slot)) => {
+                let f = fanout as f64;
+                let shift = (offset - slot as i64) as f64;
+                LinearModel::new(model.base, model.slope * f, (model.intercept + shift) * f)
+            }
+            None => bulk::model_node_model(&keys, fanout),
+        };
+        let sub = bulk::build_model_node(self, &pairs, model, fanout);
         let replacement = self.release(sub);
         if let Some(n) = self.nodes.get_mut(leaf as usize) {
             *n = replacement;
@@ -397,6 +450,7 @@ impl UpdatableIndex for Alex {
     }
 
     fn insert(&mut self, key: u64, value: u64) -> Option<u64> {
+        self.note_domain(key);
         loop {
             let (leaf, parent) = self.leaf_and_parent(key);
             let node = self.data_mut(leaf)?;
