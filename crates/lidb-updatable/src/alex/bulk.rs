@@ -30,10 +30,13 @@ pub(super) fn model_node_model(keys: &[u64], fanout: usize) -> LinearModel {
 fn partition(keys: &[u64], model: &LinearModel, fanout: usize) -> Vec<usize> {
     let mut bounds = Vec::with_capacity(fanout + 1);
     bounds.push(0);
-    for s in 1..fanout {
-        bounds.push(keys.partition_point(|&k| model.slot(k, fanout) < s));
+    for (i, &k) in keys.iter().enumerate() {
+        let slot = model.slot(k, fanout);
+        while bounds.len() <= slot {
+            bounds.push(i);
+        }
     }
-    bounds.push(keys.len());
+    bounds.resize(fanout + 1, keys.len());
     bounds
 }
 
