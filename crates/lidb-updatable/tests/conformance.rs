@@ -494,4 +494,18 @@ fn inserts_reshape_the_structure() {
         l.depth_avg < 2.0 && l.depth_max <= 64,
         "lipp did not rebuild: {l:?}"
     );
+    assert!(a.depth_max <= 16, "alex appends built a chain: {a:?}");
+    for (name, config) in [("small", SMALL_ALEX), ("default", AlexConfig::default())] {
+        let mut alex = Alex::with_config(config, &[]).unwrap_or_else(|e| panic!("{e}"));
+        for key in (0..20_000u64).rev() {
+            alex.insert(u64::MAX / 2 + key * 1_000_003, key);
+        }
+        alex.assert_invariants();
+        let d = alex.stats();
+        eprintln!("alex {name} descending {d:?}");
+        assert!(
+            d.depth_max <= 16,
+            "alex {name}: prepends built a chain: {d:?}"
+        );
+    }
 }
