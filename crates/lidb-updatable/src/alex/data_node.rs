@@ -46,6 +46,15 @@ pub(crate) enum FullAction {
     Split,
 }
 
+/// Outcome of [`DataNode::upsert`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Upsert {
+    Replaced(u64),
+    Inserted,
+    /// The key is absent and the node is full: expand or split first.
+    Full,
+}
+
 impl DataNode {
     /// A node holding `pairs` (strictly increasing) at `density` of its slots.
     pub fn build(pairs: &[(u64, u64)], density: f64, max_slots: usize) -> DataNode {
@@ -223,15 +232,8 @@ impl DataNode {
         self.values.get(self.find(key)?).copied()
     }
 
-    /// Replaces the value in occupied `slot`; returns the old one.
-    pub fn replace_value(&mut self, slot: usize, value: u64) -> Option<u64> {
-        self.values
-            .get_mut(slot)
-            .map(|v| std::mem::replace(v, value))
-    }
-
     /// Whether one more key would exceed the maximum density.
-    pub fn is_full(&self) -> bool {
+    fn is_full(&self) -> bool {
         (self.num_keys + 1) as f64 > self.capacity() as f64 * cost::MAX_DENSITY
     }
 
@@ -278,17 +280,26 @@ impl DataNode {
             || self.expected.avg_shifts > cost::CATASTROPHIC_SHIFTS
     }
 
-    /// Inserts absent `key`; the node must not be full. A key predicted past either end goes
-    /// next to the existing keys on that side, which keeps appends (and prepends) free of
-    /// shifts until the next expansion retrains the model.
-    pub fn insert_absent(&mut self, key: u64, value: u64) {
+    /// Maps `key` to `value` with one search: replaces the value of a present key, inserts an
+    /// absent one unless the node is full. A key predicted past either end goes next to the
+    /// existing keys on that side, which keeps appends (and prepends) free of shifts until the
+    /// next expansion retrains the model.
+    pub fn upsert(&mut self, key: u64, value: u64) -> Upsert {
+        let (i, distance) = self.lower_bound_slot(key);
+        let run_end = self.next_occupied(i);
+        let present = run_end.filter(|&j| self.keys.get(j) == Some(&key));
+        if let Some(v) = present.and_then(|j| self.values.get_mut(j)) {
+            return Upsert::Replaced(std::mem::replace(v, value));
+        }
+        if self.is_full() {
+            return Upsert::Full;
+        }
         let cap = self.capacity();
         let raw = self.model.predict(key);
         let predicted = self.model.slot(key, cap);
-        let (i, distance) = self.lower_bound_slot(key);
         self.num_inserts += 1;
         self.num_search_iterations += cost::search_iterations(distance);
-        let run_end = self.next_occupied(i).unwrap_or(cap);
+        let run_end = run_end.unwrap_or(cap);
         let slot = if run_end > i {
             // Slots [i, run_end) are gaps between the previous key and the next one.
             if raw >= cap as f64 {
@@ -308,6 +319,7 @@ impl DataNode {
         self.set_occupied(slot, true);
         self.num_keys += 1;
         self.refill_gaps(i.min(slot), slot);
+        Upsert::Inserted
     }
 
     /// Frees a slot for a key that belongs just before occupied slot `i` (or at the end when

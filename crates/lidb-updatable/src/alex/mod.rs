@@ -36,7 +36,7 @@ pub use iter::Iter;
 
 use crate::model::LinearModel;
 use crate::{BulkLoadError, IndexStats, UpdatableIndex, check_strictly_increasing};
-use data_node::DataNode;
+use data_node::{DataNode, Upsert};
 
 /// Index of a node in the arena.
 pub(crate) type NodeId = u32;
@@ -348,16 +348,14 @@ impl UpdatableIndex for Alex {
         self.note_domain(key);
         loop {
             let (leaf, parent) = self.leaf_and_parent(key);
-            let node = self.data_mut(leaf)?;
-            if let Some(slot) = node.find(key) {
-                return node.replace_value(slot, value);
+            match self.data_mut(leaf)?.upsert(key, value) {
+                Upsert::Replaced(old) => return Some(old),
+                Upsert::Inserted => {
+                    self.len += 1;
+                    return None;
+                }
+                Upsert::Full => self.handle_full(leaf, parent),
             }
-            if !node.is_full() {
-                node.insert_absent(key, value);
-                self.len += 1;
-                return None;
-            }
-            self.handle_full(leaf, parent);
         }
     }
 
