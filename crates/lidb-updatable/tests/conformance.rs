@@ -296,6 +296,25 @@ fn huge_gaps_and_powers_of_two() {
     });
 }
 
+/// Keys that f64 cannot tell apart when converted whole (runs of consecutive keys near 2^63 and
+/// `u64::MAX` beside 0), and pairs 2^i, 2^i + 1 at every scale: models must work on offsets
+/// and still separate every key.
+#[test]
+fn float_colliding_keys() {
+    let mut keys: Vec<u64> = vec![0, 1];
+    keys.extend((0..1000u64).map(|i| (1 << 63) + i));
+    keys.extend((0..1000u64).map(|i| u64::MAX - i));
+    keys.extend((1..64).flat_map(|i| [1u64 << i, (1u64 << i) + 1]));
+    let keys = sorted_unique(keys);
+    check_all(&Case {
+        name: "float_collisions",
+        keys: &keys,
+        seed: 111,
+        ops: OPS,
+        fresh: Fresh::Mixed,
+    });
+}
+
 #[test]
 fn zero_and_max_present() {
     let mut rng = ChaCha8Rng::seed_from_u64(13);

@@ -53,7 +53,12 @@ pub(crate) fn data_node_cost(avg_iterations: f64, avg_shifts: f64, insert_frac: 
 
 /// Search iterations of an exponential search that starts `error` slots from its target.
 pub(crate) fn search_iterations(error: usize) -> f64 {
-    ((error + 1) as f64).log2()
+    // Most keys sit at their predicted slot; skip the libm call for them.
+    if error == 0 {
+        0.0
+    } else {
+        ((error + 1) as f64).log2()
+    }
 }
 
 /// Slots of a data node built for `keys` at `density`.
