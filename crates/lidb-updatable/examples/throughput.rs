@@ -60,6 +60,7 @@ fn bench<I: UpdatableIndex>(loaded: &[(u64, u64)], probes: &[u64], inserted: &[u
     };
     let build_ms = start.elapsed().as_secs_f64() * 1e3;
     let bytes_loaded = index.size_bytes();
+    eprintln!("{} after load: {:?}", I::NAME, index.stats());
     let start = Instant::now();
     let mut sum = 0u64;
     for &k in probes {
