@@ -526,5 +526,19 @@ fn inserts_reshape_the_structure() {
             d.depth_max <= 16,
             "alex {name}: prepends built a chain: {d:?}"
         );
+        // A dense cluster bulk-loaded, then keys from the whole domain: the root's domain
+        // must grow to the new keys at once, not by one doubling level per few inserts.
+        let dense = pairs_of(&(0..2000u64).collect::<Vec<_>>());
+        let mut alex = Alex::with_config(config, &dense).unwrap_or_else(|e| panic!("{e}"));
+        for key in random_keys(&mut rng, 20_000) {
+            alex.insert(key.rotate_left(17), key);
+        }
+        alex.assert_invariants();
+        let w = alex.stats();
+        eprintln!("alex {name} dense then wide {w:?}");
+        assert!(
+            w.depth_max <= 8,
+            "alex {name}: wide inserts built a chain: {w:?}"
+        );
     }
 }

@@ -142,3 +142,44 @@ pub(super) fn build_model_node(
         children,
     }))
 }
+
+/// The map of a run of `width` slots starting at `start` of a node routing by `model` and
+/// `offset`, onto `[0, 1)`: the key range a child owning that run is responsible for.
+pub(super) fn run_range(
+    model: &LinearModel,
+    offset: i64,
+    start: usize,
+    width: usize,
+) -> LinearModel {
+    let w = width.max(1) as f64;
+    let shift = (offset - start as i64) as f64;
+    LinearModel::new(model.base, model.slope / w, (model.intercept + shift) / w)
+}
+
+/// Builds a subtree for `pairs` created by updates inside a known key range (`range` maps it
+/// onto `[0, 1)`): one data node when they fit (unless `force_model`), else a model node that
+/// divides the range evenly among its children, as ALEX derives a new node's model from its
+/// parent's, so that keys still to come into the range spread over the children instead of
+/// piling into the child nearest the present keys (all present keys may share one child).
+/// When keys lie outside the range (clamped in from beyond the edge of the tree, until the
+/// root's domain expands), the model is fitted to the keys instead.
+pub(super) fn build_in_range(
+    alex: &mut Alex,
+    pairs: &[(u64, u64)],
+    range: &LinearModel,
+    force_model: bool,
+) -> NodeId {
+    let keys: Vec<u64> = pairs.iter().map(|p| p.0).collect();
+    if keys.len() < 2 || (!force_model && keys.len() <= alex.max_data_node_keys()) {
+        let node = DataNode::build(pairs, INIT_DENSITY, alex.config.max_data_node_slots);
+        return alex.alloc(Node::Data(node));
+    }
+    let fanout = best_fanout(alex, &keys).map_or(2, |(_, f)| f);
+    let inside = |k: &u64| (0.0..1.0).contains(&range.predict(*k));
+    let model = if keys.first().is_some_and(inside) && keys.last().is_some_and(inside) {
+        range.scaled(fanout as f64)
+    } else {
+        model_node_model(&keys, fanout)
+    };
+    build_model_node(alex, pairs, model, fanout)
+}

@@ -9,8 +9,6 @@
 //! region. When the root cannot grow it gets a new root above it with two children: the old
 //! root, and an empty data node for the keys beyond. Called by [`super::Alex`]'s insert only.
 
-use super::cost::INIT_DENSITY;
-use super::data_node::DataNode;
 use super::{Alex, ModelNode, Node, NodeId, bulk, raw_slot, route};
 use crate::model::LinearModel;
 
@@ -34,13 +32,13 @@ impl Alex {
         let threshold = (self.len / 1000).clamp(MIN_OUT_OF_DOMAIN, MAX_OUT_OF_DOMAIN);
         if self.out_of_domain >= threshold {
             self.out_of_domain = 0;
-            self.expand_root(raw, raw >= fanout);
+            self.expand_root(key, raw, raw >= fanout);
         }
     }
 
     /// Grows the root's fanout (or adds a level) so that slot `raw` lies inside the domain,
     /// with room for as much again.
-    fn expand_root(&mut self, raw: i64, right: bool) {
+    fn expand_root(&mut self, key: u64, raw: i64, right: bool) {
         let Some(Node::Model(root)) = self.node(self.root) else {
             return;
         };
@@ -57,7 +55,7 @@ impl Alex {
             .checked_next_power_of_two()
             .unwrap_or(u64::MAX);
         if wanted > self.config.max_fanout as u64 {
-            return self.add_root_level(right);
+            return self.add_root_level(key, right);
         }
         let wanted = wanted as usize;
         let edge_slot = if right { fanout - 1 } else { 0 };
@@ -106,7 +104,12 @@ impl Alex {
         for &(start, width) in &runs {
             let take = rest.partition_point(|p| route(&model, offset, wanted, p.0) < start + width);
             let (mine, tail) = rest.split_at(take);
-            built.push((start, width, bulk::build_subtree(self, mine, false)));
+            let range = bulk::run_range(&model, offset, start, width);
+            built.push((
+                start,
+                width,
+                bulk::build_in_range(self, mine, &range, false),
+            ));
             rest = tail;
         }
         for (start, width, id) in built {
@@ -120,30 +123,68 @@ impl Alex {
         self.link_subtree(self.root, None, None);
     }
 
-    /// Puts a new root of fanout 2 above the current one: the old root keeps every key up to
-    /// the largest (right) or from the smallest (left); an empty data node takes the rest.
-    fn add_root_level(&mut self, right: bool) {
+    /// Puts a new root of fanout 2 above the current one. The keys the old root's edge child
+    /// holds beyond the old domain (inserted before the expansion, clamped in) move to the new
+    /// side; the boundary between the sides is the first of them (right) or just past the last
+    /// (left), or the edge of the present keys when there are none. The new side spans twice the
+    /// distance to `key`, the outlying key that triggered the expansion, and at least the span
+    /// of the present keys, so that one new level covers the keys arriving out there.
+    fn add_root_level(&mut self, key: u64, right: bool) {
         let (Some(min), Some(max)) = (self.first_key(), self.last_key()) else {
             return;
         };
-        if (right && max == u64::MAX) || (!right && min == 0) {
+        let Some(Node::Model(root)) = self.node(self.root) else {
             return;
-        }
-        // The model is 0 at the boundary key and negative (however little) below it; the slot
-        // offset 1 then sends keys below the boundary to slot 0 and the rest to slot 1. The
-        // region beyond the old keys starts as wide as their span.
-        let span = (max - min) as f64 + 1.0;
-        let base = if right { max + 1 } else { min };
-        let model = LinearModel::new(base, 1.0 / span, 0.0);
-        let empty = self.alloc(Node::Data(DataNode::build(
-            &[],
-            INIT_DENSITY,
-            self.config.max_data_node_slots,
-        )));
-        let children = if right {
-            vec![self.root, empty]
+        };
+        let fanout = root.children.len() as i64;
+        let (model, offset) = (root.model, root.offset);
+        let edge_slot = if right { fanout as usize - 1 } else { 0 };
+        let (edge_start, edge_width) = root.run_of(edge_slot);
+        let Some(&edge_child) = root.children.get(edge_slot) else {
+            return;
+        };
+        let mut pairs = Vec::new();
+        self.collect_pairs(edge_child, &mut pairs);
+        let inside = |k: u64| (0..fanout).contains(&raw_slot(&model, offset, k));
+        let cut = if right {
+            pairs.partition_point(|p| inside(p.0))
         } else {
-            vec![empty, self.root]
+            pairs.partition_point(|p| !inside(p.0))
+        };
+        let (low, high) = pairs.split_at(cut);
+        let (stay, away) = if right { (low, high) } else { (high, low) };
+        let boundary = match (right, away.first(), away.last()) {
+            (true, Some(first), _) => first.0,
+            (true, None, _) if max < u64::MAX => max + 1,
+            (false, _, Some(last)) => last.0 + 1,
+            (false, _, None) if min > 0 => min,
+            _ => return,
+        };
+        if !away.is_empty() {
+            self.free_subtree(edge_child);
+            let range = bulk::run_range(&model, offset, edge_start, edge_width);
+            let rebuilt = bulk::build_in_range(self, stay, &range, false);
+            if let Some(Node::Model(root)) = self.nodes.get_mut(self.root as usize) {
+                for c in root.children.iter_mut().skip(edge_start).take(edge_width) {
+                    *c = rebuilt;
+                }
+            }
+        }
+        let far = if right {
+            key.max(max).saturating_sub(boundary)
+        } else {
+            boundary.saturating_sub(key.min(min))
+        };
+        let width = (far as f64 * 2.0).max((max - min) as f64 + 1.0);
+        // The model is 0 at the boundary key and negative (however little) below it; the slot
+        // offset 1 then sends keys below the boundary to slot 0 and the rest to slot 1.
+        let model = LinearModel::new(boundary, 1.0 / width, 0.0);
+        let new_range = LinearModel::new(boundary, 1.0 / width, if right { 0.0 } else { 1.0 });
+        let new_side = bulk::build_in_range(self, away, &new_range, false);
+        let children = if right {
+            vec![self.root, new_side]
+        } else {
+            vec![new_side, self.root]
         };
         self.root = self.alloc(Node::Model(ModelNode {
             model,

@@ -94,17 +94,13 @@ impl Alex {
         let Some(old) = self.data(leaf) else { return };
         let (prev, next) = (old.prev, old.next);
         let pairs = old.pairs();
-        let keys: Vec<u64> = pairs.iter().map(|p| p.0).collect();
-        let fanout = bulk::best_fanout(self, &keys).map_or(2, |(_, f)| f);
-        let model = match parent {
+        let sub = match parent {
             Some((model, offset, slot)) => {
-                let f = fanout as f64;
-                let shift = (offset - slot as i64) as f64;
-                LinearModel::new(model.base, model.slope * f, (model.intercept + shift) * f)
+                let range = bulk::run_range(&model, offset, slot, 1);
+                bulk::build_in_range(self, &pairs, &range, true)
             }
-            None => bulk::model_node_model(&keys, fanout),
+            None => bulk::build_subtree(self, &pairs, true),
         };
-        let sub = bulk::build_model_node(self, &pairs, model, fanout);
         let replacement = self.release(sub);
         if let Some(n) = self.nodes.get_mut(leaf as usize) {
             *n = replacement;
