@@ -542,3 +542,12 @@ fn inserts_reshape_the_structure() {
         );
     }
 }
+
+/// Readers share `&self` across threads (the planned `lidb bench concurrent` peers put an index
+/// behind a reader-writer lock), so every index must be `Send + Sync`.
+#[test]
+fn indexes_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Alex>();
+    check::<Lipp>();
+}
