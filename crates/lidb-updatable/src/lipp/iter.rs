@@ -1,0 +1,61 @@
+//! Ordered iteration over a LIPP tree from a lower-bound seek.
+//!
+//! The seek descends along the query's predicted slots: by monotonicity every key in an earlier
+//! slot of a node is smaller than the query and every key in a later slot is larger, so the
+//! first key `>= q` is in the predicted slot's subtree or is the first key after it. The
+//! iterator keeps a stack of (node, next slot) frames.
+
+use super::{Node, Slot};
+
+/// Pairs in increasing key order from a seek (see [`crate::UpdatableIndex::range_from`]).
+#[derive(Debug)]
+pub struct Iter<'a> {
+    stack: Vec<(&'a Node, usize)>,
+    /// A pair found by the seek itself, returned before the stack is walked.
+    pending: Option<(u64, u64)>,
+}
+
+impl<'a> Iter<'a> {
+    pub(super) fn seek(root: &'a Node, key: u64) -> Iter<'a> {
+        let mut stack = Vec::new();
+        let mut pending = None;
+        let mut node = root;
+        loop {
+            let slot = node.slot_of(key);
+            stack.push((node, slot + 1));
+            match node.slots.get(slot) {
+                Some(Slot::Data { key: k, value }) if *k >= key => pending = Some((*k, *value)),
+                Some(Slot::Child(child)) => {
+                    node = child;
+                    continue;
+                }
+                _ => {}
+            }
+            break;
+        }
+        Iter { stack, pending }
+    }
+}
+
+impl Iterator for Iter<'_> {
+    type Item = (u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64)> {
+        if let Some(pair) = self.pending.take() {
+            return Some(pair);
+        }
+        loop {
+            let (node, next) = self.stack.last_mut()?;
+            let Some(slot) = node.slots.get(*next) else {
+                self.stack.pop();
+                continue;
+            };
+            *next += 1;
+            match slot {
+                Slot::Empty => {}
+                Slot::Data { key, value } => return Some((*key, *value)),
+                Slot::Child(child) => self.stack.push((child, 0)),
+            }
+        }
+    }
+}

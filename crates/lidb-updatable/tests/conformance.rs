@@ -1,0 +1,553 @@
+//! One conformance harness over every updatable index (STYLE items 6 and 7): each index is
+//! bulk-loaded from a key set, then driven by a seeded random sequence of inserts, updates,
+//! removes, gets and seeks, and compared after every operation with a `BTreeMap`; the whole
+//! content, `len` and the index's own invariant check are compared periodically. Every
+//! assertion names the case, the index and the seed, so any failure can be replayed.
+
+use std::collections::BTreeMap;
+
+use lidb_data::synthetic::{self, Distribution};
+use lidb_updatable::{Alex, AlexConfig, BulkLoadError, Lipp, UpdatableIndex};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// ALEX with tiny nodes, so that expansions, sideways splits, parent doublings and splits down
+/// all happen on small key sets.
+const SMALL_ALEX: AlexConfig = AlexConfig {
+    max_data_node_slots: 64,
+    max_fanout: 16,
+    expected_insert_frac: 1.0,
+};
+
+/// How a case draws the keys it inserts.
+#[derive(Clone, Copy, Debug)]
+enum Fresh {
+    /// Anywhere in the u64 domain, near present keys, or at the extremes.
+    Mixed,
+    /// Strictly increasing from the largest key (append-heavy).
+    Ascending,
+    /// Strictly decreasing from the smallest key.
+    Descending,
+}
+
+struct Case<'a> {
+    name: &'a str,
+    keys: &'a [u64],
+    seed: u64,
+    ops: usize,
+    fresh: Fresh,
+}
+
+fn pairs_of(keys: &[u64]) -> Vec<(u64, u64)> {
+    keys.iter()
+        .map(|&k| (k, k.wrapping_mul(31).wrapping_add(7)))
+        .collect()
+}
+
+/// Runs `case` against every index.
+fn check_all(case: &Case<'_>) {
+    run(case, "alex", Alex::bulk_load);
+    run(case, "alex_small", |p| Alex::with_config(SMALL_ALEX, p));
+    run(case, "lipp", Lipp::bulk_load);
+}
+
+fn fresh_key(rng: &mut ChaCha8Rng, model: &BTreeMap<u64, u64>, fresh: Fresh) -> u64 {
+    match fresh {
+        Fresh::Ascending => {
+            let top = model.last_key_value().map_or(0, |(k, _)| *k);
+            top.saturating_add(rng.gen_range(1..=100))
+        }
+        Fresh::Descending => {
+            let bottom = model.first_key_value().map_or(u64::MAX, |(k, _)| *k);
+            bottom.saturating_sub(rng.gen_range(1..=100))
+        }
+        Fresh::Mixed => match rng.gen_range(0..10) {
+            0..=3 => {
+                let anchor = existing_key(rng, model).unwrap_or(0);
+                let delta = rng.gen_range(1..=1000u64);
+                if rng.gen_bool(0.5) {
+                    anchor.saturating_add(delta)
+                } else {
+                    anchor.saturating_sub(delta)
+                }
+            }
+            4..=7 => rng.r#gen(),
+            _ => [0, 1, 2, u64::MAX, u64::MAX - 1, u64::MAX / 2]
+                .get(rng.gen_range(0..6))
+                .copied()
+                .unwrap_or(0),
+        },
+    }
+}
+
+fn existing_key(rng: &mut ChaCha8Rng, model: &BTreeMap<u64, u64>) -> Option<u64> {
+    if model.is_empty() {
+        return None;
+    }
+    // A random present key: the first key at or after a random point, else the last.
+    let probe: u64 = rng.r#gen();
+    model
+        .range(probe..)
+        .next()
+        .or_else(|| model.last_key_value())
+        .map(|(k, _)| *k)
+}
+
+fn check_content<I: UpdatableIndex>(index: &I, model: &BTreeMap<u64, u64>, ctx: &str) {
+    index.assert_invariants();
+    assert_eq!(index.len(), model.len() as u64, "{ctx}: len");
+    assert!(
+        index.range_from(0).eq(model.iter().map(|(k, v)| (*k, *v))),
+        "{ctx}: full iteration differs"
+    );
+}
+
+/// Runs `case` on one index; any panic (an assertion here or an invariant check inside the
+/// index) first prints the case, the index and the seed.
+fn run<I: UpdatableIndex>(
+    case: &Case<'_>,
+    name: &str,
+    make: impl Fn(&[(u64, u64)]) -> Result<I, BulkLoadError>,
+) {
+    let ctx = format!("case {} index {name} seed {}", case.name, case.seed);
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_case(case, &ctx, make);
+    }));
+    if let Err(panic) = outcome {
+        eprintln!("FAILED {ctx}");
+        std::panic::resume_unwind(panic);
+    }
+}
+
+fn run_case<I: UpdatableIndex>(
+    case: &Case<'_>,
+    ctx: &str,
+    make: impl Fn(&[(u64, u64)]) -> Result<I, BulkLoadError>,
+) {
+    let pairs = pairs_of(case.keys);
+    let mut index = make(&pairs).unwrap_or_else(|e| panic!("{ctx}: bulk load: {e}"));
+    let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
+    check_content(&index, &model, ctx);
+    for &(k, v) in pairs.iter().step_by(7) {
+        assert_eq!(index.get(k), Some(v), "{ctx}: get {k} after bulk load");
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(case.seed);
+    let check_every = (case.ops / 8).max(50);
+    for op in 0..case.ops {
+        let roll = rng.gen_range(0..100);
+        let what = if roll < 45 {
+            let key = if rng.gen_range(0..5) == 0 {
+                existing_key(&mut rng, &model).unwrap_or(0)
+            } else {
+                fresh_key(&mut rng, &model, case.fresh)
+            };
+            let value: u64 = rng.r#gen();
+            let got = index.insert(key, value);
+            assert_eq!(got, model.insert(key, value), "{ctx} op {op}: insert {key}");
+            "insert"
+        } else if roll < 65 {
+            let key = if rng.gen_bool(0.8) {
+                existing_key(&mut rng, &model).unwrap_or(0)
+            } else {
+                rng.r#gen()
+            };
+            assert_eq!(
+                index.remove(key),
+                model.remove(&key),
+                "{ctx} op {op}: remove {key}"
+            );
+            "remove"
+        } else if roll < 85 {
+            let key = if rng.gen_bool(0.5) {
+                existing_key(&mut rng, &model).unwrap_or(0)
+            } else {
+                fresh_key(&mut rng, &model, Fresh::Mixed)
+            };
+            assert_eq!(
+                index.get(key),
+                model.get(&key).copied(),
+                "{ctx} op {op}: get {key}"
+            );
+            "get"
+        } else {
+            let key = if rng.gen_bool(0.5) {
+                existing_key(&mut rng, &model)
+                    .unwrap_or(0)
+                    .wrapping_add(rng.gen_range(0..3))
+            } else {
+                fresh_key(&mut rng, &model, Fresh::Mixed)
+            };
+            let want: Vec<(u64, u64)> = model.range(key..).take(8).map(|(k, v)| (*k, *v)).collect();
+            let got: Vec<(u64, u64)> = index.range_from(key).take(8).collect();
+            assert_eq!(got, want, "{ctx} op {op}: seek {key}");
+            "seek"
+        };
+        if op % check_every == 0 {
+            check_content(&index, &model, &format!("{ctx} after op {op} ({what})"));
+        }
+    }
+    check_content(&index, &model, &format!("{ctx} at the end"));
+    // Empty it completely, then refill a little: removal paths down to zero keys.
+    if model.len() <= 5000 {
+        let keys: Vec<u64> = model.keys().copied().collect();
+        for key in keys {
+            assert_eq!(index.remove(key), model.remove(&key), "{ctx}: drain {key}");
+        }
+        check_content(&index, &model, &format!("{ctx} drained"));
+        for key in [u64::MAX, 0, 5, u64::MAX - 5] {
+            assert_eq!(
+                index.insert(key, key),
+                model.insert(key, key),
+                "{ctx}: refill"
+            );
+        }
+        check_content(&index, &model, &format!("{ctx} refilled"));
+    }
+}
+
+fn random_keys(rng: &mut ChaCha8Rng, n: usize) -> Vec<u64> {
+    let mut keys: Vec<u64> = (0..n).map(|_| rng.r#gen()).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+fn sorted_unique(mut keys: Vec<u64>) -> Vec<u64> {
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+fn clusters(rng: &mut ChaCha8Rng, clusters: usize, per: usize) -> Vec<u64> {
+    let mut keys = Vec::new();
+    for _ in 0..clusters {
+        let center: u64 = rng.r#gen();
+        let spacing = rng.gen_range(1..=16u64);
+        for i in 0..per as u64 {
+            keys.push(center.saturating_add(i * spacing));
+        }
+    }
+    sorted_unique(keys)
+}
+
+fn huge_gaps() -> Vec<u64> {
+    let mut keys: Vec<u64> = (0..64).map(|i| 1u64 << i).collect();
+    keys.extend((0..500u64).map(|i| i << 40));
+    keys.extend((0..500u64).map(|i| u64::MAX - i * 3));
+    keys.extend([0, u64::MAX / 2, u64::MAX / 2 + 1]);
+    sorted_unique(keys)
+}
+
+fn extremes(rng: &mut ChaCha8Rng) -> Vec<u64> {
+    let mut keys = random_keys(rng, 1000);
+    keys.extend([0, 1, 2, 3, u64::MAX, u64::MAX - 1, u64::MAX - 2]);
+    sorted_unique(keys)
+}
+
+const OPS: usize = 3000;
+
+#[test]
+fn uniform_random() {
+    let mut rng = ChaCha8Rng::seed_from_u64(11);
+    let keys = random_keys(&mut rng, 2000);
+    check_all(&Case {
+        name: "uniform",
+        keys: &keys,
+        seed: 101,
+        ops: OPS,
+        fresh: Fresh::Mixed,
+    });
+}
+
+#[test]
+fn dense_consecutive() {
+    let keys: Vec<u64> = (0..2000).collect();
+    check_all(&Case {
+        name: "dense",
+        keys: &keys,
+        seed: 102,
+        ops: OPS,
+        fresh: Fresh::Mixed,
+    });
+}
+
+#[test]
+fn clustered() {
+    let mut rng = ChaCha8Rng::seed_from_u64(12);
+    let keys = clusters(&mut rng, 12, 150);
+    check_all(&Case {
+        name: "clusters",
+        keys: &keys,
+        seed: 103,
+        ops: OPS,
+        fresh: Fresh::Mixed,
+    });
+}
+
+#[test]
+fn huge_gaps_and_powers_of_two() {
+    let keys = huge_gaps();
+    check_all(&Case {
+        name: "huge_gaps",
+        keys: &keys,
+        seed: 104,
+        ops: OPS,
+        fresh: Fresh::Mixed,
+    });
+}
+
+/// Keys that f64 cannot tell apart when converted whole (runs of consecutive keys near 2^63 and
+/// `u64::MAX` beside 0), and pairs 2^i, 2^i + 1 at every scale: models must work on offsets
+/// and still separate every key.
+#[test]
+fn float_colliding_keys() {
+    let mut keys: Vec<u64> = vec![0, 1];
+    keys.extend((0..1000u64).map(|i| (1 << 63) + i));
+    keys.extend((0..1000u64).map(|i| u64::MAX - i));
+    keys.extend((1..64).flat_map(|i| [1u64 << i, (1u64 << i) + 1]));
+    let keys = sorted_unique(keys);
+    check_all(&Case {
+        name: "float_collisions",
+        keys: &keys,
+        seed: 111,
+        ops: OPS,
+        fresh: Fresh::Mixed,
+    });
+}
+
+#[test]
+fn zero_and_max_present() {
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    let keys = extremes(&mut rng);
+    check_all(&Case {
+        name: "extremes",
+        keys: &keys,
+        seed: 105,
+        ops: OPS,
+        fresh: Fresh::Mixed,
+    });
+}
+
+#[test]
+fn empty_then_random_inserts() {
+    check_all(&Case {
+        name: "empty",
+        keys: &[],
+        seed: 106,
+        ops: OPS,
+        fresh: Fresh::Mixed,
+    });
+}
+
+#[test]
+fn single_key_bulk() {
+    for key in [0, 42, u64::MAX] {
+        check_all(&Case {
+            name: "single",
+            keys: &[key],
+            seed: 107 + key % 5,
+            ops: 500,
+            fresh: Fresh::Mixed,
+        });
+    }
+}
+
+#[test]
+fn sequential_appends() {
+    let keys: Vec<u64> = (0..200).map(|i| i * 10).collect();
+    check_all(&Case {
+        name: "ascending",
+        keys: &keys,
+        seed: 108,
+        ops: 6000,
+        fresh: Fresh::Ascending,
+    });
+    check_all(&Case {
+        name: "ascending_empty",
+        keys: &[],
+        seed: 109,
+        ops: 6000,
+        fresh: Fresh::Ascending,
+    });
+}
+
+#[test]
+fn sequential_prepends() {
+    let keys: Vec<u64> = (0..200).map(|i| u64::MAX - 1_000_000 + i * 10).collect();
+    check_all(&Case {
+        name: "descending",
+        keys: &keys,
+        seed: 110,
+        ops: 6000,
+        fresh: Fresh::Descending,
+    });
+}
+
+#[test]
+fn synthetic_distributions() {
+    for (i, dist) in Distribution::ALL.into_iter().enumerate() {
+        let keys = sorted_unique(synthetic::generate(dist, 4000, 20 + i as u64));
+        check_all(&Case {
+            name: dist.name(),
+            keys: &keys,
+            seed: 120 + i as u64,
+            ops: 2000,
+            fresh: Fresh::Mixed,
+        });
+    }
+}
+
+#[test]
+fn real_datasets() {
+    for name in lidb_data::datadir::REAL_U64_DATASETS {
+        let Some(path) = lidb_data::datadir::require_dataset("real_datasets", name) else {
+            continue;
+        };
+        let all = lidb_data::sosd::read_u64(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let step = (all.len() / 20_000).max(1);
+        let keys = sorted_unique(all.into_iter().step_by(step).collect());
+        check_all(&Case {
+            name,
+            keys: &keys,
+            seed: 130,
+            ops: 3000,
+            fresh: Fresh::Mixed,
+        });
+    }
+}
+
+#[test]
+fn bulk_load_rejects_unsorted_and_duplicates() {
+    let unsorted = [(5, 0), (3, 0)];
+    let duplicate = [(1, 0), (2, 0), (2, 1)];
+    let want = |position| Err(BulkLoadError::NotStrictlyIncreasing { position });
+    assert_eq!(Alex::bulk_load(&unsorted).map(|_| ()), want(1));
+    assert_eq!(Lipp::bulk_load(&unsorted).map(|_| ()), want(1));
+    assert_eq!(Alex::bulk_load(&duplicate).map(|_| ()), want(2));
+    assert_eq!(Lipp::bulk_load(&duplicate).map(|_| ()), want(2));
+}
+
+#[test]
+fn stats_and_size_are_sane() {
+    let mut rng = ChaCha8Rng::seed_from_u64(14);
+    let pairs = pairs_of(&random_keys(&mut rng, 50_000));
+    let alex = Alex::with_config(SMALL_ALEX, &pairs).unwrap_or_else(|e| panic!("{e}"));
+    let lipp = Lipp::bulk_load(&pairs).unwrap_or_else(|e| panic!("{e}"));
+    let floor = pairs.len() as u64 * 16;
+    for (name, stats, size) in [
+        ("alex", alex.stats(), alex.size_bytes()),
+        ("lipp", lipp.stats(), lipp.size_bytes()),
+    ] {
+        assert!(
+            size >= floor,
+            "{name}: {size} bytes cannot hold {} pairs",
+            pairs.len()
+        );
+        assert!(stats.nodes >= 1 && stats.models >= 1, "{name}: {stats:?}");
+        assert!(
+            stats.depth_avg >= 1.0 && stats.depth_max as f64 >= stats.depth_avg,
+            "{name}: {stats:?}"
+        );
+    }
+    assert!(
+        alex.stats().inner_nodes >= 1,
+        "small ALEX nodes force model nodes"
+    );
+}
+
+#[test]
+#[ignore = "larger run: cargo test -p lidb-updatable --release -- --ignored"]
+fn large_random() {
+    let mut rng = ChaCha8Rng::seed_from_u64(15);
+    let keys = random_keys(&mut rng, 200_000);
+    check_all(&Case {
+        name: "large_uniform",
+        keys: &keys,
+        seed: 140,
+        ops: 200_000,
+        fresh: Fresh::Mixed,
+    });
+    let keys = clusters(&mut rng, 100, 2000);
+    check_all(&Case {
+        name: "large_clusters",
+        keys: &keys,
+        seed: 141,
+        ops: 200_000,
+        fresh: Fresh::Mixed,
+    });
+    check_all(&Case {
+        name: "large_ascending",
+        keys: &[],
+        seed: 142,
+        ops: 200_000,
+        fresh: Fresh::Ascending,
+    });
+}
+
+/// Inserts change the shape as the papers describe: ALEX grows from one data node into a tree
+/// of model nodes by splits, and its root-domain expansion and range-dividing splits down keep
+/// sorted inserts from building a chain of model nodes; LIPP's rebuilds keep the depth of sequential inserts small
+/// (without them nearly every append would deepen one chain of conflict children; with them the
+/// appends still form a chain along the last slots, as in the reference code, but most keys
+/// sit near the root).
+#[test]
+fn inserts_reshape_the_structure() {
+    let mut alex = Alex::with_config(SMALL_ALEX, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut lipp = Lipp::bulk_load(&[]).unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = ChaCha8Rng::seed_from_u64(16);
+    for key in random_keys(&mut rng, 20_000) {
+        alex.insert(key, key);
+    }
+    for key in 0..20_000u64 {
+        lipp.insert(key * 3, key);
+    }
+    let (a, l) = (alex.stats(), lipp.stats());
+    eprintln!("alex {a:?}\nlipp {l:?}");
+    alex.assert_invariants();
+    lipp.assert_invariants();
+    assert!(
+        a.inner_nodes >= 2 && a.leaf_nodes >= 100,
+        "alex did not split: {a:?}"
+    );
+    assert!(
+        l.depth_avg < 2.0 && l.depth_max <= 64,
+        "lipp did not rebuild: {l:?}"
+    );
+    assert!(a.depth_max <= 16, "alex appends built a chain: {a:?}");
+    for (name, config) in [("small", SMALL_ALEX), ("default", AlexConfig::default())] {
+        let mut alex = Alex::with_config(config, &[]).unwrap_or_else(|e| panic!("{e}"));
+        for key in (0..20_000u64).rev() {
+            alex.insert(u64::MAX / 2 + key * 1_000_003, key);
+        }
+        alex.assert_invariants();
+        let d = alex.stats();
+        eprintln!("alex {name} descending {d:?}");
+        assert!(
+            d.depth_max <= 16,
+            "alex {name}: prepends built a chain: {d:?}"
+        );
+        // A dense cluster bulk-loaded, then keys from the whole domain: the root's domain
+        // must grow to the new keys at once, not by one doubling level per few inserts.
+        let dense = pairs_of(&(0..2000u64).collect::<Vec<_>>());
+        let mut alex = Alex::with_config(config, &dense).unwrap_or_else(|e| panic!("{e}"));
+        for key in random_keys(&mut rng, 20_000) {
+            alex.insert(key.rotate_left(17), key);
+        }
+        alex.assert_invariants();
+        let w = alex.stats();
+        eprintln!("alex {name} dense then wide {w:?}");
+        assert!(
+            w.depth_max <= 8,
+            "alex {name}: wide inserts built a chain: {w:?}"
+        );
+    }
+}
+
+/// Readers share `&self` across threads (the planned `lidb bench concurrent` peers put an index
+/// behind a reader-writer lock), so every index must be `Send + Sync`.
+#[test]
+fn indexes_are_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Alex>();
+    check::<Lipp>();
+}
