@@ -17,6 +17,20 @@
 
 #![forbid(unsafe_code)]
 
+mod btree;
+pub mod buffer;
+pub mod device;
 mod error;
+pub mod latch;
+pub mod node;
+pub mod page;
+pub mod pagefile;
+pub mod tree;
+
+pub use btree::{BTree, Options, Stats};
+pub use buffer::PoolStats;
+pub use device::{FileDevice, IoCounters, MemDevice, PageDevice};
+pub use pagefile::CheckpointInfo;
+pub use tree::{LeafProbe, LeafRef, Tree};
 
 pub use error::{Error, Result, io_err};

@@ -1,0 +1,137 @@
+//! The learned path's entry points: the list of leaves read from their parents (never from the
+//! leaves), and a lookup in one leaf reached by page id without its parent.
+//!
+//! A leaf loaded by page id goes into an UNLINKED frame: resident, in the page table and the
+//! cooling FIFO, swizzled nowhere; evicting it touches no parent. A tree walk that reaches it
+//! through its parent links it (HOT), as for a cooling page (`Tree::link`).
+//!
+//! Callers: the learned path (mapping table build and lookups), any thread.
+
+use super::{Fail, Step, Target, Tree, restart_unless, retry};
+use crate::buffer::{FrameState, Swip};
+use crate::error::Result;
+use crate::node;
+
+/// One leaf as its parent describes it: its upper fence (inclusive; `None` for the last leaf,
+/// plus infinity) and its page id. Leaves come in key order; leaf `i` covers
+/// `(upper[i-1], upper[i]]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeafRef {
+    pub upper: Option<Vec<u8>>,
+    pub pid: u64,
+}
+
+/// The result of [`Tree::probe_leaf`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeafProbe {
+    /// The leaf covers the key and holds it; `frame` is the hint for the next probe.
+    Found { value: Vec<u8>, frame: u32 },
+    /// The leaf covers the key and does not hold it: the key is absent from the tree.
+    Absent { frame: u32 },
+    /// The page is not a leaf covering the key (it split, merged or is gone): walk the tree.
+    Miss,
+}
+
+impl Tree {
+    /// Every leaf's (upper fence, page id), in key order, read from the level-1 nodes only.
+    pub fn leaf_parents(&self) -> Result<Vec<LeafRef>> {
+        let mut out = Vec::new();
+        let mut from: Option<Vec<u8>> = Some(Vec::new());
+        while let Some(key) = from.take() {
+            let (refs, upper) = retry(|| self.level1_refs(&key))?;
+            out.extend(refs);
+            from = upper.map(|mut u| {
+                u.push(0);
+                u
+            });
+        }
+        Ok(out)
+    }
+
+    /// The children of the level-1 node covering `key` (or the root leaf), and that node's
+    /// upper fence.
+    fn level1_refs(&self, key: &[u8]) -> Step<(Vec<LeafRef>, Option<Vec<u8>>)> {
+        let p = self.descend(Target::Key(key), 1, true)?;
+        let frame = self.pool.frame(p.node);
+        let words = &*frame.words;
+        let mut refs = Vec::new();
+        let upper = node::upper_fence(words);
+        if node::is_leaf(words) {
+            refs.push(LeafRef {
+                upper: None,
+                pid: frame.pid(),
+            });
+            restart_unless(frame.latch.validate(p.version))?;
+            return Ok((refs, None));
+        }
+        let n = node::count(words);
+        for i in 0..=n {
+            let pid = match Swip::decode(node::child(words, i)) {
+                Swip::Frame(c) => self.pool.frame(c).pid(),
+                Swip::Page(pid) => pid,
+            };
+            let upper = if i < n {
+                Some(node::key(words, i))
+            } else {
+                upper.clone()
+            };
+            refs.push(LeafRef { upper, pid });
+        }
+        restart_unless(frame.latch.validate(p.version))?;
+        Ok((refs, upper))
+    }
+
+    /// Looks `key` up in leaf `pid` directly, loading it into an UNLINKED frame if it is not
+    /// resident; `frame_hint` (from an earlier probe) skips the page table when it still holds
+    /// the page. The fences are checked, so a stale mapping gives [`LeafProbe::Miss`], never a
+    /// wrong answer.
+    pub fn probe_leaf(&self, pid: u64, frame_hint: Option<u32>, key: &[u8]) -> Result<LeafProbe> {
+        let mut hint = frame_hint;
+        for _ in 0..8 {
+            let f = match hint
+                .take()
+                .filter(|f| (*f as usize) < self.pool.frame_count())
+            {
+                Some(f) => f,
+                None => match self.pool.lookup(pid) {
+                    Some(f) => f,
+                    None => match self.pool.load(pid, self)? {
+                        Some(f) => f,
+                        None => return Ok(LeafProbe::Miss),
+                    },
+                },
+            };
+            match self.probe_frame(f, pid, key) {
+                Ok(r) => return Ok(r),
+                Err(Fail::Err(e)) => return Err(e),
+                Err(Fail::Restart) => continue,
+            }
+        }
+        Ok(LeafProbe::Miss)
+    }
+
+    fn probe_frame(&self, f: u32, pid: u64, key: &[u8]) -> Step<LeafProbe> {
+        let frame = self.pool.frame(f);
+        let v = frame.latch.optimistic().ok_or(Fail::Restart)?;
+        let live = matches!(
+            frame.state(),
+            FrameState::Hot | FrameState::Cooling | FrameState::Unlinked
+        );
+        if frame.pid() != pid || !live {
+            restart_unless(frame.latch.validate(v))?;
+            return Err(Fail::Restart); // the hint is stale: look the page up
+        }
+        let words = &*frame.words;
+        if !node::is_leaf(words) || !node::covers(words, key) {
+            restart_unless(frame.latch.validate(v))?;
+            return Ok(LeafProbe::Miss);
+        }
+        let (pos, found) = node::lower_bound(words, key);
+        let value = found.then(|| node::value(words, pos));
+        restart_unless(frame.latch.validate(v))?;
+        Ok(match value {
+            Some(value) => LeafProbe::Found { value, frame: f },
+            None => LeafProbe::Absent { frame: f },
+        })
+    }
+}
