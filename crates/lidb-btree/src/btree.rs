@@ -228,6 +228,21 @@ impl BTree {
         self.tree.probe_leaf(pid, frame_hint, key)
     }
 
+    /// Test hook: turns page checksum verification off (see `PageFile`). Never in production.
+    #[doc(hidden)]
+    pub fn set_verify_pages_for_test(&self, on: bool) {
+        self.tree.pool.file().set_verify_pages_for_test(on);
+    }
+
+    /// Test hook: readers skip the leaf's version validation (a broken protocol).
+    #[doc(hidden)]
+    pub fn set_skip_leaf_validation_for_test(&self, on: bool) {
+        self.tree
+            .sabotage
+            .skip_leaf_validation
+            .store(on, Ordering::Relaxed);
+    }
+
     /// Stops the provider thread. No checkpoint is taken (see the module docs).
     pub fn close(self) -> Result<()> {
         self.stop_provider();

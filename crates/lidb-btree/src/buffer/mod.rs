@@ -46,6 +46,8 @@ pub struct PoolStats {
     pub cooled: u64,
     /// Cooling or unlinked pages linked again by a tree walk.
     pub cooling_rehits: u64,
+    /// Pages merged away (their frames freed without write-back).
+    pub pages_freed: u64,
     /// Frames in use now.
     pub frames_used: u64,
     pub frames: u64,
@@ -59,6 +61,7 @@ struct Counters {
     evictions: AtomicU64,
     cooled: AtomicU64,
     cooling_rehits: AtomicU64,
+    pages_freed: AtomicU64,
 }
 
 fn bump(c: &AtomicU64) {
@@ -156,6 +159,7 @@ impl Pool {
             evictions: c.evictions.load(Ordering::Relaxed),
             cooled: c.cooled.load(Ordering::Relaxed),
             cooling_rehits: c.cooling_rehits.load(Ordering::Relaxed),
+            pages_freed: c.pages_freed.load(Ordering::Relaxed),
             frames_used: self.frames.len() as u64 - free,
             frames: self.frames.len() as u64,
         }
@@ -222,6 +226,7 @@ impl Pool {
         lock(&self.resident).table.remove(&frame.pid());
         frame.set_meta(u64::MAX, FrameState::Free, false);
         lock(&self.free).push(f);
+        bump(&self.counters.pages_freed);
     }
 
     /// Evicts the FIFO's oldest evictable frame (writing it back if dirty). Returns false when

@@ -1,0 +1,102 @@
+//! The learned path's entry points: `leaf_parents` lists every leaf from the level-1 nodes
+//! without reading a leaf, and `probe_leaf` reaches a leaf by page id without its parent (an
+//! UNLINKED frame), checks its fences, and answers exactly or says `Miss`.
+
+use std::sync::Arc;
+
+use lidb_btree::{BTree, LeafProbe, LeafRef, MemDevice, Options};
+
+fn opts() -> Options {
+    Options {
+        page_size: 4096,
+        pool_bytes: 64 * 4096,
+        cooling_share: 0.1,
+        direct_io: false,
+        provider_thread: false,
+    }
+}
+
+fn leaf_for<'a>(leaves: &'a [LeafRef], key: &[u8]) -> Option<&'a LeafRef> {
+    let i = leaves.partition_point(|l| l.upper.as_deref().is_some_and(|u| u < key));
+    leaves.get(i)
+}
+
+#[test]
+fn probes_through_the_mapping_match_the_tree() {
+    let dev = Arc::new(MemDevice::new(4096).unwrap_or_else(|e| panic!("{e}")));
+    let tree = BTree::with_device(dev.clone(), &opts()).unwrap_or_else(|e| panic!("{e}"));
+    let pairs = (0..30_000u64).map(|i| ((i * 7).to_be_bytes().to_vec(), i.to_le_bytes().to_vec()));
+    tree.bulk_load(pairs, 0.9).unwrap_or_else(|e| panic!("{e}"));
+    tree.checkpoint(1, &[]).unwrap_or_else(|e| panic!("{e}"));
+    drop(tree);
+    // Reopen cold: nothing resident.
+    let tree =
+        BTree::with_device(Arc::new(dev.snapshot()), &opts()).unwrap_or_else(|e| panic!("{e}"));
+    let before = tree.stats().io.reads;
+    let leaves = tree.leaf_parents().unwrap_or_else(|e| panic!("{e}"));
+    let reads = tree.stats().io.reads - before;
+    let inner_pages = tree.stats().pids_issued - leaves.len() as u64;
+    assert!(
+        reads <= inner_pages,
+        "leaf_parents read {reads} pages, only {inner_pages} are inner"
+    );
+    assert!(leaves.len() > 100);
+    let mut hints = std::collections::HashMap::new();
+    for i in (0..30_000u64).step_by(37) {
+        let k = (i * 7).to_be_bytes();
+        let leaf = leaf_for(&leaves, &k).unwrap_or_else(|| panic!("no leaf for {i}"));
+        let hint = hints.get(&leaf.pid).copied();
+        match tree
+            .probe_leaf(leaf.pid, hint, &k)
+            .unwrap_or_else(|e| panic!("{e}"))
+        {
+            LeafProbe::Found { value, frame } => {
+                assert_eq!(value, i.to_le_bytes());
+                hints.insert(leaf.pid, frame);
+            }
+            other => panic!("key {i}: {other:?}"),
+        }
+        let absent = (i * 7 + 1).to_be_bytes();
+        let leaf = leaf_for(&leaves, &absent).unwrap_or_else(|| panic!("no leaf"));
+        assert!(matches!(
+            tree.probe_leaf(leaf.pid, None, &absent)
+                .unwrap_or_else(|e| panic!("{e}")),
+            LeafProbe::Absent { .. }
+        ));
+    }
+    // A leaf that does not cover the key, and a page id that does not exist: Miss.
+    let first = leaves.first().map_or(0, |l| l.pid);
+    let far = u64::MAX.to_be_bytes();
+    assert_eq!(
+        tree.probe_leaf(first, None, &far)
+            .unwrap_or_else(|e| panic!("{e}")),
+        LeafProbe::Miss
+    );
+    assert_eq!(
+        tree.probe_leaf(1 << 40, None, &far)
+            .unwrap_or_else(|e| panic!("{e}")),
+        LeafProbe::Miss
+    );
+    // Tree walks link the unlinked leaves, and writes through the tree are seen by probes.
+    for i in (0..30_000u64).step_by(37) {
+        let k = (i * 7).to_be_bytes();
+        tree.put(&k, b"new").unwrap_or_else(|e| panic!("{e}"));
+    }
+    let rehits = tree.stats().pool.cooling_rehits;
+    assert!(rehits > 0, "walks linked unlinked leaves");
+    for i in (0..30_000u64).step_by(37) {
+        let k = (i * 7).to_be_bytes();
+        let leaf = leaf_for(&leaves, &k).unwrap_or_else(|| panic!("no leaf"));
+        match tree
+            .probe_leaf(leaf.pid, hints.get(&leaf.pid).copied(), &k)
+            .unwrap_or_else(|e| panic!("{e}"))
+        {
+            LeafProbe::Found { value, .. } => assert_eq!(value, b"new"),
+            LeafProbe::Miss => assert_eq!(
+                tree.get(&k).unwrap_or_else(|e| panic!("{e}")),
+                Some(b"new".to_vec())
+            ),
+            LeafProbe::Absent { .. } => panic!("key {i} absent"),
+        }
+    }
+}
