@@ -4,15 +4,20 @@
 //! a learned model over the leaves' boundary keys, with the tree walk as the fallback.
 //!
 //! Layout of the crate, in the order data flows through it (parts marked *planned* are not
-//! built yet):
+//! built yet; docs/ARCHITECTURE.md has the latching protocol and lock order):
 //! - `error.rs`: the error type;
-//! - *planned* `device.rs`, `page.rs`, `pagefile.rs`: the page device (O_DIRECT file or memory
-//!   with crash simulation), the checksummed page format, and the shadow-slot page file whose
-//!   checkpoints are atomic;
-//! - *planned* `latch.rs`, `buffer.rs`: frames with hybrid latches, swips, HOT/COOLING/UNLINKED
-//!   states and the cooling FIFO;
-//! - *planned* `node.rs`, `tree.rs`: slotted nodes with fence keys, the B+-tree over the pool;
-//! - *planned* `wal.rs`, `store.rs`: the logical write-ahead log, checkpoints and recovery;
+//! - `device.rs`, `page.rs`, `pagefile.rs`: the page device (O_DIRECT file, or memory with
+//!   crash simulation), the checksummed page header, and the shadow-slot page file whose
+//!   checkpoints are atomic (docs/format/btree-pagefile.md);
+//! - `latch.rs`, `buffer/`: hybrid latches, frames with swips and HOT/COOLING/UNLINKED states,
+//!   the page table, the cooling FIFO, loads and write-back;
+//! - `node.rs`: slotted nodes with fence keys and a per-leaf linear model
+//!   (docs/format/btree-node.md);
+//! - `tree/`: the B+-tree over the pool (walks, `smo.rs` splits and merges, `cooling.rs` the
+//!   provider's half, `bulk.rs`, `leaf.rs` the learned path's entry points);
+//! - `btree.rs`: the public handle (`BTree`, `Options`) and the provider thread;
+//! - *planned* `wal.rs`, `store.rs`: the logical write-ahead log and recovery from a
+//!   checkpoint's LSN;
 //! - *planned* `learned/`: the leaf mapping table, its model, and retraining.
 
 #![forbid(unsafe_code)]
