@@ -110,7 +110,7 @@ impl BTree {
 
     /// A tree in memory (tests, benchmarks without I/O).
     pub fn in_memory(opts: &Options) -> Result<BTree> {
-        Self::with_device(Arc::new(MemDevice::new(opts.page_size)?), opts)
+        Self::with_device(Arc::new(MemDevice::volatile(opts.page_size)?), opts)
     }
 
     /// Opens the tree on `dev`, or creates one (with a first, empty checkpoint) if the device

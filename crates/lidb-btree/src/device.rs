@@ -253,17 +253,21 @@ impl PageDevice for FileDevice {
     }
 }
 
-/// What a [`MemDevice`] holds: durable slots, and the writes since the last sync, in order.
+/// What a [`MemDevice`] holds: what reads see, and (with history) the durable slots and the
+/// writes since the last sync, in order.
 #[derive(Debug, Default, Clone)]
 struct MemState {
+    current: HashMap<u64, Vec<u8>>,
     durable: HashMap<u64, Vec<u8>>,
     pending: Vec<(u64, Vec<u8>)>,
+    history: bool,
+    slots: u64,
     /// Writes accepted so far; with `fail_after`, the write numbered `fail_after` and later fail.
     writes_seen: u64,
     fail_after: Option<u64>,
 }
 
-/// Slots in memory, with crash simulation (for tests).
+/// Slots in memory, with crash simulation (for tests) unless made `volatile`.
 #[derive(Debug)]
 pub struct MemDevice {
     page_size: usize,
@@ -273,14 +277,34 @@ pub struct MemDevice {
 }
 
 impl MemDevice {
+    /// A device that remembers what was synced, for [`MemDevice::crash`].
     pub fn new(page_size: usize) -> Result<Self> {
+        Self::build(page_size, true)
+    }
+
+    /// A device without crash history (benchmarks in memory): nothing is kept twice.
+    pub fn volatile(page_size: usize) -> Result<Self> {
+        Self::build(page_size, false)
+    }
+
+    fn build(page_size: usize, history: bool) -> Result<Self> {
         check_page_size(page_size)?;
-        Ok(MemDevice {
+        Ok(Self::from_state(
             page_size,
-            state: Mutex::new(MemState::default()),
+            MemState {
+                history,
+                ..MemState::default()
+            },
+        ))
+    }
+
+    fn from_state(page_size: usize, state: MemState) -> Self {
+        MemDevice {
+            page_size,
+            state: Mutex::new(state),
             counters: Counters::default(),
             name: PathBuf::from("mem:"),
-        })
+        }
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, MemState> {
@@ -298,9 +322,12 @@ impl MemDevice {
 
     /// Simulates a power cut: each write since the last sync is kept, dropped or torn at a
     /// 512-byte boundary (its first part new, the rest as before), chosen by `seed`. Returns a
-    /// new device holding what survived; `self` is left as it was.
+    /// new device holding what survived; `self` is left as it was. A volatile device keeps all.
     pub fn crash(&self, seed: u64) -> MemDevice {
         let st = self.state().clone();
+        if !st.history {
+            return self.snapshot();
+        }
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let mut slots = st.durable;
         for (slot, data) in st.pending {
@@ -324,21 +351,25 @@ impl MemDevice {
                 }
             }
         }
-        MemDevice {
-            page_size: self.page_size,
-            state: Mutex::new(MemState {
+        Self::from_state(
+            self.page_size,
+            MemState {
+                current: slots.clone(),
+                slots: slots.keys().max().map_or(0, |m| m + 1),
                 durable: slots,
+                history: true,
                 ..MemState::default()
-            }),
-            counters: Counters::default(),
-            name: self.name.clone(),
-        }
+            },
+        )
     }
 
-    /// Flips the bits of `mask` in byte `offset` of slot `slot` (durable or pending): a corrupt
-    /// medium, for tests.
+    /// Flips the bits of `mask` in byte `offset` of slot `slot` as reads see it (and in its
+    /// durable or pending copy): a corrupt medium, for tests.
     pub fn corrupt(&self, slot: u64, offset: usize, mask: u8) {
         let mut st = self.state();
+        if let Some(b) = st.current.get_mut(&slot).and_then(|d| d.get_mut(offset)) {
+            *b ^= mask;
+        }
         let pending = st
             .pending
             .iter_mut()
@@ -357,19 +388,30 @@ impl MemDevice {
     /// A copy of the device as it is now, every write durable (a clean shutdown).
     pub fn snapshot(&self) -> MemDevice {
         let st = self.state();
-        let mut slots = st.durable.clone();
-        for (slot, data) in &st.pending {
-            slots.insert(*slot, data.clone());
-        }
-        MemDevice {
-            page_size: self.page_size,
-            state: Mutex::new(MemState {
-                durable: slots,
+        Self::from_state(
+            self.page_size,
+            MemState {
+                current: st.current.clone(),
+                durable: if st.history {
+                    st.current.clone()
+                } else {
+                    HashMap::new()
+                },
+                history: st.history,
+                slots: st.slots,
                 ..MemState::default()
-            }),
-            counters: Counters::default(),
-            name: self.name.clone(),
+            },
+        )
+    }
+
+    fn stopped(&self, st: &MemState) -> Result<()> {
+        if st.fail_after.is_some_and(|n| st.writes_seen >= n) {
+            return Err(Error::Io {
+                file: self.name.clone(),
+                source: std::io::Error::other("simulated crash: the device stopped"),
+            });
         }
+        Ok(())
     }
 }
 
@@ -381,14 +423,7 @@ impl PageDevice for MemDevice {
     fn read(&self, slot: u64, buf: &mut [u8]) -> Result<()> {
         self.counters.read(buf.len());
         let st = self.state();
-        let found = st
-            .pending
-            .iter()
-            .rev()
-            .find(|(s, _)| *s == slot)
-            .map(|(_, d)| d)
-            .or_else(|| st.durable.get(&slot));
-        match found {
+        match st.current.get(&slot) {
             Some(d) if d.len() == buf.len() => {
                 buf.copy_from_slice(d);
                 Ok(())
@@ -406,26 +441,20 @@ impl PageDevice for MemDevice {
     fn write(&self, slot: u64, buf: &[u8]) -> Result<()> {
         self.counters.write(buf.len());
         let mut st = self.state();
-        if st.fail_after.is_some_and(|n| st.writes_seen >= n) {
-            return Err(Error::Io {
-                file: self.name.clone(),
-                source: std::io::Error::other("simulated crash: the device stopped"),
-            });
-        }
+        self.stopped(&st)?;
         st.writes_seen += 1;
-        st.pending.push((slot, buf.to_vec()));
+        st.slots = st.slots.max(slot + 1);
+        st.current.insert(slot, buf.to_vec());
+        if st.history {
+            st.pending.push((slot, buf.to_vec()));
+        }
         Ok(())
     }
 
     fn sync(&self) -> Result<()> {
         self.counters.syncs.fetch_add(1, Ordering::Relaxed);
         let mut st = self.state();
-        if st.fail_after.is_some_and(|n| st.writes_seen >= n) {
-            return Err(Error::Io {
-                file: self.name.clone(),
-                source: std::io::Error::other("simulated crash: the device stopped"),
-            });
-        }
+        self.stopped(&st)?;
         let pending = std::mem::take(&mut st.pending);
         for (slot, data) in pending {
             st.durable.insert(slot, data);
@@ -434,12 +463,7 @@ impl PageDevice for MemDevice {
     }
 
     fn slot_count(&self) -> u64 {
-        let st = self.state();
-        st.durable
-            .keys()
-            .chain(st.pending.iter().map(|(s, _)| s))
-            .max()
-            .map_or(0, |m| m + 1)
+        self.state().slots
     }
 
     fn counters(&self) -> IoCounters {

@@ -15,6 +15,7 @@
 //! 4. The table lock is a leaf of the lock order: it is taken under frame latches, never the
 //!    other way round, and no I/O happens while it is held.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -67,6 +68,8 @@ struct Tables {
     map: Vec<u64>,
     current: Vec<bool>,
     durable: Vec<bool>,
+    /// Slots below `slot_count` free in both `current` and `durable` (allocation in O(log n)).
+    free: BTreeSet<u64>,
     /// Slots the file has (the next new slot number).
     slot_count: u64,
 }
@@ -90,7 +93,11 @@ impl Tables {
 
     /// A slot free in both tables, marked used in `current`.
     fn alloc(&mut self) -> u64 {
-        let found = (FIRST_DATA_SLOT..self.slot_count).find(|s| !self.used(*s));
+        let found = self.free.pop_first();
+        debug_assert!(
+            found.is_none_or(|s| !self.used(s)),
+            "a used slot on the free set"
+        );
         let slot = found.unwrap_or_else(|| {
             let s = self.slot_count.max(FIRST_DATA_SLOT);
             self.slot_count = s + 1;
@@ -103,7 +110,17 @@ impl Tables {
     fn release_current(&mut self, slot: u64) {
         if slot != NO_SLOT {
             Self::set(&mut self.current, slot, false);
+            if !self.used(slot) && slot < self.slot_count {
+                self.free.insert(slot);
+            }
         }
+    }
+
+    /// Recomputes the free set after `durable` or `current` changed wholesale.
+    fn rebuild_free(&mut self) {
+        self.free = (FIRST_DATA_SLOT..self.slot_count)
+            .filter(|s| !self.used(*s))
+            .collect();
     }
 }
 
@@ -144,6 +161,13 @@ impl PageFile {
             let checked = pf.dev.read(slot, &mut buf).and_then(|()| {
                 page::verify(&buf, pf.dev.name(), slot, slot, &[PageKind::FileHeader])
             });
+            let raw_size = page::get_u32(&buf, H_PAGE_SIZE) as usize;
+            if buf.get(H_MAGIC..H_MAGIC + 8) == Some(MAGIC.as_slice()) && raw_size != page_size {
+                return Err(Error::InvalidOption(format!(
+                    "{} has page size {raw_size}, opened with {page_size}",
+                    pf.dev.name().display()
+                )));
+            }
             match checked {
                 Ok(_) if buf.get(H_MAGIC..H_MAGIC + 8) == Some(MAGIC.as_slice()) => {
                     let seq = page::get_u64(&buf, H_SEQ);
@@ -274,6 +298,7 @@ impl PageFile {
                 extra.len()
             )));
         }
+        t.rebuild_free();
         *self.tables_write() = t;
         Ok(CheckpointInfo { extra, ..info })
     }
@@ -447,8 +472,12 @@ impl PageFile {
         for s in &meta {
             t.release_current(*s);
         }
-        let seq = result?;
-        let mut durable = vec![false; t.slot_count as usize];
+        // After a failure the new header may or may not be on disk: keep the slots of both
+        // checkpoints protected until a later checkpoint succeeds.
+        let mut durable = match &result {
+            Ok(_) => vec![false; t.slot_count as usize],
+            Err(_) => t.durable.clone(),
+        };
         for pair in slot_snapshot.chunks_exact(16) {
             Tables::set(&mut durable, page::get_u64(pair, 8), true);
         }
@@ -456,7 +485,9 @@ impl PageFile {
             Tables::set(&mut durable, *s, true);
         }
         t.durable = durable;
+        t.rebuild_free();
         drop(t);
+        let seq = result?;
         let info = CheckpointInfo {
             seq,
             lsn,

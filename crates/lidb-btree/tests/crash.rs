@@ -98,3 +98,41 @@ fn a_crash_at_any_write_of_a_checkpoint_leaves_old_or_new() {
     }
     panic!("the checkpoint never completed within 2000 writes");
 }
+
+#[test]
+fn after_a_failed_checkpoint_the_tree_goes_on_and_a_crash_still_opens() {
+    for stop_at in [0u64, 5, 20, 40, 46] {
+        let dev = Arc::new(MemDevice::new(4096).unwrap_or_else(|e| panic!("{e}")));
+        let tree = BTree::with_device(dev.clone(), &opts()).unwrap_or_else(|e| panic!("{e}"));
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let mut model = Model::new();
+        ops(&tree, &mut model, &mut rng, 3000);
+        tree.checkpoint(1, b"one").unwrap_or_else(|e| panic!("{e}"));
+        let old = model.clone();
+        ops(&tree, &mut model, &mut rng, 800);
+        dev.fail_after_writes(Some(stop_at));
+        let failed = tree.checkpoint(2, b"two").is_err();
+        let at_failed = model.clone();
+        dev.fail_after_writes(None);
+        // More writes (evictions reuse free slots), then a crash without a checkpoint.
+        ops(&tree, &mut model, &mut rng, 1500);
+        let reopened = BTree::with_device(Arc::new(dev.crash(stop_at + 1000)), &opts())
+            .unwrap_or_else(|e| panic!("stop at {stop_at}: reopen after a crash: {e}"));
+        let got = contents(&reopened);
+        let lsn = reopened.checkpoint_info().lsn;
+        assert!(
+            (lsn == 1 && got == old) || (lsn == 2 && got == at_failed),
+            "stop at {stop_at} (failed: {failed}): lsn {lsn} with other contents"
+        );
+        // A later checkpoint succeeds and is what a crash then keeps.
+        tree.checkpoint(3, b"three")
+            .unwrap_or_else(|e| panic!("stop at {stop_at}: {e}"));
+        let reopened = BTree::with_device(Arc::new(dev.crash(stop_at)), &opts())
+            .unwrap_or_else(|e| panic!("stop at {stop_at}: reopen: {e}"));
+        assert_eq!(reopened.checkpoint_info().lsn, 3);
+        assert!(
+            contents(&reopened) == model,
+            "stop at {stop_at}: checkpoint 3 contents"
+        );
+    }
+}

@@ -141,3 +141,34 @@ fn garbage_pages_never_panic() {
         );
     }
 }
+
+#[test]
+fn model_guided_search_agrees_with_binary_search_under_a_stale_model() {
+    let mut page = vec![0u8; 16384];
+    init(&mut page, PageKind::Leaf, 0, None, None);
+    let mut keys: Vec<u64> = (0..300u64).map(|i| i * i * 1000 + 7).collect();
+    for (i, k) in keys.iter().enumerate() {
+        assert!(insert(&mut page, i, &k.to_be_bytes(), b"v"));
+    }
+    fit_model(&mut page);
+    let (slope, _) = model(page.as_slice());
+    assert!(slope > 0.0);
+    // Skew the keys after the fit: the model is now stale.
+    for j in 0..200u64 {
+        let k = 1_000_000 + j;
+        let (pos, found) = lower_bound(page.as_slice(), &k.to_be_bytes());
+        assert!(!found);
+        assert!(insert(&mut page, pos, &k.to_be_bytes(), b"w"));
+        keys.push(k);
+    }
+    keys.sort_unstable();
+    for probe in (0..300u64 * 300 * 1000)
+        .step_by(9973)
+        .chain(keys.iter().copied())
+    {
+        let want = keys.partition_point(|k| *k < probe);
+        let (pos, found) = lower_bound(page.as_slice(), &probe.to_be_bytes());
+        assert_eq!(pos, want, "probe {probe}");
+        assert_eq!(found, keys.get(want) == Some(&probe));
+    }
+}
