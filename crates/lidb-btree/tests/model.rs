@@ -224,3 +224,29 @@ fn too_large_keys_and_values_are_rejected() {
     assert!(tree.put(b"k", &vec![1; max_value + 1]).is_err());
     assert!(tree.put(&vec![1; max_key], &vec![2; max_value]).is_ok());
 }
+
+#[test]
+fn deleting_most_keys_merges_leaves_and_inner_nodes() {
+    let tree = BTree::in_memory(&small_opts()).unwrap_or_else(|e| panic!("{e}"));
+    let mut model = Model::new();
+    for i in 0..20_000u32 {
+        let k = format!("key/{:08}", i.wrapping_mul(2_654_435_761) % 1_000_000).into_bytes();
+        tree.put(&k, &[1; 40]).unwrap_or_else(|e| panic!("{e}"));
+        model.insert(k, vec![1; 40]);
+    }
+    let tall = tree.tree().height().unwrap_or(0);
+    let pages_before = tree.leaf_parents().map(|l| l.len()).unwrap_or(0);
+    let keys: Vec<Vec<u8>> = model.keys().cloned().collect();
+    for (i, k) in keys.iter().enumerate() {
+        if i % 50 != 0 {
+            assert!(tree.delete(k).unwrap_or(false));
+            model.remove(k);
+        }
+    }
+    compare(&tree, &model, 0, "after deleting most keys");
+    let leaves_after = tree.leaf_parents().map(|l| l.len()).unwrap_or(usize::MAX);
+    let short = tree.tree().height().unwrap_or(u8::MAX);
+    eprintln!("height {tall} -> {short}, leaves {pages_before} -> {leaves_after}");
+    assert!(leaves_after * 5 < pages_before, "leaves merged");
+    assert!(short < tall, "inner nodes merged and the root collapsed");
+}

@@ -1,5 +1,6 @@
-//! Structure changes: leaf and inner splits (a new root when the root splits), leaf merges, and
-//! root collapse when the root is an inner node left with one child.
+//! Structure changes: leaf and inner splits (a new root when the root splits), merges of leaves
+//! and then of their parents while underfull, and root collapse when the root is an inner node
+//! left with one child.
 //!
 //! Each change takes, after an optimistic walk, exclusive latches top-down: the parent (or the
 //! root slot), then the node, then (merge) the right sibling; new frames are reserved before
@@ -8,10 +9,20 @@
 //! Callers: `Tree::put` (split) and `Tree::delete` (merge), under the shared checkpoint gate.
 
 use super::{Fail, Parent, Step, Target, Tree, restart_unless, retry};
-use crate::buffer::Swip;
+use crate::buffer::{FrameState, Swip};
 use crate::error::Result;
 use crate::node;
 use crate::page::{self, PageKind};
+
+/// What a merge step left behind.
+enum Merged {
+    /// Nothing more to do (no merge, or the parent is full enough).
+    No,
+    /// The parent is under a quarter full: try it one level up.
+    ParentUnderfull,
+    /// The parent has no separator left: collapse it if it is the root, else merge it.
+    ParentEmpty,
+}
 
 impl Tree {
     /// Splits the node at `level` that covers `key`.
@@ -102,40 +113,72 @@ impl Tree {
     }
 
     /// Merges the leaf covering `key` with a sibling under the same parent, if both fit in one
-    /// page and the leaf is still under a quarter full; best effort (a sibling that is not
-    /// resident is left alone).
+    /// page and the leaf is still under a quarter full; then the same one level up while the
+    /// parent is left under a quarter full. Best effort: a sibling that is not resident is left
+    /// alone.
     pub(crate) fn merge(&self, key: &[u8]) -> Result<()> {
-        let collapse = retry(|| self.merge_step(key))?;
-        if collapse {
-            retry(|| self.collapse_root())?;
+        for level in 0..32u8 {
+            match retry(|| self.merge_step(key, level))? {
+                Merged::No => break,
+                Merged::ParentUnderfull => continue,
+                Merged::ParentEmpty => {
+                    retry(|| self.collapse_root())?;
+                    continue;
+                }
+            }
         }
         Ok(())
     }
 
-    /// Returns whether the parent is left without separators (if it is the root, it goes).
-    fn merge_step(&self, key: &[u8]) -> Step<bool> {
-        let p = self.descend(Target::Key(key), 0, true)?;
+    /// Merges the node at `level` covering `key` with a sibling, if it is under a quarter full
+    /// and both fit in one page.
+    fn merge_step(&self, key: &[u8], level: u8) -> Step<Merged> {
+        let p = self.descend(Target::Key(key), level, true)?;
         let Parent::Node { frame: pf, pos, .. } = p.parent else {
-            return Ok(false);
+            return Ok(Merged::No);
         };
         let parent = self.pool.frame(pf);
-        let _pg = self.upgrade_parent(p.parent)?;
+        let pg = self.upgrade_parent(p.parent)?;
+        let n = node::count(&*parent.words);
+        let lpos = if pos < n { pos } else { pos.saturating_sub(1) };
+        for i in [lpos, lpos + 1] {
+            if let Swip::Page(pid) = Swip::decode(node::child(&*parent.words, i))
+                && i <= n
+            {
+                // The sibling is not swizzled: link it under the parent's latch if it is
+                // resident, else read it with no latch held and start again.
+                let Some(f) = self.pool.lookup(pid) else {
+                    drop(pg);
+                    self.pool.load(pid, self)?;
+                    return Err(Fail::Restart);
+                };
+                let frame = self.pool.frame(f);
+                let _g = frame.latch.lock();
+                let linkable = matches!(frame.state(), FrameState::Cooling | FrameState::Unlinked);
+                if frame.pid() != pid || !linkable {
+                    return Err(Fail::Restart);
+                }
+                frame.set_state(FrameState::Hot);
+                let off = node::child_offset(&*parent.words, i);
+                parent.store_u64_at(off, Swip::Frame(f).encode());
+                self.pool.count_rehit();
+            }
+        }
         let page_size = self.pool.page_size();
         let mut pbuf = Vec::with_capacity(page_size);
         parent.copy_out(&mut pbuf);
-        let n = node::count(pbuf.as_slice());
         let lpos = if pos < n {
             pos
         } else if pos > 0 {
             pos - 1
         } else {
-            return Ok(false);
+            return Ok(Merged::No);
         };
         let (Swip::Frame(lf), Swip::Frame(rf)) = (
             Swip::decode(node::child(pbuf.as_slice(), lpos)),
             Swip::decode(node::child(pbuf.as_slice(), lpos + 1)),
         ) else {
-            return Ok(false);
+            return Ok(Merged::No);
         };
         let (left, right) = (self.pool.frame(lf), self.pool.frame(rf));
         let _lg = if lf == p.node {
@@ -153,12 +196,14 @@ impl Tree {
         right.copy_out(&mut rbuf);
         let me = if lf == p.node { &lbuf } else { &rbuf };
         let sep = node::key(pbuf.as_slice(), lpos);
-        let both_leaves = node::is_leaf(lbuf.as_slice()) && node::is_leaf(rbuf.as_slice());
-        if !both_leaves
+        let same_level = node::level(lbuf.as_slice()) == level
+            && node::level(rbuf.as_slice()) == level
+            && node::is_leaf(lbuf.as_slice()) == node::is_leaf(rbuf.as_slice());
+        if !same_level
             || node::used_space(me) >= page_size / 4
             || !node::can_merge(&lbuf, &rbuf, sep.len())
         {
-            return Ok(false);
+            return Ok(Merged::No);
         }
         let merged = node::merge(&mut lbuf, &rbuf, &sep);
         debug_assert!(merged, "can_merge said it fits");
@@ -171,7 +216,13 @@ impl Tree {
         let right_pid = right.pid();
         self.pool.discard(rf);
         self.pool.file().free_page(right_pid);
-        Ok(node::count(pbuf.as_slice()) == 0)
+        Ok(if node::count(pbuf.as_slice()) == 0 {
+            Merged::ParentEmpty
+        } else if node::used_space(&pbuf) < page_size / 4 {
+            Merged::ParentUnderfull
+        } else {
+            Merged::No
+        })
     }
 
     /// Replaces a root that is an inner node without separators by its only child.
