@@ -228,6 +228,11 @@ impl BTree {
         self.tree.probe_leaf(pid, frame_hint, key)
     }
 
+    /// Refits the linear model of the leaf covering `key`; returns (slope, intercept).
+    pub fn refit_leaf(&self, key: &[u8]) -> Result<(f64, f64)> {
+        self.tree.refit_leaf(key)
+    }
+
     /// Test hook: turns page checksum verification off (see `PageFile`). Never in production.
     #[doc(hidden)]
     pub fn set_verify_pages_for_test(&self, on: bool) {

@@ -99,21 +99,46 @@ impl PageRead for [AtomicU64] {
         self.len() * 8
     }
     fn byte(&self, off: usize) -> u8 {
-        let w = self.get(off / 8).map_or(0, |w| w.load(MemOrder::Relaxed));
-        (w >> (8 * (off % 8))) as u8
+        (self.word(off / 8) >> (8 * (off % 8))) as u8
     }
     fn read_into(&self, off: usize, out: &mut [u8]) {
-        let mut word_index = usize::MAX;
-        let mut word = 0u64;
-        for (i, b) in out.iter_mut().enumerate() {
-            let at = off + i;
-            if at / 8 != word_index {
-                word_index = at / 8;
-                word = self
-                    .get(word_index)
-                    .map_or(0, |w| w.load(MemOrder::Relaxed));
-            }
-            *b = (word >> (8 * (at % 8))) as u8;
+        let mut at = off;
+        let mut rest = out;
+        while !rest.is_empty() {
+            let w = self.word(at / 8).to_le_bytes();
+            let skip = at % 8;
+            let n = (8 - skip).min(rest.len());
+            let (dst, tail) = rest.split_at_mut(n);
+            dst.copy_from_slice(w.get(skip..skip + n).unwrap_or_default());
+            rest = tail;
+            at += n;
+        }
+    }
+    fn u16_at(&self, off: usize) -> u16 {
+        if off % 8 <= 6 {
+            (self.word(off / 8) >> (8 * (off % 8))) as u16
+        } else {
+            let mut b = [0u8; 2];
+            self.read_into(off, &mut b);
+            u16::from_le_bytes(b)
+        }
+    }
+    fn u32_at(&self, off: usize) -> u32 {
+        if off % 8 <= 4 {
+            (self.word(off / 8) >> (8 * (off % 8))) as u32
+        } else {
+            let mut b = [0u8; 4];
+            self.read_into(off, &mut b);
+            u32::from_le_bytes(b)
+        }
+    }
+    fn u64_at(&self, off: usize) -> u64 {
+        if off.is_multiple_of(8) {
+            self.word(off / 8)
+        } else {
+            let mut b = [0u8; 8];
+            self.read_into(off, &mut b);
+            u64::from_le_bytes(b)
         }
     }
     fn cmp_at(&self, off: usize, len: usize, other: &[u8]) -> Ordering {
@@ -132,6 +157,18 @@ impl PageRead for [AtomicU64] {
             }
         }
         len.cmp(&other.len())
+    }
+}
+
+/// Word access for the atomic page (0 past the end: the reader's validation fails anyway).
+trait Words {
+    fn word(&self, i: usize) -> u64;
+}
+
+impl Words for [AtomicU64] {
+    #[inline]
+    fn word(&self, i: usize) -> u64 {
+        self.get(i).map_or(0, |w| w.load(MemOrder::Relaxed))
     }
 }
 
@@ -185,11 +222,12 @@ pub fn rightmost<P: PageRead + ?Sized>(p: &P) -> u64 {
 
 pub fn slot<P: PageRead + ?Sized>(p: &P, i: usize) -> Slot {
     let at = NODE_HEADER + i * SLOT_LEN;
+    let meta = p.u64_at(at + 8);
     Slot {
         head: p.u64_at(at),
-        off: p.u32_at(at + 8) as usize,
-        key_len: p.u16_at(at + 12) as usize,
-        val_len: p.u16_at(at + 14) as usize,
+        off: meta as u32 as usize,
+        key_len: (meta >> 32) as u16 as usize,
+        val_len: (meta >> 48) as u16 as usize,
     }
 }
 

@@ -127,3 +127,112 @@ fn writers_and_readers_with_the_provider_running() {
     );
     eprintln!("{stats:?}");
 }
+
+#[test]
+fn splits_merges_checkpoints_and_probes_under_concurrency() {
+    let opts = Options {
+        page_size: 4096,
+        pool_bytes: 24 * 4096,
+        cooling_share: 0.2,
+        direct_io: false,
+        provider_thread: true,
+    };
+    let dev = Arc::new(lidb_btree::MemDevice::new(4096).unwrap_or_else(|e| panic!("{e}")));
+    let tree = Arc::new(BTree::with_device(dev.clone(), &opts).unwrap_or_else(|e| panic!("{e}")));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writers: Vec<_> = (0..3u8)
+        .map(|w| {
+            let tree = tree.clone();
+            std::thread::spawn(move || {
+                let seed = u64::from(w) + 300;
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let mut model = BTreeMap::new();
+                for round in 0..3u32 {
+                    for i in 0..1500 {
+                        let k = key(b'a' + w, i);
+                        let v = value(&k, round, rng.gen_range(0..200));
+                        tree.put(&k, &v)
+                            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                        model.insert(k, v);
+                    }
+                    for i in 0..1500 {
+                        if rng.gen_bool(0.9) {
+                            let k = key(b'a' + w, i);
+                            let had = tree
+                                .delete(&k)
+                                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                            assert_eq!(had, model.remove(&k).is_some(), "seed {seed}");
+                        }
+                    }
+                }
+                model
+            })
+        })
+        .collect();
+    let checkpointer = {
+        let (tree, stop) = (tree.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                tree.checkpoint(n, &n.to_le_bytes())
+                    .unwrap_or_else(|e| panic!("{e}"));
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            n
+        })
+    };
+    let prober = {
+        let (tree, stop) = (tree.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut rng = ChaCha8Rng::seed_from_u64(400);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let leaves = tree.leaf_parents().unwrap_or_else(|e| panic!("{e}"));
+                for _ in 0..200 {
+                    let k = key(b'a' + rng.gen_range(0..3u8), rng.gen_range(0..1500));
+                    let i = leaves
+                        .partition_point(|l| l.upper.as_deref().is_some_and(|u| u < k.as_slice()));
+                    let Some(leaf) = leaves.get(i) else { continue };
+                    match tree
+                        .probe_leaf(leaf.pid, None, &k)
+                        .unwrap_or_else(|e| panic!("{e}"))
+                    {
+                        lidb_btree::LeafProbe::Found { value, .. } => {
+                            assert!(
+                                plausible(&k, &value),
+                                "probe returned a value never written"
+                            );
+                        }
+                        lidb_btree::LeafProbe::Absent { .. } | lidb_btree::LeafProbe::Miss => {}
+                    }
+                }
+            }
+        })
+    };
+    let mut model = BTreeMap::new();
+    for w in writers {
+        model.extend(w.join().unwrap_or_else(|_| panic!("a writer panicked")));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let checkpoints = checkpointer
+        .join()
+        .unwrap_or_else(|_| panic!("the checkpointer panicked"));
+    prober
+        .join()
+        .unwrap_or_else(|_| panic!("the prober panicked"));
+    tree.checkpoint(u64::MAX, b"last")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let reopened =
+        BTree::with_device(Arc::new(dev.crash(1)), &opts).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(reopened.checkpoint_info().lsn, u64::MAX);
+    let all: BTreeMap<Vec<u8>, Vec<u8>> = reopened
+        .scan(b"", None, usize::MAX)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .collect();
+    assert!(all == model, "state after checkpoint and reopen differs");
+    eprintln!(
+        "{checkpoints} checkpoints during the run; {:?}",
+        tree.stats()
+    );
+}

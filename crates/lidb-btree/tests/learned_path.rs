@@ -82,6 +82,10 @@ fn probes_through_the_mapping_match_the_tree() {
         let k = (i * 7).to_be_bytes();
         tree.put(&k, b"new").unwrap_or_else(|e| panic!("{e}"));
     }
+    let (slope, _) = tree
+        .refit_leaf(&7u64.to_be_bytes())
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(slope > 0.0, "a leaf of increasing keys has a rising model");
     let rehits = tree.stats().pool.cooling_rehits;
     assert!(rehits > 0, "walks linked unlinked leaves");
     for i in (0..30_000u64).step_by(37) {

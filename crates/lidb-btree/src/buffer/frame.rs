@@ -125,11 +125,10 @@ impl Frame {
     /// Copies the page out (for a writer under the latch, or a write-back).
     pub fn copy_out(&self, buf: &mut Vec<u8>) {
         buf.clear();
-        buf.extend(
-            self.words
-                .iter()
-                .flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes()),
-        );
+        buf.resize(self.words.len() * 8, 0);
+        for (c, w) in buf.chunks_exact_mut(8).zip(self.words.iter()) {
+            c.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+        }
     }
 
     /// Stores a page image into the words (the latch holder).

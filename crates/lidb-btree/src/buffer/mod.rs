@@ -35,7 +35,7 @@ pub const MIN_FRAMES: usize = 16;
 /// Counters of the pool (monotonic; read with [`Pool::stats`]).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct PoolStats {
-    /// Child swips followed to a resident frame.
+    /// Swizzled swips followed to a resident frame (root slot included), by every walk.
     pub hits: u64,
     /// Pages read from the device.
     pub misses: u64,
@@ -53,9 +53,35 @@ pub struct PoolStats {
     pub frames: u64,
 }
 
+/// A counter bumped on the hot path: one cache line per shard, the shard picked by thread, so
+/// threads do not bounce one line between cores.
+#[derive(Debug, Default)]
+struct Sharded([Padded; 16]);
+
+#[derive(Debug, Default)]
+#[repr(align(64))]
+struct Padded(AtomicU64);
+
+impl Sharded {
+    fn bump(&self) {
+        thread_local! {
+            static SHARD: usize = NEXT_SHARD.fetch_add(1, Ordering::Relaxed);
+        }
+        static NEXT_SHARD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let i = SHARD.with(|s| *s) % 16;
+        if let Some(p) = self.0.get(i) {
+            p.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn sum(&self) -> u64 {
+        self.0.iter().map(|p| p.0.load(Ordering::Relaxed)).sum()
+    }
+}
+
 #[derive(Debug, Default)]
 struct Counters {
-    hits: AtomicU64,
+    hits: Sharded,
     misses: AtomicU64,
     write_backs: AtomicU64,
     evictions: AtomicU64,
@@ -139,8 +165,9 @@ impl Pool {
         &self.frames[i as usize % self.frames.len()]
     }
 
+    /// Counts a swizzled child followed (the hot path: a sharded counter).
     pub fn count_hit(&self) {
-        bump(&self.counters.hits);
+        self.counters.hits.bump();
     }
     pub fn count_rehit(&self) {
         bump(&self.counters.cooling_rehits);
@@ -153,7 +180,7 @@ impl Pool {
         let c = &self.counters;
         let free = lock(&self.free).len() as u64;
         PoolStats {
-            hits: c.hits.load(Ordering::Relaxed),
+            hits: c.hits.sum(),
             misses: c.misses.load(Ordering::Relaxed),
             write_backs: c.write_backs.load(Ordering::Relaxed),
             evictions: c.evictions.load(Ordering::Relaxed),

@@ -110,6 +110,22 @@ impl Tree {
         Ok(LeafProbe::Miss)
     }
 
+    /// Refits the linear model of the leaf covering `key` (after many inserts made it stale);
+    /// returns the new (slope, intercept).
+    pub fn refit_leaf(&self, key: &[u8]) -> Result<(f64, f64)> {
+        let mut buf = Vec::new();
+        retry(|| {
+            let p = self.descend(Target::Key(key), 0, true)?;
+            let frame = self.pool.frame(p.node);
+            let _g = frame.latch.upgrade(p.version).ok_or(Fail::Restart)?;
+            frame.copy_out(&mut buf);
+            node::fit_model(&mut buf);
+            frame.store(&buf);
+            frame.set_dirty(true);
+            Ok(node::model(buf.as_slice()))
+        })
+    }
+
     fn probe_frame(&self, f: u32, pid: u64, key: &[u8]) -> Step<LeafProbe> {
         let frame = self.pool.frame(f);
         let v = frame.latch.optimistic().ok_or(Fail::Restart)?;

@@ -255,6 +255,7 @@ impl Tree {
             let frame = self.pool.frame(f);
             let v = frame.latch.optimistic().ok_or(Fail::Restart)?;
             self.validate_parent(parent)?;
+            self.pool.count_hit();
             let words = &*frame.words;
             let lvl = node::level(words);
             if lvl <= level || node::is_leaf(words) {
@@ -317,7 +318,6 @@ impl Tree {
             if !self.sabotage.skip_leaf_validation.load(Ordering::Relaxed) {
                 restart_unless(frame.latch.validate(p.version))?;
             }
-            self.pool.count_hit();
             Ok(value)
         })
     }
