@@ -18,7 +18,7 @@
 
 pub mod frame;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -97,7 +97,8 @@ fn bump(c: &AtomicU64) {
 #[derive(Debug, Default)]
 struct Resident {
     table: HashMap<u64, u32>,
-    in_flight: HashMap<u64, ()>,
+    /// Pages being read by one thread; the others wait on `loaded`.
+    in_flight: HashSet<u64>,
 }
 
 /// Moves HOT frames to COOLING (implemented by the tree, which can find parents).
@@ -318,8 +319,7 @@ impl Pool {
                 if let Some(f) = r.table.get(&pid) {
                     return Ok(Some(*f));
                 }
-                if let std::collections::hash_map::Entry::Vacant(e) = r.in_flight.entry(pid) {
-                    e.insert(());
+                if r.in_flight.insert(pid) {
                     break;
                 }
                 r = self
