@@ -17,7 +17,7 @@ use crate::buffer::{Cooler, PoolStats};
 use crate::device::{FileDevice, IoCounters, MemDevice, PageDevice, check_page_size};
 use crate::error::{Error, Result};
 use crate::pagefile::{CheckpointInfo, PageFile};
-use crate::tree::{LeafProbe, LeafRef, Tree};
+use crate::tree::{LeafGuard, LeafProbe, LeafRef, Tree};
 
 /// Options of a tree.
 #[derive(Debug, Clone)]
@@ -226,6 +226,16 @@ impl BTree {
     /// Looks `key` up in leaf `pid` without its parent (see `Tree::probe_leaf`).
     pub fn probe_leaf(&self, pid: u64, frame_hint: Option<u32>, key: &[u8]) -> Result<LeafProbe> {
         self.tree.probe_leaf(pid, frame_hint, key)
+    }
+
+    /// Fixes leaf `pid` without its parent for lookups (see `Tree::fix_leaf`).
+    pub fn fix_leaf(&self, pid: u64, frame_hint: Option<u32>) -> Result<Option<LeafGuard<'_>>> {
+        self.tree.fix_leaf(pid, frame_hint)
+    }
+
+    /// The number of pairs (walks every leaf).
+    pub fn count_entries(&self) -> Result<u64> {
+        self.tree.count_entries()
     }
 
     /// Refits the linear model of the leaf covering `key`; returns (slope, intercept).

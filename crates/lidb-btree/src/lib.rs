@@ -36,6 +36,6 @@ pub use btree::{BTree, Options, Stats};
 pub use buffer::PoolStats;
 pub use device::{FileDevice, IoCounters, MemDevice, PageDevice};
 pub use pagefile::CheckpointInfo;
-pub use tree::{LeafProbe, LeafRef, Tree};
+pub use tree::{LeafGuard, LeafProbe, LeafRef, Tree};
 
 pub use error::{Error, Result, io_err};

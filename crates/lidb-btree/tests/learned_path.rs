@@ -104,3 +104,93 @@ fn probes_through_the_mapping_match_the_tree() {
         }
     }
 }
+
+fn cold_tree(n: u64) -> (BTree, Vec<LeafRef>) {
+    let dev = Arc::new(MemDevice::new(4096).unwrap_or_else(|e| panic!("{e}")));
+    let tree = BTree::with_device(dev.clone(), &opts()).unwrap_or_else(|e| panic!("{e}"));
+    let pairs = (0..n).map(|i| (i.to_be_bytes().to_vec(), i.to_le_bytes().to_vec()));
+    tree.bulk_load(pairs, 0.9).unwrap_or_else(|e| panic!("{e}"));
+    tree.checkpoint(1, &[]).unwrap_or_else(|e| panic!("{e}"));
+    drop(tree);
+    let tree =
+        BTree::with_device(Arc::new(dev.snapshot()), &opts()).unwrap_or_else(|e| panic!("{e}"));
+    let leaves = tree.leaf_parents().unwrap_or_else(|e| panic!("{e}"));
+    (tree, leaves)
+}
+
+#[test]
+fn a_fixed_leaf_answers_until_a_writer_changes_it() {
+    let (tree, leaves) = cold_tree(10_000);
+    let leaf = leaves
+        .get(3)
+        .cloned()
+        .unwrap_or_else(|| panic!("few leaves"));
+    let guard = tree
+        .fix_leaf(leaf.pid, leaf.frame)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("leaf {} not fixed", leaf.pid));
+    let (lower, upper) = guard.fences().unwrap_or_else(|| panic!("changed"));
+    assert_eq!(upper, leaf.upper);
+    let lower = lower.unwrap_or_default();
+    let inside = u64::from_be_bytes(lower.clone().try_into().unwrap_or([0; 8])) + 1;
+    match guard.lookup(&inside.to_be_bytes()) {
+        LeafProbe::Found { value, .. } => assert_eq!(value, inside.to_le_bytes()),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        guard.lookup(&lower),
+        LeafProbe::Miss,
+        "the lower fence is outside"
+    );
+    // A write to the leaf makes the guard stale: Miss, and a new fix sees the write.
+    tree.put(&inside.to_be_bytes(), b"changed")
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(!guard.is_current());
+    assert_eq!(guard.lookup(&inside.to_be_bytes()), LeafProbe::Miss);
+    let again = tree
+        .fix_leaf(leaf.pid, Some(guard.frame()))
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|| panic!("not fixed again"));
+    assert!(
+        matches!(again.lookup(&inside.to_be_bytes()), LeafProbe::Found { value, .. } if value == b"changed")
+    );
+    // An inner page is not a leaf.
+    let inner = tree.stats().pids_issued - 1;
+    assert!(
+        tree.fix_leaf(inner, None)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .is_none()
+    );
+}
+
+#[test]
+fn concurrent_misses_of_one_page_read_it_once() {
+    let (tree, leaves) = cold_tree(10_000);
+    let tree = Arc::new(tree);
+    let leaf = leaves
+        .get(5)
+        .cloned()
+        .unwrap_or_else(|| panic!("few leaves"));
+    let before = tree.stats().io.reads;
+    let barrier = Arc::new(std::sync::Barrier::new(8));
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (tree, barrier, pid) = (tree.clone(), barrier.clone(), leaf.pid);
+            std::thread::spawn(move || {
+                barrier.wait();
+                tree.fix_leaf(pid, None)
+                    .map(|g| g.is_some())
+                    .unwrap_or(false)
+            })
+        })
+        .collect();
+    for t in threads {
+        assert!(t.join().unwrap_or(false));
+    }
+    assert_eq!(
+        tree.stats().io.reads - before,
+        1,
+        "one read for eight concurrent misses"
+    );
+    assert_eq!(tree.count_entries().unwrap_or(0), 10_000);
+}

@@ -59,6 +59,14 @@ fn compare(tree: &BTree, model: &Model, seed: u64, when: &str) {
         .unwrap_or_else(|e| panic!("seed {seed} {when}: scan: {e}"));
     let want: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     assert_eq!(all.len(), want.len(), "seed {seed} {when}: scan length");
+    let counted = tree
+        .count_entries()
+        .unwrap_or_else(|e| panic!("seed {seed} {when}: count: {e}"));
+    assert_eq!(
+        counted,
+        want.len() as u64,
+        "seed {seed} {when}: count_entries"
+    );
     assert!(
         all == want,
         "seed {seed} {when}: scan differs from the model"

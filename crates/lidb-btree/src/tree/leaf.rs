@@ -1,5 +1,6 @@
 //! The learned path's entry points: the list of leaves read from their parents (never from the
-//! leaves), and a lookup in one leaf reached by page id without its parent.
+//! leaves), and lookups in one leaf reached by page id without its parent (`probe_leaf`, or
+//! `fix_leaf` and its [`LeafGuard`]).
 //!
 //! A leaf loaded by page id goes into an UNLINKED frame: resident, in the page table and the
 //! cooling FIFO, swizzled nowhere; evicting it touches no parent. A tree walk that reaches it
@@ -19,6 +20,9 @@ use crate::node;
 pub struct LeafRef {
     pub upper: Option<Vec<u8>>,
     pub pid: u64,
+    /// The frame holding the leaf when it was listed (swizzled in its parent): a hint for
+    /// [`Tree::probe_leaf`], checked before use.
+    pub frame: Option<u32>,
 }
 
 /// The result of [`Tree::probe_leaf`].
@@ -60,22 +64,27 @@ impl Tree {
             refs.push(LeafRef {
                 upper: None,
                 pid: frame.pid(),
+                frame: Some(p.node),
             });
             restart_unless(frame.latch.validate(p.version))?;
             return Ok((refs, None));
         }
         let n = node::count(words);
         for i in 0..=n {
-            let pid = match Swip::decode(node::child(words, i)) {
-                Swip::Frame(c) => self.pool.frame(c).pid(),
-                Swip::Page(pid) => pid,
+            let (pid, hint) = match Swip::decode(node::child(words, i)) {
+                Swip::Frame(c) => (self.pool.frame(c).pid(), Some(c)),
+                Swip::Page(pid) => (pid, None),
             };
             let upper = if i < n {
                 Some(node::key(words, i))
             } else {
                 upper.clone()
             };
-            refs.push(LeafRef { upper, pid });
+            refs.push(LeafRef {
+                upper,
+                pid,
+                frame: hint,
+            });
         }
         restart_unless(frame.latch.validate(p.version))?;
         Ok((refs, upper))
@@ -108,6 +117,51 @@ impl Tree {
             }
         }
         Ok(LeafProbe::Miss)
+    }
+
+    /// Fixes leaf `pid` for lookups without its parent: the frame holding it (loaded into an
+    /// UNLINKED frame if it was not resident), at the version read now. `Ok(None)`: no such
+    /// page, or not a leaf. See [`LeafGuard`].
+    pub fn fix_leaf(&self, pid: u64, frame_hint: Option<u32>) -> Result<Option<LeafGuard<'_>>> {
+        let mut hint = frame_hint;
+        for _ in 0..8 {
+            let f = match hint
+                .take()
+                .filter(|f| (*f as usize) < self.pool.frame_count())
+            {
+                Some(f) => f,
+                None => match self.pool.lookup(pid) {
+                    Some(f) => f,
+                    None => match self.pool.load(pid, self)? {
+                        Some(f) => f,
+                        None => return Ok(None),
+                    },
+                },
+            };
+            let frame = self.pool.frame(f);
+            let Some(version) = frame.latch.optimistic() else {
+                continue;
+            };
+            let live = matches!(
+                frame.state(),
+                FrameState::Hot | FrameState::Cooling | FrameState::Unlinked
+            );
+            let ok = frame.pid() == pid && live;
+            let leaf = node::is_leaf(&*frame.words);
+            if !frame.latch.validate(version) || !ok {
+                continue;
+            }
+            if !leaf {
+                return Ok(None);
+            }
+            return Ok(Some(LeafGuard {
+                tree: self,
+                frame: f,
+                pid,
+                version,
+            }));
+        }
+        Ok(None)
     }
 
     /// Refits the linear model of the leaf covering `key` (after many inserts made it stale);
@@ -149,5 +203,67 @@ impl Tree {
             Some(value) => LeafProbe::Found { value, frame: f },
             None => LeafProbe::Absent { frame: f },
         })
+    }
+}
+
+/// An optimistic hold of one leaf reached by page id (LeanStore's optimistic guard): it takes
+/// no latch; every read through it checks that the leaf is still the version fixed, and answers
+/// [`LeafProbe::Miss`] (or `None`) once a writer changed or evicted it, so the caller fixes the
+/// leaf again or walks the tree.
+#[derive(Debug, Clone, Copy)]
+pub struct LeafGuard<'a> {
+    tree: &'a Tree,
+    frame: u32,
+    pid: u64,
+    version: u64,
+}
+
+impl LeafGuard<'_> {
+    /// The frame holding the leaf (a hint for the next `fix_leaf`).
+    pub fn frame(&self) -> u32 {
+        self.frame
+    }
+
+    pub fn pid(&self) -> u64 {
+        self.pid
+    }
+
+    /// Whether the leaf is still as fixed.
+    pub fn is_current(&self) -> bool {
+        self.tree
+            .pool
+            .frame(self.frame)
+            .latch
+            .validate(self.version)
+    }
+
+    /// The leaf's fences (lower exclusive, upper inclusive; `None` is infinite), if still
+    /// current.
+    #[expect(
+        clippy::type_complexity,
+        reason = "two optional fences, checked together"
+    )]
+    pub fn fences(&self) -> Option<(Option<Vec<u8>>, Option<Vec<u8>>)> {
+        let words = &*self.tree.pool.frame(self.frame).words;
+        let f = (node::lower_fence(words), node::upper_fence(words));
+        self.is_current().then_some(f)
+    }
+
+    /// Looks `key` up after checking the fences cover it.
+    pub fn lookup(&self, key: &[u8]) -> LeafProbe {
+        let words = &*self.tree.pool.frame(self.frame).words;
+        let covers = node::covers(words, key);
+        let (pos, found) = node::lower_bound(words, key);
+        let value = (covers && found).then(|| node::value(words, pos));
+        if !self.is_current() || !covers {
+            return LeafProbe::Miss;
+        }
+        match value {
+            Some(value) => LeafProbe::Found {
+                value,
+                frame: self.frame,
+            },
+            None => LeafProbe::Absent { frame: self.frame },
+        }
     }
 }

@@ -35,7 +35,7 @@ use crate::node;
 use crate::page::PageKind;
 use crate::pagefile::{CheckpointInfo, PageFile};
 
-pub use leaf::{LeafProbe, LeafRef};
+pub use leaf::{LeafGuard, LeafProbe, LeafRef};
 
 /// Why a step of a tree operation did not finish.
 #[derive(Debug)]
@@ -424,6 +424,28 @@ impl Tree {
             from = next;
         }
         Ok(out)
+    }
+
+    /// The number of pairs: walks every leaf (reading the non-resident ones), so O(leaves).
+    pub fn count_entries(&self) -> Result<u64> {
+        let mut total = 0u64;
+        let mut from = Vec::new();
+        loop {
+            let (n, upper) = retry(|| {
+                let p = self.descend(Target::Key(&from), 0, true)?;
+                let frame = self.pool.frame(p.node);
+                let n = node::count(&*frame.words) as u64;
+                let upper = node::upper_fence(&*frame.words);
+                restart_unless(frame.latch.validate(p.version))?;
+                Ok((n, upper))
+            })?;
+            total += n;
+            let Some(mut next) = upper else {
+                return Ok(total);
+            };
+            next.push(0);
+            from = next;
+        }
     }
 
     /// Height of the tree (1: the root is a leaf).
