@@ -120,6 +120,9 @@ pub struct Pool {
     counters: Counters,
     /// The share of frames the provider keeps cooling.
     cooling_target: usize,
+    /// Frames COOLING or UNLINKED now (the FIFO may also hold stale entries of frames linked
+    /// again since). Signed: a link may be counted before the push it follows is.
+    unswizzled: std::sync::atomic::AtomicI64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -141,6 +144,7 @@ impl Pool {
             fifo: Mutex::new(VecDeque::new()),
             counters: Counters::default(),
             cooling_target: ((frames as f64 * cooling_share).ceil() as usize).max(1),
+            unswizzled: std::sync::atomic::AtomicI64::new(0),
         }
     }
 
@@ -170,8 +174,10 @@ impl Pool {
     pub fn count_hit(&self) {
         self.counters.hits.bump();
     }
+    /// Counts a cooling or unlinked frame made HOT again (the caller linked it).
     pub fn count_rehit(&self) {
         bump(&self.counters.cooling_rehits);
+        self.unswizzled.fetch_sub(1, Ordering::Relaxed);
     }
     pub fn count_cooled(&self) {
         bump(&self.counters.cooled);
@@ -195,7 +201,8 @@ impl Pool {
 
     /// How many frames are cooling (or unlinked) and how many the provider aims for.
     pub fn cooling_level(&self) -> (usize, usize) {
-        (lock(&self.fifo).len(), self.cooling_target)
+        let n = self.unswizzled.load(Ordering::Relaxed).max(0) as usize;
+        (n, self.cooling_target)
     }
 
     pub fn free_count(&self) -> usize {
@@ -214,6 +221,7 @@ impl Pool {
 
     /// Appends a frame just made COOLING to the FIFO (the caller holds its latch).
     pub fn push_cooling(&self, f: u32, pid: u64) {
+        self.unswizzled.fetch_add(1, Ordering::Relaxed);
         lock(&self.fifo).push_front((f, pid));
     }
 
@@ -282,6 +290,7 @@ impl Pool {
             }
             lock(&self.resident).table.remove(&pid);
             frame.set_meta(u64::MAX, FrameState::Free, false);
+            self.unswizzled.fetch_sub(1, Ordering::Relaxed);
             drop(guard);
             lock(&self.free).push(f);
             bump(&self.counters.evictions);
@@ -334,7 +343,7 @@ impl Pool {
         if let Ok(Some(f)) = result {
             r.table.insert(pid, f);
             drop(r);
-            lock(&self.fifo).push_front((f, pid));
+            self.push_cooling(f, pid);
         } else {
             drop(r);
         }
