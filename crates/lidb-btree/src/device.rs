@@ -136,7 +136,19 @@ impl FileDevice {
         if direct {
             opts.custom_flags(libc::O_DIRECT);
         }
+        let existed = path.exists();
         let file = opts.open(path).map_err(|e| direct_error(path, direct, e))?;
+        if create && !existed {
+            // The new directory entry must survive a crash like the file's contents.
+            let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+            let dir = dir.unwrap_or_else(|| Path::new("."));
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|source| Error::Io {
+                    file: dir.to_path_buf(),
+                    source,
+                })?;
+        }
         let len = file
             .metadata()
             .map_err(|source| Error::Io {

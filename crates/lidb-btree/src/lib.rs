@@ -19,6 +19,30 @@
 //! - *planned* `wal.rs`, `store.rs`: the logical write-ahead log and recovery from a
 //!   checkpoint's LSN;
 //! - *planned* `learned/`: the leaf mapping table, its model, and retraining.
+//!
+//! Use (the write-ahead log and the benchmarks build on this):
+//!
+//! ```
+//! use lidb_btree::{BTree, LeafProbe, Options};
+//! # fn main() -> lidb_btree::Result<()> {
+//! let opts = Options { pool_bytes: 1 << 20, direct_io: false, ..Options::default() };
+//! let tree = BTree::in_memory(&opts)?; // or BTree::create(path, &opts) / BTree::open(..)
+//! tree.put(b"apple", b"red")?;
+//! assert_eq!(tree.get(b"apple")?, Some(b"red".to_vec()));
+//! assert_eq!(tree.scan(b"a", Some(b"b"), 10)?.len(), 1);
+//! // Durable state: every write so far, the log position it covers, an opaque blob.
+//! tree.checkpoint(17, b"model bytes")?;
+//! assert_eq!(tree.checkpoint_info().lsn, 17);
+//! // The learned path: leaves from their parents, then a leaf reached by page id.
+//! let leaves = tree.leaf_parents()?;
+//! let leaf = &leaves[0];
+//! match tree.probe_leaf(leaf.pid, leaf.frame, b"apple")? {
+//!     LeafProbe::Found { value, .. } => assert_eq!(value, b"red"),
+//!     LeafProbe::Absent { .. } | LeafProbe::Miss => unreachable!(),
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 #![forbid(unsafe_code)]
 
