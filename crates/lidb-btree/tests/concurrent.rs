@@ -236,3 +236,57 @@ fn splits_merges_checkpoints_and_probes_under_concurrency() {
         tree.stats()
     );
 }
+
+#[test]
+fn four_threads_on_the_smallest_pool() {
+    let opts = Options {
+        page_size: 4096,
+        pool_bytes: 0,
+        cooling_share: 0.1,
+        direct_io: false,
+        provider_thread: true,
+    };
+    let tree = Arc::new(BTree::in_memory(&opts).unwrap_or_else(|e| panic!("{e}")));
+    let threads: Vec<_> = (0..4u8)
+        .map(|w| {
+            let tree = tree.clone();
+            std::thread::spawn(move || {
+                let seed = u64::from(w) + 500;
+                let mut rng = ChaCha8Rng::seed_from_u64(seed);
+                let mut model = BTreeMap::new();
+                for step in 0..3000u32 {
+                    let k = key(b'a' + w, rng.gen_range(0..1000));
+                    match rng.gen_range(0..4) {
+                        0 | 1 => {
+                            let v = value(&k, step, rng.gen_range(0..400));
+                            tree.put(&k, &v)
+                                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                            model.insert(k, v);
+                        }
+                        2 => {
+                            let had = tree
+                                .delete(&k)
+                                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                            assert_eq!(had, model.remove(&k).is_some(), "seed {seed}");
+                        }
+                        _ => {
+                            let got = tree.get(&k).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                            assert_eq!(got.as_ref(), model.get(&k), "seed {seed}");
+                        }
+                    }
+                }
+                model
+            })
+        })
+        .collect();
+    let mut model = BTreeMap::new();
+    for t in threads {
+        model.extend(t.join().unwrap_or_else(|_| panic!("a thread panicked")));
+    }
+    let all: BTreeMap<Vec<u8>, Vec<u8>> = tree
+        .scan(b"", None, usize::MAX)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .collect();
+    assert!(all == model, "final state differs");
+}

@@ -258,3 +258,20 @@ fn deleting_most_keys_merges_leaves_and_inner_nodes() {
     assert!(leaves_after * 5 < pages_before, "leaves merged");
     assert!(short < tall, "inner nodes merged and the root collapsed");
 }
+
+#[test]
+fn the_smallest_pool_still_works() {
+    // pool_bytes 0 gives the minimum of 16 frames: every walk evicts.
+    let opts = Options {
+        pool_bytes: 0,
+        provider_thread: true,
+        ..small_opts()
+    };
+    let seed = 21;
+    let tree = BTree::in_memory(&opts).unwrap_or_else(|e| panic!("{e}"));
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut model = Model::new();
+    run_ops(&tree, &mut model, &mut rng, seed, 4000);
+    compare(&tree, &model, seed, "16 frames");
+    assert_eq!(tree.stats().pool.frames, 16);
+}
