@@ -458,28 +458,21 @@ impl Tree {
         })
     }
 
-    /// Writes every dirty page back and commits a checkpoint with `lsn` and `extra`; writers
-    /// wait meanwhile, readers go on. Returns when it is durable.
+    /// Writes every dirty page back and commits a checkpoint with `lsn` and `extra`; returns
+    /// when it is durable. A first pass writes the dirty pages while writers go on (like
+    /// evictions); then writers wait while the pages dirtied since, the table, the blob and the
+    /// header are written and synced. Readers never wait.
     pub fn checkpoint(&self, lsn: u64, extra: &[u8]) -> Result<CheckpointInfo> {
         let _one = self
             .checkpointing
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.write_back_dirty()?;
         let _gate = self
             .gate
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        for f in self.pool.dirty_frames() {
-            let frame = self.pool.frame(f);
-            let _g = frame.latch.lock();
-            let live = matches!(
-                frame.state(),
-                FrameState::Hot | FrameState::Cooling | FrameState::Unlinked
-            );
-            if frame.is_dirty() && live {
-                self.pool.write_back(f)?;
-            }
-        }
+        self.write_back_dirty()?;
         let root_pid = {
             let _r = self.root_latch.lock();
             match Swip::decode(self.root.load(Ordering::Relaxed)) {
@@ -493,6 +486,22 @@ impl Tree {
             lsn,
             extra,
         )
+    }
+
+    /// Writes back every frame dirty now, one latch at a time.
+    fn write_back_dirty(&self) -> Result<()> {
+        for f in self.pool.dirty_frames() {
+            let frame = self.pool.frame(f);
+            let _g = frame.latch.lock();
+            let live = matches!(
+                frame.state(),
+                FrameState::Hot | FrameState::Cooling | FrameState::Unlinked
+            );
+            if frame.is_dirty() && live {
+                self.pool.write_back(f)?;
+            }
+        }
+        Ok(())
     }
 
     /// A pseudo-random number (the provider's picks; racy updates only repeat a pick).
