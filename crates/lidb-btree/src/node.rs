@@ -36,6 +36,7 @@ const N_LEVEL: usize = 40;
 const N_FLAGS: usize = 41;
 const N_LOWER_LEN: usize = 42;
 const N_UPPER_LEN: usize = 44;
+const N_PREFIX: usize = 46;
 const N_LOWER_OFF: usize = 48;
 const N_UPPER_OFF: usize = 52;
 const N_RIGHTMOST: usize = 56;
@@ -182,6 +183,17 @@ pub fn key_head(key: &[u8]) -> u64 {
     u64::from_be_bytes(b)
 }
 
+/// The length of the prefix every key of the node shares: the common prefix of its two fences
+/// (0 when a fence is infinite). Key heads are taken after it.
+pub fn prefix_len<P: PageRead + ?Sized>(p: &P) -> usize {
+    (p.u16_at(N_PREFIX) as usize).min(p.page_len())
+}
+
+/// The head of `key` in a node whose keys share a prefix of `prefix` bytes.
+pub fn head_after(key: &[u8], prefix: usize) -> u64 {
+    key_head(key.get(prefix..).unwrap_or_default())
+}
+
 /// One slot, as read (possibly torn under an optimistic read).
 #[derive(Debug, Clone, Copy)]
 pub struct Slot {
@@ -292,7 +304,9 @@ pub fn covers<P: PageRead + ?Sized>(p: &P, key: &[u8]) -> bool {
     above && below
 }
 
-/// Compares key `i` with `key` (head first, full bytes on a tie).
+/// Compares key `i` with `key` (head first, full bytes on a tie). `head` is `key`'s head after
+/// the node's prefix: for keys in the node's range (all share the prefix) head order is key
+/// order up to ties.
 fn cmp_key<P: PageRead + ?Sized>(p: &P, i: usize, key: &[u8], head: u64) -> Ordering {
     let s = slot(p, i);
     s.head
@@ -304,7 +318,7 @@ fn cmp_key<P: PageRead + ?Sized>(p: &P, i: usize, key: &[u8], head: u64) -> Orde
 /// start an exponential search when it has one (leaves), binary search otherwise.
 pub fn lower_bound<P: PageRead + ?Sized>(p: &P, key: &[u8]) -> (usize, bool) {
     let n = count(p);
-    let head = key_head(key);
+    let head = head_after(key, prefix_len(p));
     let (mut lo, mut hi) = (0usize, n);
     if let Some(guess) = predict(p, head, n) {
         // Exponential search from the guess: find [lo, hi) holding the answer.
@@ -438,6 +452,11 @@ pub fn init(
         *b = level;
     }
     page::put_u32(page, N_HEAP, heap as u32);
+    let prefix = match (lower, upper) {
+        (Some(l), Some(u)) => l.iter().zip(u).take_while(|(a, b)| a == b).count(),
+        _ => 0,
+    };
+    page::put_u16(page, N_PREFIX, prefix as u16);
 }
 
 /// Inserts `(key, val)` at `pos` (the caller found it with `lower_bound`). Returns false when
@@ -464,7 +483,8 @@ pub fn insert(page: &mut [u8], pos: usize, key: &[u8], val: &[u8]) -> bool {
 
 fn put_slot(page: &mut [u8], pos: usize, key: &[u8], off: usize, val_len: usize) {
     let at = NODE_HEADER + pos * SLOT_LEN;
-    page::put_u64(page, at, key_head(key));
+    let head = head_after(key, prefix_len(page));
+    page::put_u64(page, at, head);
     page::put_u32(page, at + 8, off as u32);
     page::put_u16(page, at + 12, key.len() as u16);
     page::put_u16(page, at + 14, val_len as u16);

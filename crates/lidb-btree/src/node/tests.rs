@@ -172,3 +172,35 @@ fn model_guided_search_agrees_with_binary_search_under_a_stale_model() {
         assert_eq!(found, keys.get(want) == Some(&probe));
     }
 }
+
+#[test]
+fn heads_after_the_fences_common_prefix_order_keys() {
+    let mut page = vec![0u8; 4096];
+    let (lower, upper) = (
+        b"user/shared/0100".as_slice(),
+        b"user/shared/0900".as_slice(),
+    );
+    init(&mut page, PageKind::Leaf, 0, Some(lower), Some(upper));
+    assert_eq!(prefix_len(page.as_slice()), 13);
+    let mut model = BTreeMap::new();
+    let mut x = 7u64;
+    for _ in 0..120 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let n = 101 + (x >> 33) % 799;
+        let mut k = format!("user/shared/{n:04}").into_bytes();
+        k.extend(std::iter::repeat_n(b'z', ((x >> 20) % 5) as usize));
+        let (pos, found) = lower_bound(page.as_slice(), &k);
+        assert_eq!(found, model.contains_key(&k));
+        if !found && insert(&mut page, pos, &k, b"v") {
+            model.insert(k, b"v".to_vec());
+        }
+    }
+    fit_model(&mut page);
+    check_against(&page, &model);
+    // Heads use the bytes after the prefix, so they differ for distinct numbers.
+    let h1 = slot(page.as_slice(), 0).head;
+    let h2 = slot(page.as_slice(), count(page.as_slice()) - 1).head;
+    assert!(h1 >> 32 != h2 >> 32);
+}
