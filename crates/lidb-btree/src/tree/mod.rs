@@ -285,13 +285,16 @@ impl Tree {
     /// (no latch held) into an unlinked frame. The caller restarts either way.
     fn link(&self, parent: Parent, pid: u64) -> Step<()> {
         let Some(f) = self.pool.lookup(pid) else {
-            return match self.pool.load(pid, self)? {
-                Some(_) => Ok(()),
-                None => Err(Fail::Err(Error::Corruption {
-                    file: self.pool.file().device().name().to_path_buf(),
-                    detail: format!("page {pid} is referenced by the tree but has no slot"),
-                })),
-            };
+            if self.pool.load(pid, self)?.is_some() {
+                return Ok(());
+            }
+            // No such page: merged away since the walk read the swip (the parent changed:
+            // restart), or referenced by an unchanged parent (a broken file).
+            self.validate_parent(parent)?;
+            return Err(Fail::Err(Error::Corruption {
+                file: self.pool.file().device().name().to_path_buf(),
+                detail: format!("page {pid} is referenced by the tree but has no slot"),
+            }));
         };
         let _pg = self.upgrade_parent(parent)?;
         let frame = self.pool.frame(f);

@@ -54,7 +54,7 @@ impl Tree {
         let page_size = self.pool.page_size();
         let mut buf = Vec::with_capacity(page_size);
         let mut right = vec![0u8; page_size];
-        let right_frame = reserved.last().copied().ok_or(Fail::Restart)?;
+        let right_frame = reserved.first().copied().ok_or(Fail::Restart)?;
         let pg = self.upgrade_parent(p.parent)?;
         let _ng = frame.latch.upgrade(p.version).ok_or(Fail::Restart)?;
         frame.copy_out(&mut buf);
@@ -65,7 +65,7 @@ impl Tree {
         };
         match p.parent {
             Parent::Root { .. } => {
-                let root_frame = reserved.first().copied().ok_or(Fail::Restart)?;
+                let root_frame = reserved.get(1).copied().ok_or(Fail::Restart)?;
                 let root_pid = self.new_pid();
                 let mut root = vec![0u8; page_size];
                 page::set_id(&mut root, root_pid);
@@ -86,7 +86,7 @@ impl Tree {
                 self.publish(right_frame, right_pid, &right);
                 self.publish(root_frame, root_pid, &root);
                 self.set_parent_word(p.parent, Swip::Frame(root_frame).encode());
-                reserved.clear();
+                reserved.drain(..2);
             }
             Parent::Node { frame: pf, pos, .. } => {
                 let parent = self.pool.frame(pf);
@@ -106,7 +106,7 @@ impl Tree {
                 self.publish(right_frame, right_pid, &right);
                 parent.store(&pbuf);
                 parent.set_dirty(true);
-                reserved.clear();
+                reserved.remove(0);
             }
         }
         Ok(())
