@@ -229,7 +229,12 @@ impl Pool {
     /// free. Eviction and cooling only `try_lock` latches, so a caller holding latches cannot
     /// deadlock here, but the frames it holds cannot be freed.
     pub fn alloc(&self, cooler: &dyn Cooler) -> Result<u32> {
-        for attempt in 0..1000u32 {
+        // Frames held by other threads free up soon; give up only after a long while.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        for attempt in 0u64.. {
+            if attempt > 1000 && std::time::Instant::now() > deadline {
+                break;
+            }
             if let Some(f) = lock(&self.free).pop() {
                 self.frame(f)
                     .set_meta(u64::MAX, FrameState::Reserved, false);

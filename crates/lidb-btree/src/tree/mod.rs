@@ -14,8 +14,11 @@
 //!
 //! Lock order (deadlock freedom): the checkpoint gate (writers shared, checkpoint exclusive),
 //! then the root latch, then node latches top-down and, among siblings, left to right; the
-//! pool's and page file's mutexes last (they are leaves). Cooling and eviction only `try_lock`.
-//! No latch is held across a page read.
+//! pool's and page file's mutexes last (they are leaves). Cooling and eviction only `try_lock`,
+//! and so does linking: a frame found through the page table (not through a swizzled swip of a
+//! latched parent) may have been reused since for a page whose holder waits for our parent, so
+//! blocking on it could close a cycle (a stress run deadlocked that way). No latch is held
+//! across a page read.
 //!
 //! Invariants: those of `node.rs` (fences, separators) and `buffer/frame.rs` (swips, states).
 //! The root's swip lives in `root` and is guarded by `root_latch` like a parent's child word.
@@ -298,7 +301,10 @@ impl Tree {
         };
         let _pg = self.upgrade_parent(parent)?;
         let frame = self.pool.frame(f);
-        let _g = frame.latch.lock();
+        // Only tried: between the lookup and now the frame may have been evicted and reused
+        // for a page whose latch holder waits for this parent (a lock order the walk cannot
+        // see). A cooling or unlinked frame is latched only briefly by an evictor.
+        let _g = frame.latch.try_lock().ok_or(Fail::Restart)?;
         if frame.pid() != pid
             || !matches!(frame.state(), FrameState::Cooling | FrameState::Unlinked)
         {

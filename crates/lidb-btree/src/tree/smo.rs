@@ -153,7 +153,9 @@ impl Tree {
                     return Err(Fail::Restart);
                 };
                 let frame = self.pool.frame(f);
-                let _g = frame.latch.lock();
+                // Only tried, as in `Tree::link`: the frame may have been reused since the
+                // lookup, for a page whose holder waits for this parent.
+                let _g = frame.latch.try_lock().ok_or(Fail::Restart)?;
                 let linkable = matches!(frame.state(), FrameState::Cooling | FrameState::Unlinked);
                 if frame.pid() != pid || !linkable {
                     return Err(Fail::Restart);
