@@ -4,14 +4,18 @@
 //! a learned model over the leaves' boundary keys, with the tree walk as the fallback.
 //!
 //! Layout of the crate, in the order data flows through it (parts marked *planned* are not
-//! built yet):
+//! built yet; docs/ARCHITECTURE.md has the latching protocol and lock order):
 //! - `error.rs`: the error type;
-//! - *planned* `device.rs`, `page.rs`, `pagefile.rs`: the page device (O_DIRECT file or memory
-//!   with crash simulation), the checksummed page format, and the shadow-slot page file whose
-//!   checkpoints are atomic;
-//! - *planned* `latch.rs`, `buffer.rs`: frames with hybrid latches, swips, HOT/COOLING/UNLINKED
-//!   states and the cooling FIFO;
-//! - *planned* `node.rs`, `tree.rs`: slotted nodes with fence keys, the B+-tree over the pool;
+//! - `device.rs`, `page.rs`, `pagefile.rs`: the page device (O_DIRECT file, or memory with
+//!   crash simulation), the checksummed page header, and the shadow-slot page file whose
+//!   checkpoints are atomic (docs/format/btree-pagefile.md);
+//! - `latch.rs`, `buffer/`: hybrid latches, frames with swips and HOT/COOLING/UNLINKED states,
+//!   the page table, the cooling FIFO, loads and write-back;
+//! - `node.rs`: slotted nodes with fence keys and a per-leaf linear model
+//!   (docs/format/btree-node.md);
+//! - `tree/`: the B+-tree over the pool (walks, `smo.rs` splits and merges, `cooling.rs` the
+//!   provider's half, `bulk.rs`, `leaf.rs` the learned path's entry points);
+//! - `btree.rs`: the public handle (`BTree`, `Options`) and the provider thread;
 //! - `wal/`: the logical write-ahead log (record payloads, log files and `WALSTATE`, group
 //!   commit over lidb-lsm's record log, reading logs back);
 //! - `store/`: [`BTreeStore`], the durable handle: the [`CheckpointTarget`] trait the tree
@@ -19,13 +23,50 @@
 //!   switch LSN, then the old logs removed) and the checkpointer thread;
 //! - `testing.rs`: `MemTarget`, an in-memory stand-in target for tests of the durability layer;
 //! - *planned* `learned/`: the leaf mapping table, its model, and retraining.
+//!
+//! Use (the write-ahead log and the benchmarks build on this):
+//!
+//! ```
+//! use lidb_btree::{BTree, LeafProbe, Options};
+//! # fn main() -> lidb_btree::Result<()> {
+//! let opts = Options { pool_bytes: 1 << 20, direct_io: false, ..Options::default() };
+//! let tree = BTree::in_memory(&opts)?; // or BTree::create(path, &opts) / BTree::open(..)
+//! tree.put(b"apple", b"red")?;
+//! assert_eq!(tree.get(b"apple")?, Some(b"red".to_vec()));
+//! assert_eq!(tree.scan(b"a", Some(b"b"), 10)?.len(), 1);
+//! // Durable state: every write so far, the log position it covers, an opaque blob.
+//! tree.checkpoint(17, b"model bytes")?;
+//! assert_eq!(tree.checkpoint_info().lsn, 17);
+//! // The learned path: leaves from their parents, then a leaf reached by page id.
+//! let leaves = tree.leaf_parents()?;
+//! let leaf = &leaves[0];
+//! match tree.probe_leaf(leaf.pid, leaf.frame, b"apple")? {
+//!     LeafProbe::Found { value, .. } => assert_eq!(value, b"red"),
+//!     LeafProbe::Absent { .. } | LeafProbe::Miss => unreachable!(),
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 #![forbid(unsafe_code)]
 
+mod btree;
+pub mod buffer;
+pub mod device;
 mod error;
+pub mod latch;
+pub mod node;
+pub mod page;
+pub mod pagefile;
 pub mod store;
 pub mod testing;
+pub mod tree;
 pub mod wal;
+
+pub use btree::{BTree, Options, Stats};
+pub use buffer::PoolStats;
+pub use device::{FileDevice, IoCounters, MemDevice, PageDevice};
+pub use tree::{LeafGuard, LeafProbe, LeafRef, Tree};
 
 pub use error::{Error, Result, io_err};
 pub use store::{BTreeStore, CheckpointInfo, CheckpointTarget, WalOptions, WalRecovery};
