@@ -15,12 +15,14 @@
 //!   (docs/format/btree-node.md);
 //! - `tree/`: the B+-tree over the pool (walks, `smo.rs` splits and merges, `cooling.rs` the
 //!   provider's half, `bulk.rs`, `leaf.rs` the learned path's entry points);
-//! - `btree.rs`: the public handle (`BTree`, `Options`) and the provider thread;
+//! - `btree.rs`: the tree's handle (`BTree`, `Options`) and the provider thread;
 //! - `wal/`: the logical write-ahead log (record payloads, log files and `WALSTATE`, group
 //!   commit over lidb-lsm's record log, reading logs back);
 //! - `store/`: [`BTreeStore`], the durable handle: the [`CheckpointTarget`] trait the tree
 //!   implements, open and recovery, checkpoints (a log switch, the tree's checkpoint at the
 //!   switch LSN, then the old logs removed) and the checkpointer thread;
+//! - `engine.rs`: [`LearnedStore`], the engine users open: the tree under the log in one
+//!   directory;
 //! - `testing.rs`: `MemTarget`, an in-memory stand-in target for tests of the durability layer;
 //! - *planned* `learned/`: the leaf mapping table, its model, and retraining.
 //!
@@ -53,6 +55,7 @@
 mod btree;
 pub mod buffer;
 pub mod device;
+mod engine;
 mod error;
 pub mod latch;
 pub mod node;
@@ -66,6 +69,7 @@ pub mod wal;
 pub use btree::{BTree, Options, Stats};
 pub use buffer::PoolStats;
 pub use device::{FileDevice, IoCounters, MemDevice, PageDevice};
+pub use engine::{LearnedStore, LearnedStoreOptions, PAGE_FILE_NAME, TreeTarget};
 pub use tree::{LeafGuard, LeafProbe, LeafRef, Tree};
 
 pub use error::{Error, Result, io_err};
