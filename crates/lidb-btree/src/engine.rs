@@ -32,11 +32,35 @@ use crate::store::{BTreeStore, CheckpointInfo, CheckpointTarget, WalOptions, Wal
 /// The page file's name in the engine's directory.
 pub const PAGE_FILE_NAME: &str = "btree.pages";
 
-/// How an engine runs: the tree's options and the log's.
+/// How an engine runs: the tree's options, the log's, and the learned leaf path's.
 #[derive(Debug, Clone, Default)]
 pub struct LearnedStoreOptions {
     pub tree: Options,
     pub wal: WalOptions,
+    pub learned: LearnedOptions,
+}
+
+/// The learned leaf path (the paper's section IV): a model over the leaves' boundary keys that
+/// predicts a slot of the leaf mapping table, with the tree walk as the fallback.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LearnedOptions {
+    /// Use the learned path (`learnedstore`); off, every lookup walks the tree (`btree`).
+    pub enabled: bool,
+    /// Error bound of the model over the boundary keys, in mapping-table slots (swept 16..128
+    /// in the experiments; the authors' code uses RadixSpline with such a bound).
+    pub error_bound: u64,
+    /// Retrain when mispredictions / (splits + merges) exceeds this (the authors' code: 1).
+    pub tolerance: f64,
+}
+
+impl Default for LearnedOptions {
+    fn default() -> Self {
+        LearnedOptions {
+            enabled: true,
+            error_bound: 32,
+            tolerance: 1.0,
+        }
+    }
 }
 
 /// The tree as the log's checkpoint target.

@@ -69,7 +69,7 @@ pub mod wal;
 pub use btree::{BTree, Options, Stats};
 pub use buffer::PoolStats;
 pub use device::{FileDevice, IoCounters, MemDevice, PageDevice};
-pub use engine::{LearnedStore, LearnedStoreOptions, PAGE_FILE_NAME, TreeTarget};
+pub use engine::{LearnedOptions, LearnedStore, LearnedStoreOptions, PAGE_FILE_NAME, TreeTarget};
 pub use tree::{LeafGuard, LeafProbe, LeafRef, Tree};
 
 pub use error::{Error, Result, io_err};
