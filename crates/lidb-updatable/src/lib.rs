@@ -28,10 +28,12 @@
 #![forbid(unsafe_code)]
 
 pub mod alex;
+pub mod dili;
 pub mod lipp;
 mod model;
 
 pub use alex::{Alex, AlexConfig};
+pub use dili::Dili;
 pub use lipp::Lipp;
 
 use std::fmt;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use lidb_data::synthetic::{self, Distribution};
-use lidb_updatable::{Alex, AlexConfig, BulkLoadError, Lipp, UpdatableIndex};
+use lidb_updatable::{Alex, AlexConfig, BulkLoadError, Dili, Lipp, UpdatableIndex};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -49,6 +49,7 @@ fn check_all(case: &Case<'_>) {
     run(case, "alex", Alex::bulk_load);
     run(case, "alex_small", |p| Alex::with_config(SMALL_ALEX, p));
     run(case, "lipp", Lipp::bulk_load);
+    run(case, "dili", Dili::bulk_load);
 }
 
 fn fresh_key(rng: &mut ChaCha8Rng, model: &BTreeMap<u64, u64>, fresh: Fresh) -> u64 {
@@ -425,6 +426,8 @@ fn bulk_load_rejects_unsorted_and_duplicates() {
     assert_eq!(Lipp::bulk_load(&unsorted).map(|_| ()), want(1));
     assert_eq!(Alex::bulk_load(&duplicate).map(|_| ()), want(2));
     assert_eq!(Lipp::bulk_load(&duplicate).map(|_| ()), want(2));
+    assert_eq!(Dili::bulk_load(&unsorted).map(|_| ()), want(1));
+    assert_eq!(Dili::bulk_load(&duplicate).map(|_| ()), want(2));
 }
 
 #[test]
@@ -433,10 +436,12 @@ fn stats_and_size_are_sane() {
     let pairs = pairs_of(&random_keys(&mut rng, 50_000));
     let alex = Alex::with_config(SMALL_ALEX, &pairs).unwrap_or_else(|e| panic!("{e}"));
     let lipp = Lipp::bulk_load(&pairs).unwrap_or_else(|e| panic!("{e}"));
+    let dili = Dili::bulk_load(&pairs).unwrap_or_else(|e| panic!("{e}"));
     let floor = pairs.len() as u64 * 16;
     for (name, stats, size) in [
         ("alex", alex.stats(), alex.size_bytes()),
         ("lipp", lipp.stats(), lipp.size_bytes()),
+        ("dili", dili.stats(), dili.size_bytes()),
     ] {
         assert!(
             size >= floor,
@@ -550,4 +555,5 @@ fn indexes_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Alex>();
     check::<Lipp>();
+    check::<Dili>();
 }
