@@ -30,11 +30,13 @@
 pub mod alex;
 pub mod dili;
 pub mod lipp;
+pub mod lits;
 mod model;
 
 pub use alex::{Alex, AlexConfig};
 pub use dili::Dili;
 pub use lipp::Lipp;
+pub use lits::Lits;
 
 use std::fmt;
 
@@ -90,6 +92,21 @@ pub fn check_strictly_increasing(pairs: &[(u64, u64)]) -> Result<(), BulkLoadErr
     }
 }
 
+/// Position of the first pair whose byte-string key is not greater than its predecessor's.
+pub fn check_strictly_increasing_bytes<K: AsRef<[u8]>>(
+    pairs: &[(K, u64)],
+) -> Result<(), BulkLoadError> {
+    match pairs
+        .windows(2)
+        .position(|w| matches!(w, [a, b] if a.0.as_ref() >= b.0.as_ref()))
+    {
+        Some(i) => Err(BulkLoadError::NotStrictlyIncreasing {
+            position: i as u64 + 1,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// An in-memory updatable ordered map from u64 keys to u64 values, indexed by learned models.
 ///
 /// Keys are unique: `insert` of a present key replaces its value. Every key of the u64 domain is
@@ -137,5 +154,52 @@ pub trait UpdatableIndex: Sized {
 
     /// Walks the whole structure and panics with a description if one of the index's invariants
     /// is broken (a bug, never an input error). For tests; linear time.
+    fn assert_invariants(&self);
+}
+
+/// An in-memory updatable ordered map from byte-string keys to u64 values: the methods of
+/// [`UpdatableIndex`] over `&[u8]` keys, ordered bytewise (a key sorts before the keys it is a
+/// proper prefix of). Every byte string is a valid key, the empty one included.
+pub trait UpdatableBytesIndex: Sized {
+    /// Iterator of [`UpdatableBytesIndex::range_from`], borrowing the stored keys.
+    type Iter<'a>: Iterator<Item = (&'a [u8], u64)>
+    where
+        Self: 'a;
+
+    /// Short name for reports (`lits`).
+    const NAME: &'static str;
+
+    /// Builds the index from pairs strictly increasing by key (an empty slice gives an empty
+    /// index).
+    fn bulk_load<K: AsRef<[u8]>>(pairs: &[(K, u64)]) -> Result<Self, BulkLoadError>;
+
+    /// The value of `key`, if present.
+    fn get(&self, key: &[u8]) -> Option<u64>;
+
+    /// Maps `key` to `value`; returns the value it replaced, if any.
+    fn insert(&mut self, key: &[u8], value: u64) -> Option<u64>;
+
+    /// Removes `key`; returns its value, if it was present.
+    fn remove(&mut self, key: &[u8]) -> Option<u64>;
+
+    /// The pairs with keys `>= key`, in increasing key order.
+    fn range_from(&self, key: &[u8]) -> Self::Iter<'_>;
+
+    /// Number of keys.
+    fn len(&self) -> u64;
+
+    /// Whether the index holds no key.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Heap bytes the structure holds (allocations' capacities times element sizes, key bytes
+    /// included, plus the inline size of the top-level value).
+    fn size_bytes(&self) -> u64;
+
+    /// Node, model and depth counts.
+    fn stats(&self) -> IndexStats;
+
+    /// Walks the whole structure and panics with a description if an invariant is broken.
     fn assert_invariants(&self);
 }
