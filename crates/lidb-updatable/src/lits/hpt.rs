@@ -4,8 +4,8 @@
 //! A key is read as symbols: byte `b` is symbol `b + 1`, and the end of the key is symbol 0, so
 //! symbol order is byte-string order (a key sorts before every key it is a proper prefix of).
 //! A row holds cumulative frequencies of the 257 symbols, scaled so that they sum to at most
-//! [`TOTAL`], every symbol at least 1; the row of position i is a hash of the (up to) two bytes
-//! before it. [`Hpt::cdf`] narrows an integer interval symbol by symbol, as arithmetic coding
+//! [`TOTAL`], every symbol at least 1; the row of position i is named by i and the byte before it,
+//! each taken modulo 32. [`Hpt::cdf`] narrows an integer interval symbol by symbol, as arithmetic coding
 //! does, for at most [`DEPTH`] symbols from a start position.
 //!
 //! Invariant (what model nodes rely on): for keys `a < b` that agree on their first `start`
@@ -16,8 +16,11 @@
 //! integer floors only shrink sub-intervals. Built once per bulk load or root rebuild; read-only
 //! afterwards.
 
+/// Buckets of the position and of the byte before it that name a row (the reference's 5-bit
+/// position hash and 5-bit front-character hash).
+const ROW_BUCKETS: usize = 32;
 /// Rows of the table.
-const ROWS: usize = 1024;
+const ROWS: usize = ROW_BUCKETS * ROW_BUCKETS;
 /// End-of-key plus 256 bytes.
 const SYMBOLS: usize = 257;
 /// Sum of a row's frequencies (at most).
@@ -44,13 +47,11 @@ fn symbol(key: &[u8], i: usize) -> usize {
 }
 
 fn row(key: &[u8], i: usize) -> usize {
-    let before = |back: usize| {
-        i.checked_sub(back)
-            .and_then(|j| key.get(j))
-            .map_or(256u64, |&b| u64::from(b))
-    };
-    let context = before(1) * 263 + before(2);
-    (context.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 54) as usize % ROWS
+    let before = i
+        .checked_sub(1)
+        .and_then(|j| key.get(j))
+        .map_or(ROW_BUCKETS - 1, |&b| usize::from(b) % ROW_BUCKETS);
+    (i % ROW_BUCKETS) * ROW_BUCKETS + before
 }
 
 impl Hpt {

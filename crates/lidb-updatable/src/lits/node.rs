@@ -22,8 +22,9 @@ use crate::IndexStats;
 pub(crate) const LEAF_MAX: usize = 16;
 /// A child node left with this many keys by removals becomes a compact leaf again.
 pub(crate) const MERGE_AT: u64 = (LEAF_MAX / 2) as u64;
-/// Slots of a model node per key it is built for (at least [`MIN_SLOTS`]).
-const SLOTS_PER_KEY: usize = 1;
+/// Slots of a model node per key it is built for (at least [`MIN_SLOTS`]; the reference's
+/// item-array scale factor).
+const SLOTS_PER_KEY: usize = 2;
 const MIN_SLOTS: usize = 4;
 /// A node whose subtree has grown this many times its built size (and past a leaf) is rebuilt.
 const REBUILD_GROWTH: u64 = 2;
