@@ -10,14 +10,16 @@
 //! |---|---|---|
 //! | [`alex`] | ALEX (Ding et al., SIGMOD 2020) | model nodes over gapped-array data nodes; cost-model driven expansion and splits |
 //! | [`lipp`] | LIPP (Wu et al., VLDB 2021) | every key at its precise predicted slot; conflicts become child nodes; FMCD models |
+//! | [`dili`] | DILI (Li et al., VLDB 2023) | BU-tree boundaries by greedy cost merging; top-down tree of equal-width internal nodes; least-squares LIPP-style leaves, rebuilt as conflicts grow |
+//! | [`lits`] | LITS (Yang et al., VLDB 2024) | byte-string keys; global hash-enhanced prefix table; model nodes over the keys' common prefix; compact leaves of up to 16 keys |
 //!
-//! DILI and LITS are planned. DILI takes u64 keys and implements [`UpdatableIndex`] as is.
-//! LITS indexes byte strings: it will implement a second trait, `UpdatableBytesIndex`, with the
-//! same methods over `&[u8]` keys (values stay u64). We chose a second trait over a generic key
-//! type because the u64 indexes do arithmetic on keys (linear models over `key - base`), which a
-//! generic key would have to hide behind a conversion trait on every hot path, while LITS's
-//! models (its hash-enhanced prefix table and per-node string models) never see a number; the
-//! conformance harness is generic over a small adapter, so one harness will drive both traits.
+//! Keys: ALEX, LIPP and DILI take u64 keys ([`UpdatableIndex`]). LITS indexes byte strings and
+//! implements a second trait, [`UpdatableBytesIndex`], with the same methods over `&[u8]` keys
+//! (values stay u64). We chose a second trait over a generic key type because the u64 indexes
+//! do arithmetic on keys (linear models over `key - base`), which a generic key would have to
+//! hide behind a conversion trait on every hot path, while LITS's models (its hash-enhanced
+//! prefix table and per-node string models) never see a number; the conformance harness is
+//! generic over a small adapter, so one harness drives both traits.
 //!
 //! Threads: every index is a plain single-writer structure (`&mut self` to write). Reads take
 //! `&self` and mutate nothing (the ALEX cost statistics are counted on the write path only), so
