@@ -5,7 +5,7 @@
 //! symbol order is byte-string order (a key sorts before every key it is a proper prefix of).
 //! A row holds cumulative frequencies of the 257 symbols, scaled so that they sum to at most
 //! [`TOTAL`], every symbol at least 1; the row of position i is named by i and the byte before it,
-//! each taken modulo 32. [`Hpt::cdf`] narrows an integer interval symbol by symbol, as arithmetic coding
+//! each taken modulo 32. [`Hpt::cdf`] narrows an integer interval (width 2^48) symbol by symbol, as arithmetic coding
 //! does, for at most [`DEPTH`] symbols from a start position.
 //!
 //! Invariant (what model nodes rely on): for keys `a < b` that agree on their first `start`
@@ -31,8 +31,8 @@ pub(crate) const DEPTH: usize = 8;
 const TRAIN_LEN: usize = 64;
 /// Keys sampled for training (evenly spread).
 const TRAIN_KEYS: usize = 100_000;
-/// Width of the interval a CDF starts from.
-const CDF_RANGE: u64 = 1 << 62;
+/// Width of the interval a CDF starts from (times [`TOTAL`] it still fits in u64).
+const CDF_RANGE: u64 = 1 << 48;
 
 /// The table (see the module doc).
 #[derive(Debug)]
@@ -89,11 +89,11 @@ impl Hpt {
         for i in start..start + DEPTH {
             let s = symbol(key, i);
             let base = row(key, i) * (SYMBOLS + 1) + s;
-            let c = u128::from(self.cum.get(base).copied().unwrap_or(0));
-            let end = u128::from(self.cum.get(base + 1).copied().unwrap_or(0));
-            let r = u128::from(range);
-            lo += ((r * c) >> 15) as u64;
-            range = ((r * end.saturating_sub(c)) >> 15) as u64;
+            let c = u64::from(self.cum.get(base).copied().unwrap_or(0));
+            let end = u64::from(self.cum.get(base + 1).copied().unwrap_or(0));
+            // range < 2^48 and c, end <= 2^15: the products fit in u64.
+            lo += (range * c) >> 15;
+            range = (range * end.saturating_sub(c)) >> 15;
             if s == 0 || range < (1 << 16) {
                 break;
             }
