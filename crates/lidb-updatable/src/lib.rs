@@ -47,11 +47,14 @@ use std::fmt;
 pub struct IndexStats {
     /// All nodes (inner and leaf).
     pub nodes: u64,
-    /// Nodes that only route (ALEX model nodes). LIPP has none: every node routes and holds.
+    /// Nodes that only route (ALEX model nodes, DILI internal nodes, LITS model nodes). LIPP
+    /// has none: every node routes and holds.
     pub inner_nodes: u64,
-    /// Nodes that hold keys (ALEX data nodes; every LIPP node).
+    /// Nodes that hold keys (ALEX data nodes; every LIPP node; DILI's LIPP-style leaf nodes,
+    /// conflict children included; LITS compact leaves).
     pub leaf_nodes: u64,
-    /// Linear models in the structure (one per node for both ALEX and LIPP).
+    /// Models in the structure (one per node for ALEX, LIPP and DILI; one per model node for
+    /// LITS, whose shared HPT is not counted).
     pub models: u64,
     /// Deepest level at which a key is stored; the root is level 1.
     pub depth_max: u64,

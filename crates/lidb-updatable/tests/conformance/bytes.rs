@@ -179,6 +179,21 @@ fn bytes_long_common_prefixes() {
     check_bytes(&case("ycsb", &sorted_unique(keys), 303, OPS));
 }
 
+/// Groups of keys that share long runs past any common prefix (more than the 8 symbols a CDF
+/// reads), so that model nodes must nest along the runs to separate them.
+#[test]
+fn bytes_long_shared_runs() {
+    let mut keys = Vec::new();
+    for group in 0..40u32 {
+        let run = "x".repeat(group as usize % 7 * 5);
+        for i in 0..60u32 {
+            keys.push(format!("{group:03}{run}{i:06}").into_bytes());
+            keys.push(format!("{group:03}{run}").into_bytes());
+        }
+    }
+    check_bytes(&case("long_shared_runs", &sorted_unique(keys), 312, OPS));
+}
+
 #[test]
 fn bytes_prefixes_of_each_other() {
     let mut rng = ChaCha8Rng::seed_from_u64(203);
