@@ -27,7 +27,7 @@ const SYMBOLS: usize = 257;
 const TOTAL: u64 = 1 << 15;
 /// Symbols a CDF reads past its start.
 pub(crate) const DEPTH: usize = 8;
-/// Positions of a key used for training.
+/// Positions of a key used for training, at most.
 const TRAIN_LEN: usize = 64;
 /// Keys sampled for training (evenly spread).
 const TRAIN_KEYS: usize = 100_000;
@@ -55,13 +55,25 @@ fn row(key: &[u8], i: usize) -> usize {
 }
 
 impl Hpt {
-    /// Trains the table on an even sample of `keys`.
+    /// Trains the table on an even sample of `keys` (sorted), counting each sampled key's
+    /// distinguishing prefix only: its bytes up to and including the first one that differs
+    /// from both sampled neighbours (as the reference does), since the bytes after it never
+    /// decide a slot.
     pub(crate) fn train<K: AsRef<[u8]>>(keys: &[K]) -> Hpt {
         let mut counts = vec![0u32; ROWS * SYMBOLS];
         let step = (keys.len() / TRAIN_KEYS).max(1);
-        for key in keys.iter().step_by(step) {
-            let key = key.as_ref();
-            for i in 0..=key.len().min(TRAIN_LEN) {
+        let sample: Vec<&[u8]> = keys.iter().step_by(step).map(AsRef::as_ref).collect();
+        let lcp = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+        for (j, key) in sample.iter().enumerate() {
+            let before = j.checked_sub(1).and_then(|p| sample.get(p));
+            let after = sample.get(j + 1);
+            let distinguishing = [before, after]
+                .into_iter()
+                .flatten()
+                .map(|other| lcp(key, other))
+                .max()
+                .unwrap_or(0);
+            for i in 0..=distinguishing.min(key.len()).min(TRAIN_LEN) {
                 if let Some(c) = counts.get_mut(row(key, i) * SYMBOLS + symbol(key, i)) {
                     *c = c.saturating_add(1);
                 }
