@@ -10,14 +10,16 @@
 //! |---|---|---|
 //! | [`alex`] | ALEX (Ding et al., SIGMOD 2020) | model nodes over gapped-array data nodes; cost-model driven expansion and splits |
 //! | [`lipp`] | LIPP (Wu et al., VLDB 2021) | every key at its precise predicted slot; conflicts become child nodes; FMCD models |
+//! | [`dili`] | DILI (Li et al., VLDB 2023) | BU-tree boundaries by greedy cost merging; top-down tree of equal-width internal nodes; least-squares LIPP-style leaves, rebuilt as conflicts grow |
+//! | [`lits`] | LITS (Yang et al., VLDB 2024) | byte-string keys; global hash-enhanced prefix table; model nodes over the keys' common prefix; compact leaves of up to 16 keys |
 //!
-//! DILI and LITS are planned. DILI takes u64 keys and implements [`UpdatableIndex`] as is.
-//! LITS indexes byte strings: it will implement a second trait, `UpdatableBytesIndex`, with the
-//! same methods over `&[u8]` keys (values stay u64). We chose a second trait over a generic key
-//! type because the u64 indexes do arithmetic on keys (linear models over `key - base`), which a
-//! generic key would have to hide behind a conversion trait on every hot path, while LITS's
-//! models (its hash-enhanced prefix table and per-node string models) never see a number; the
-//! conformance harness is generic over a small adapter, so one harness will drive both traits.
+//! Keys: ALEX, LIPP and DILI take u64 keys ([`UpdatableIndex`]). LITS indexes byte strings and
+//! implements a second trait, [`UpdatableBytesIndex`], with the same methods over `&[u8]` keys
+//! (values stay u64). We chose a second trait over a generic key type because the u64 indexes
+//! do arithmetic on keys (linear models over `key - base`), which a generic key would have to
+//! hide behind a conversion trait on every hot path, while LITS's models (its hash-enhanced
+//! prefix table and per-node string models) never see a number; the conformance harness is
+//! generic over a small adapter, so one harness drives both traits.
 //!
 //! Threads: every index is a plain single-writer structure (`&mut self` to write). Reads take
 //! `&self` and mutate nothing (the ALEX cost statistics are counted on the write path only), so
@@ -28,11 +30,15 @@
 #![forbid(unsafe_code)]
 
 pub mod alex;
+pub mod dili;
 pub mod lipp;
+pub mod lits;
 mod model;
 
 pub use alex::{Alex, AlexConfig};
+pub use dili::Dili;
 pub use lipp::Lipp;
+pub use lits::Lits;
 
 use std::fmt;
 
@@ -41,11 +47,14 @@ use std::fmt;
 pub struct IndexStats {
     /// All nodes (inner and leaf).
     pub nodes: u64,
-    /// Nodes that only route (ALEX model nodes). LIPP has none: every node routes and holds.
+    /// Nodes that only route (ALEX model nodes, DILI internal nodes, LITS model nodes). LIPP
+    /// has none: every node routes and holds.
     pub inner_nodes: u64,
-    /// Nodes that hold keys (ALEX data nodes; every LIPP node).
+    /// Nodes that hold keys (ALEX data nodes; every LIPP node; DILI's LIPP-style leaf nodes,
+    /// conflict children included; LITS compact leaves).
     pub leaf_nodes: u64,
-    /// Linear models in the structure (one per node for both ALEX and LIPP).
+    /// Models in the structure (one per node for ALEX, LIPP and DILI; one per model node for
+    /// LITS, whose shared HPT is not counted).
     pub models: u64,
     /// Deepest level at which a key is stored; the root is level 1.
     pub depth_max: u64,
@@ -80,6 +89,21 @@ pub fn check_strictly_increasing(pairs: &[(u64, u64)]) -> Result<(), BulkLoadErr
     match pairs
         .windows(2)
         .position(|w| matches!(w, [a, b] if a.0 >= b.0))
+    {
+        Some(i) => Err(BulkLoadError::NotStrictlyIncreasing {
+            position: i as u64 + 1,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Position of the first pair whose byte-string key is not greater than its predecessor's.
+pub fn check_strictly_increasing_bytes<K: AsRef<[u8]>>(
+    pairs: &[(K, u64)],
+) -> Result<(), BulkLoadError> {
+    match pairs
+        .windows(2)
+        .position(|w| matches!(w, [a, b] if a.0.as_ref() >= b.0.as_ref()))
     {
         Some(i) => Err(BulkLoadError::NotStrictlyIncreasing {
             position: i as u64 + 1,
@@ -135,5 +159,52 @@ pub trait UpdatableIndex: Sized {
 
     /// Walks the whole structure and panics with a description if one of the index's invariants
     /// is broken (a bug, never an input error). For tests; linear time.
+    fn assert_invariants(&self);
+}
+
+/// An in-memory updatable ordered map from byte-string keys to u64 values: the methods of
+/// [`UpdatableIndex`] over `&[u8]` keys, ordered bytewise (a key sorts before the keys it is a
+/// proper prefix of). Every byte string is a valid key, the empty one included.
+pub trait UpdatableBytesIndex: Sized {
+    /// Iterator of [`UpdatableBytesIndex::range_from`], borrowing the stored keys.
+    type Iter<'a>: Iterator<Item = (&'a [u8], u64)>
+    where
+        Self: 'a;
+
+    /// Short name for reports (`lits`).
+    const NAME: &'static str;
+
+    /// Builds the index from pairs strictly increasing by key (an empty slice gives an empty
+    /// index).
+    fn bulk_load<K: AsRef<[u8]>>(pairs: &[(K, u64)]) -> Result<Self, BulkLoadError>;
+
+    /// The value of `key`, if present.
+    fn get(&self, key: &[u8]) -> Option<u64>;
+
+    /// Maps `key` to `value`; returns the value it replaced, if any.
+    fn insert(&mut self, key: &[u8], value: u64) -> Option<u64>;
+
+    /// Removes `key`; returns its value, if it was present.
+    fn remove(&mut self, key: &[u8]) -> Option<u64>;
+
+    /// The pairs with keys `>= key`, in increasing key order.
+    fn range_from(&self, key: &[u8]) -> Self::Iter<'_>;
+
+    /// Number of keys.
+    fn len(&self) -> u64;
+
+    /// Whether the index holds no key.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Heap bytes the structure holds (allocations' capacities times element sizes, key bytes
+    /// included, plus the inline size of the top-level value).
+    fn size_bytes(&self) -> u64;
+
+    /// Node, model and depth counts.
+    fn stats(&self) -> IndexStats;
+
+    /// Walks the whole structure and panics with a description if an invariant is broken.
     fn assert_invariants(&self);
 }

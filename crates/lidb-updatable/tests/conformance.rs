@@ -3,11 +3,20 @@
 //! removes, gets and seeks, and compared after every operation with a `BTreeMap`; the whole
 //! content, `len` and the index's own invariant check are compared periodically. Every
 //! assertion names the case, the index and the seed, so any failure can be replayed.
+//!
+//! The harness (`conformance/harness.rs`) is generic over an adapter, so the u64 indexes (here)
+//! and the byte-string index LITS (`conformance/bytes.rs`) run through the same code.
+
+#[path = "conformance/bytes.rs"]
+mod bytes;
+#[path = "conformance/harness.rs"]
+mod harness;
 
 use std::collections::BTreeMap;
 
+use harness::{Case, Fresh, KeyGen, U64, existing_key, run};
 use lidb_data::synthetic::{self, Distribution};
-use lidb_updatable::{Alex, AlexConfig, BulkLoadError, Lipp, UpdatableIndex};
+use lidb_updatable::{Alex, AlexConfig, BulkLoadError, Dili, Lipp, UpdatableIndex};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -19,189 +28,71 @@ const SMALL_ALEX: AlexConfig = AlexConfig {
     expected_insert_frac: 1.0,
 };
 
-/// How a case draws the keys it inserts.
-#[derive(Clone, Copy, Debug)]
-enum Fresh {
-    /// Anywhere in the u64 domain, near present keys, or at the extremes.
-    Mixed,
-    /// Strictly increasing from the largest key (append-heavy).
-    Ascending,
-    /// Strictly decreasing from the smallest key.
-    Descending,
-}
-
-struct Case<'a> {
-    name: &'a str,
-    keys: &'a [u64],
-    seed: u64,
-    ops: usize,
-    fresh: Fresh,
+fn value_of(key: u64) -> u64 {
+    key.wrapping_mul(31).wrapping_add(7)
 }
 
 fn pairs_of(keys: &[u64]) -> Vec<(u64, u64)> {
-    keys.iter()
-        .map(|&k| (k, k.wrapping_mul(31).wrapping_add(7)))
-        .collect()
+    keys.iter().map(|&k| (k, value_of(k))).collect()
 }
 
-/// Runs `case` against every index.
-fn check_all(case: &Case<'_>) {
-    run(case, "alex", Alex::bulk_load);
-    run(case, "alex_small", |p| Alex::with_config(SMALL_ALEX, p));
-    run(case, "lipp", Lipp::bulk_load);
+/// Runs `case` against every u64 index.
+fn check_all(case: &Case<'_, u64>) {
+    run(case, "alex", &U64Keys, |p| Alex::bulk_load(p).map(U64));
+    run(case, "alex_small", &U64Keys, |p| {
+        Alex::with_config(SMALL_ALEX, p).map(U64)
+    });
+    run(case, "lipp", &U64Keys, |p| Lipp::bulk_load(p).map(U64));
+    run(case, "dili", &U64Keys, |p| Dili::bulk_load(p).map(U64));
 }
 
-fn fresh_key(rng: &mut ChaCha8Rng, model: &BTreeMap<u64, u64>, fresh: Fresh) -> u64 {
-    match fresh {
-        Fresh::Ascending => {
-            let top = model.last_key_value().map_or(0, |(k, _)| *k);
-            top.saturating_add(rng.gen_range(1..=100))
-        }
-        Fresh::Descending => {
-            let bottom = model.first_key_value().map_or(u64::MAX, |(k, _)| *k);
-            bottom.saturating_sub(rng.gen_range(1..=100))
-        }
-        Fresh::Mixed => match rng.gen_range(0..10) {
-            0..=3 => {
-                let anchor = existing_key(rng, model).unwrap_or(0);
-                let delta = rng.gen_range(1..=1000u64);
-                if rng.gen_bool(0.5) {
-                    anchor.saturating_add(delta)
-                } else {
-                    anchor.saturating_sub(delta)
-                }
+/// Draws u64 keys: anywhere, near present keys, at the extremes, or sorted runs.
+struct U64Keys;
+
+impl KeyGen<u64> for U64Keys {
+    fn fresh(&self, rng: &mut ChaCha8Rng, model: &BTreeMap<u64, u64>, fresh: Fresh) -> u64 {
+        match fresh {
+            Fresh::Ascending => {
+                let top = model.last_key_value().map_or(0, |(k, _)| *k);
+                top.saturating_add(rng.gen_range(1..=100))
             }
-            4..=7 => rng.r#gen(),
-            _ => [0, 1, 2, u64::MAX, u64::MAX - 1, u64::MAX / 2]
-                .get(rng.gen_range(0..6))
-                .copied()
-                .unwrap_or(0),
-        },
-    }
-}
-
-fn existing_key(rng: &mut ChaCha8Rng, model: &BTreeMap<u64, u64>) -> Option<u64> {
-    if model.is_empty() {
-        return None;
-    }
-    // A random present key: the first key at or after a random point, else the last.
-    let probe: u64 = rng.r#gen();
-    model
-        .range(probe..)
-        .next()
-        .or_else(|| model.last_key_value())
-        .map(|(k, _)| *k)
-}
-
-fn check_content<I: UpdatableIndex>(index: &I, model: &BTreeMap<u64, u64>, ctx: &str) {
-    index.assert_invariants();
-    assert_eq!(index.len(), model.len() as u64, "{ctx}: len");
-    assert!(
-        index.range_from(0).eq(model.iter().map(|(k, v)| (*k, *v))),
-        "{ctx}: full iteration differs"
-    );
-}
-
-/// Runs `case` on one index; any panic (an assertion here or an invariant check inside the
-/// index) first prints the case, the index and the seed.
-fn run<I: UpdatableIndex>(
-    case: &Case<'_>,
-    name: &str,
-    make: impl Fn(&[(u64, u64)]) -> Result<I, BulkLoadError>,
-) {
-    let ctx = format!("case {} index {name} seed {}", case.name, case.seed);
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        run_case(case, &ctx, make);
-    }));
-    if let Err(panic) = outcome {
-        eprintln!("FAILED {ctx}");
-        std::panic::resume_unwind(panic);
-    }
-}
-
-fn run_case<I: UpdatableIndex>(
-    case: &Case<'_>,
-    ctx: &str,
-    make: impl Fn(&[(u64, u64)]) -> Result<I, BulkLoadError>,
-) {
-    let pairs = pairs_of(case.keys);
-    let mut index = make(&pairs).unwrap_or_else(|e| panic!("{ctx}: bulk load: {e}"));
-    let mut model: BTreeMap<u64, u64> = pairs.iter().copied().collect();
-    check_content(&index, &model, ctx);
-    for &(k, v) in pairs.iter().step_by(7) {
-        assert_eq!(index.get(k), Some(v), "{ctx}: get {k} after bulk load");
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(case.seed);
-    let check_every = (case.ops / 8).max(50);
-    for op in 0..case.ops {
-        let roll = rng.gen_range(0..100);
-        let what = if roll < 45 {
-            let key = if rng.gen_range(0..5) == 0 {
-                existing_key(&mut rng, &model).unwrap_or(0)
-            } else {
-                fresh_key(&mut rng, &model, case.fresh)
-            };
-            let value: u64 = rng.r#gen();
-            let got = index.insert(key, value);
-            assert_eq!(got, model.insert(key, value), "{ctx} op {op}: insert {key}");
-            "insert"
-        } else if roll < 65 {
-            let key = if rng.gen_bool(0.8) {
-                existing_key(&mut rng, &model).unwrap_or(0)
-            } else {
-                rng.r#gen()
-            };
-            assert_eq!(
-                index.remove(key),
-                model.remove(&key),
-                "{ctx} op {op}: remove {key}"
-            );
-            "remove"
-        } else if roll < 85 {
-            let key = if rng.gen_bool(0.5) {
-                existing_key(&mut rng, &model).unwrap_or(0)
-            } else {
-                fresh_key(&mut rng, &model, Fresh::Mixed)
-            };
-            assert_eq!(
-                index.get(key),
-                model.get(&key).copied(),
-                "{ctx} op {op}: get {key}"
-            );
-            "get"
-        } else {
-            let key = if rng.gen_bool(0.5) {
-                existing_key(&mut rng, &model)
-                    .unwrap_or(0)
-                    .wrapping_add(rng.gen_range(0..3))
-            } else {
-                fresh_key(&mut rng, &model, Fresh::Mixed)
-            };
-            let want: Vec<(u64, u64)> = model.range(key..).take(8).map(|(k, v)| (*k, *v)).collect();
-            let got: Vec<(u64, u64)> = index.range_from(key).take(8).collect();
-            assert_eq!(got, want, "{ctx} op {op}: seek {key}");
-            "seek"
-        };
-        if op % check_every == 0 {
-            check_content(&index, &model, &format!("{ctx} after op {op} ({what})"));
+            Fresh::Descending => {
+                let bottom = model.first_key_value().map_or(u64::MAX, |(k, _)| *k);
+                bottom.saturating_sub(rng.gen_range(1..=100))
+            }
+            Fresh::Mixed => match rng.gen_range(0..10) {
+                0..=3 => {
+                    let anchor = existing_key(self, rng, model).unwrap_or(0);
+                    let delta = rng.gen_range(1..=1000u64);
+                    if rng.gen_bool(0.5) {
+                        anchor.saturating_add(delta)
+                    } else {
+                        anchor.saturating_sub(delta)
+                    }
+                }
+                4..=7 => rng.r#gen(),
+                _ => [0, 1, 2, u64::MAX, u64::MAX - 1, u64::MAX / 2]
+                    .get(rng.gen_range(0..6))
+                    .copied()
+                    .unwrap_or(0),
+            },
         }
     }
-    check_content(&index, &model, &format!("{ctx} at the end"));
-    // Empty it completely, then refill a little: removal paths down to zero keys.
-    if model.len() <= 5000 {
-        let keys: Vec<u64> = model.keys().copied().collect();
-        for key in keys {
-            assert_eq!(index.remove(key), model.remove(&key), "{ctx}: drain {key}");
-        }
-        check_content(&index, &model, &format!("{ctx} drained"));
-        for key in [u64::MAX, 0, 5, u64::MAX - 5] {
-            assert_eq!(
-                index.insert(key, key),
-                model.insert(key, key),
-                "{ctx}: refill"
-            );
-        }
-        check_content(&index, &model, &format!("{ctx} refilled"));
+
+    fn random(&self, rng: &mut ChaCha8Rng) -> u64 {
+        rng.r#gen()
+    }
+
+    fn near(&self, rng: &mut ChaCha8Rng, key: u64) -> u64 {
+        key.wrapping_add(rng.gen_range(0..3))
+    }
+
+    fn refill(&self) -> Vec<u64> {
+        vec![u64::MAX, 0, 5, u64::MAX - 5]
+    }
+
+    fn value_of(&self, key: &u64) -> u64 {
+        value_of(*key)
     }
 }
 
@@ -425,6 +316,8 @@ fn bulk_load_rejects_unsorted_and_duplicates() {
     assert_eq!(Lipp::bulk_load(&unsorted).map(|_| ()), want(1));
     assert_eq!(Alex::bulk_load(&duplicate).map(|_| ()), want(2));
     assert_eq!(Lipp::bulk_load(&duplicate).map(|_| ()), want(2));
+    assert_eq!(Dili::bulk_load(&unsorted).map(|_| ()), want(1));
+    assert_eq!(Dili::bulk_load(&duplicate).map(|_| ()), want(2));
 }
 
 #[test]
@@ -433,10 +326,12 @@ fn stats_and_size_are_sane() {
     let pairs = pairs_of(&random_keys(&mut rng, 50_000));
     let alex = Alex::with_config(SMALL_ALEX, &pairs).unwrap_or_else(|e| panic!("{e}"));
     let lipp = Lipp::bulk_load(&pairs).unwrap_or_else(|e| panic!("{e}"));
+    let dili = Dili::bulk_load(&pairs).unwrap_or_else(|e| panic!("{e}"));
     let floor = pairs.len() as u64 * 16;
     for (name, stats, size) in [
         ("alex", alex.stats(), alex.size_bytes()),
         ("lipp", lipp.stats(), lipp.size_bytes()),
+        ("dili", dili.stats(), dili.size_bytes()),
     ] {
         assert!(
             size >= floor,
@@ -550,4 +445,44 @@ fn indexes_are_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Alex>();
     check::<Lipp>();
+    check::<Dili>();
+}
+
+/// DILI's internal nodes are fixed after the bulk load, so its shape under updates comes from
+/// its leaves: a bulk-loaded tree keeps its keys near the leaf roots under random inserts, and
+/// sorted appends past the root's range (all routed to the last leaf) stay shallow thanks to
+/// leaf rebuilding.
+#[test]
+fn dili_shape_under_inserts() {
+    let mut rng = ChaCha8Rng::seed_from_u64(17);
+    let keys = random_keys(&mut rng, 50_000);
+    let (loaded, rest): (Vec<u64>, Vec<u64>) = keys.iter().partition(|&&k| k % 2 == 0);
+    let mut dili = Dili::bulk_load(&pairs_of(&loaded)).unwrap_or_else(|e| panic!("{e}"));
+    let built = dili.stats();
+    for &key in &rest {
+        dili.insert(key, key);
+    }
+    dili.assert_invariants();
+    let grown = dili.stats();
+    eprintln!("dili built {built:?}\ndili after random inserts {grown:?}");
+    assert!(
+        built.inner_nodes >= 1,
+        "dili built no internal node: {built:?}"
+    );
+    assert!(
+        grown.depth_avg < 4.0,
+        "dili random inserts went deep: {grown:?}"
+    );
+    let mut dili = Dili::bulk_load(&pairs_of(&(0..1000u64).collect::<Vec<_>>()))
+        .unwrap_or_else(|e| panic!("{e}"));
+    for key in 1000..21_000u64 {
+        dili.insert(key * 3, key);
+    }
+    dili.assert_invariants();
+    let appended = dili.stats();
+    eprintln!("dili after 20K appends {appended:?}");
+    assert!(
+        appended.depth_avg < 3.0 && appended.depth_max <= 64,
+        "dili appends built a chain: {appended:?}"
+    );
 }

@@ -20,10 +20,24 @@ fn gap_count(keys: usize) -> usize {
     }
 }
 
+/// How a node of more than two keys chooses its model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fit {
+    /// LIPP's FMCD (the smallest largest conflict degree).
+    Fmcd,
+    /// Least squares over `keys -> rank * (gap + 1)` (DILI's local refinement of its leaves).
+    LeastSquares,
+}
+
+/// A LIPP node (FMCD models) holding `pairs`.
+pub(super) fn build(pairs: &[(u64, u64)]) -> Node {
+    build_with(pairs, Fit::Fmcd)
+}
+
 /// A node holding `pairs` (strictly increasing by key). Every pair ends in the slot its model
 /// predicts; pairs that share a slot go to a child built the same way.
-pub(super) fn build(pairs: &[(u64, u64)]) -> Node {
-    let (model, slot_count) = choose_model(pairs);
+pub(crate) fn build_with(pairs: &[(u64, u64)], fit: Fit) -> Node {
+    let (model, slot_count) = choose_model(pairs, fit);
     let mut slots: Vec<Slot> = Vec::with_capacity(slot_count);
     slots.resize_with(slot_count, || Slot::Empty);
     let mut rest = pairs;
@@ -36,7 +50,7 @@ pub(super) fn build(pairs: &[(u64, u64)]) -> Node {
         let (group, tail) = rest.split_at(group_len);
         let entry = match group {
             [(k, v)] => Slot::Data { key: *k, value: *v },
-            _ => Slot::Child(Box::new(build(group))),
+            _ => Slot::Child(Box::new(build_with(group, fit))),
         };
         if let Some(s) = slots.get_mut(slot) {
             *s = entry;
@@ -51,6 +65,7 @@ pub(super) fn build(pairs: &[(u64, u64)]) -> Node {
         build_size: size,
         num_inserts: 0,
         num_insert_to_data: 0,
+        fit,
     }
 }
 
@@ -58,7 +73,7 @@ pub(super) fn build(pairs: &[(u64, u64)]) -> Node {
 /// third and two thirds for at most two keys, FMCD otherwise, and the endpoint model when the
 /// chosen model would put the first and last key in one slot (f64 could not tell them apart),
 /// so that each child holds strictly fewer keys than its parent.
-fn choose_model(pairs: &[(u64, u64)]) -> (LinearModel, usize) {
+fn choose_model(pairs: &[(u64, u64)], fit: Fit) -> (LinearModel, usize) {
     let (first, last) = match (pairs.first(), pairs.last()) {
         (Some(f), Some(l)) => (f.0, l.0),
         _ => return (LinearModel::new(0, 0.0, 0.0), TWO_KEY_SLOTS),
@@ -78,7 +93,13 @@ fn choose_model(pairs: &[(u64, u64)]) -> (LinearModel, usize) {
         )
     } else {
         let keys: Vec<u64> = pairs.iter().map(|p| p.0).collect();
-        fmcd(&keys)
+        match fit {
+            Fit::Fmcd => fmcd(&keys),
+            Fit::LeastSquares => {
+                let per_key = gap_count(n) + 1;
+                (LinearModel::fit(&keys, per_key as f64), n * per_key)
+            }
+        }
     };
     if n >= 2 && model.slot(first, slot_count) == model.slot(last, slot_count) {
         return (LinearModel::endpoints(first, last, slot_count), slot_count);

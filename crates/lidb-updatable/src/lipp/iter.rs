@@ -16,7 +16,7 @@ pub struct Iter<'a> {
 }
 
 impl<'a> Iter<'a> {
-    pub(super) fn seek(root: &'a Node, key: u64) -> Iter<'a> {
+    pub(crate) fn seek(root: &'a Node, key: u64) -> Iter<'a> {
         let mut stack = Vec::new();
         let mut pending = None;
         let mut node = root;

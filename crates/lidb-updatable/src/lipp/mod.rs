@@ -17,7 +17,7 @@
 //!
 //! Single writer (`&mut self`); readers share `&self`.
 
-mod build;
+pub(crate) mod build;
 mod iter;
 
 pub use iter::Iter;
@@ -43,6 +43,8 @@ pub(crate) struct Node {
     num_inserts: u64,
     /// Of those, inserts that landed on an occupied data slot (a conflict).
     num_insert_to_data: u64,
+    /// How this node's models are chosen (kept so that rebuilds choose the same way).
+    fit: build::Fit,
 }
 
 #[derive(Debug)]
@@ -54,7 +56,7 @@ pub(crate) enum Slot {
 
 /// Where an insert of a new key ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Landing {
+pub(crate) enum Landing {
     Present,
     EmptySlot,
     Conflict,
@@ -68,7 +70,19 @@ const REBUILD_MIN_KEYS: u64 = 64;
 const REBUILD_CONFLICT_RATIO: u64 = 10;
 
 impl Node {
-    fn slot_of(&self, key: u64) -> usize {
+    /// The value of `key` in this subtree, if present.
+    pub(crate) fn get(&self, key: u64) -> Option<u64> {
+        let mut node = self;
+        loop {
+            match node.slots.get(node.slot_of(key))? {
+                Slot::Empty => return None,
+                Slot::Data { key: k, value } => return (*k == key).then_some(*value),
+                Slot::Child(child) => node = child,
+            }
+        }
+    }
+
+    pub(crate) fn slot_of(&self, key: u64) -> usize {
         self.model.slot(key, self.slots.len())
     }
 
@@ -79,7 +93,7 @@ impl Node {
     }
 
     /// Appends the subtree's pairs in key order.
-    fn collect(&self, out: &mut Vec<(u64, u64)>) {
+    pub(crate) fn collect(&self, out: &mut Vec<(u64, u64)>) {
         for slot in &self.slots {
             match slot {
                 Slot::Empty => {}
@@ -89,7 +103,7 @@ impl Node {
         }
     }
 
-    fn landing(&self, key: u64) -> Landing {
+    pub(crate) fn landing(&self, key: u64) -> Landing {
         match self.slots.get(self.slot_of(key)) {
             None | Some(Slot::Empty) => Landing::EmptySlot,
             Some(Slot::Data { key: k, .. }) if *k == key => Landing::Present,
@@ -99,7 +113,7 @@ impl Node {
     }
 
     /// Replaces the value of present `key`.
-    fn update(&mut self, key: u64, value: u64) -> Option<u64> {
+    pub(crate) fn update(&mut self, key: u64, value: u64) -> Option<u64> {
         let slot = self.slot_of(key);
         match self.slots.get_mut(slot)? {
             Slot::Empty => None,
@@ -110,7 +124,7 @@ impl Node {
 
     /// Inserts absent `key`, counting the insert on every node of the path and rebuilding the
     /// topmost node that then needs it.
-    fn insert_new(&mut self, key: u64, value: u64, conflict: bool) {
+    pub(crate) fn insert_new(&mut self, key: u64, value: u64, conflict: bool) {
         self.size += 1;
         self.num_inserts += 1;
         if conflict {
@@ -121,7 +135,7 @@ impl Node {
             self.collect(&mut pairs);
             let at = pairs.partition_point(|p| p.0 < key);
             pairs.insert(at, (key, value));
-            *self = build::build(&pairs);
+            *self = build::build_with(&pairs, self.fit);
             return;
         }
         let slot = self.slot_of(key);
@@ -133,13 +147,13 @@ impl Node {
             Slot::Data { key: k, value: v } => {
                 let (old, new) = ((*k, *v), (key, value));
                 let pair = if old.0 < key { [old, new] } else { [new, old] };
-                *entry = Slot::Child(Box::new(build::build(&pair)));
+                *entry = Slot::Child(Box::new(build::build_with(&pair, self.fit)));
             }
             Slot::Child(child) => child.insert_new(key, value, conflict),
         }
     }
 
-    fn remove(&mut self, key: u64) -> Option<u64> {
+    pub(crate) fn remove(&mut self, key: u64) -> Option<u64> {
         let slot = self.slot_of(key);
         let entry = self.slots.get_mut(slot)?;
         let removed = match entry {
@@ -169,7 +183,7 @@ impl Node {
         removed
     }
 
-    fn heap_bytes(&self) -> u64 {
+    pub(crate) fn heap_bytes(&self) -> u64 {
         let own = (self.slots.capacity() * std::mem::size_of::<Slot>()) as u64;
         own + self
             .slots
@@ -182,7 +196,7 @@ impl Node {
     }
 
     /// Adds this subtree's shape to `acc` (`level` is this node's level, root 1).
-    fn shape(&self, level: u64, acc: &mut IndexStats, key_depth_sum: &mut u64) {
+    pub(crate) fn shape(&self, level: u64, acc: &mut IndexStats, key_depth_sum: &mut u64) {
         acc.nodes += 1;
         acc.leaf_nodes += 1;
         acc.models += 1;
@@ -199,7 +213,7 @@ impl Node {
     }
 
     /// Checks invariants 1 and 2 for this subtree; returns its key count.
-    fn check(&self, is_root: bool) -> u64 {
+    pub(crate) fn check(&self, is_root: bool) -> u64 {
         let mut count = 0;
         for (i, slot) in self.slots.iter().enumerate() {
             match slot {
@@ -236,14 +250,7 @@ impl UpdatableIndex for Lipp {
     }
 
     fn get(&self, key: u64) -> Option<u64> {
-        let mut node = &self.root;
-        loop {
-            match node.slots.get(node.slot_of(key))? {
-                Slot::Empty => return None,
-                Slot::Data { key: k, value } => return (*k == key).then_some(*value),
-                Slot::Child(child) => node = child,
-            }
-        }
+        self.root.get(key)
     }
 
     fn insert(&mut self, key: u64, value: u64) -> Option<u64> {
