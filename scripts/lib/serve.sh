@@ -10,6 +10,8 @@ start_lidb_serve() {
   local extra=()
   read -r -a extra <<<"${LIDB_SERVE_ARGS:-}"
   echo "== lidb serve --engine $1 ${extra[*]}"
+  # A previous server's first line must not be read as this one's address.
+  rm -f "$work/lidb.out" "$work/lidb.err"
   "$lidb" serve --engine "$1" --db "$work/db" --listen 127.0.0.1:0 "${extra[@]}" >"$work/lidb.out" 2>"$work/lidb.err" &
   lidb_pid=$!
   for _ in $(seq 100); do
