@@ -99,7 +99,7 @@ pub struct BenchArgs {
     /// normal, lognormal, piecewise_linear, clustered; N accepts K and M suffixes).
     #[arg(long, default_value = "synthetic:lognormal:1M")]
     data: String,
-    /// Index families, comma-separated, or "all" (fp, binary, plr, fiting, pgm, rs, rmi, lpa).
+    /// Index families, comma-separated, or "all" (fp, binary, plr, fiting, pgm, rs, rmi, lpa, plex).
     #[arg(long, default_value = "all")]
     index: String,
     /// Position boundaries B (at least 2), comma-separated.
