@@ -13,9 +13,10 @@
 //! parents): node i's bins are entries `[i * 2^r, (i + 1) * 2^r)`. A leaf entry is
 //! `LEAF | begin`, `begin` the index of the first spline key in the bin (for an empty bin, of the
 //! first key after it); any other entry is the index of the child node. So a lookup is one array
-//! read per level, and the leaf's keys are within `[begin, begin + max_error)`: every key before
-//! `begin` is below the bin and every key past the bin's own is above it, which is all the segment
-//! search needs (`radix::last_at_most`).
+//! read per level, and the leaf's keys are `[begin, next)` when the next bin of the node is a leaf
+//! (`next` its begin), else within `[begin, begin + max_error)`: every key before `begin` is below
+//! the bin and every key past the bin's own is above it, which is all the segment search needs
+//! (`radix::last_at_most`).
 //!
 //! Invariants: fewer than 2^31 spline keys and nodes (`LEAF` is bit 31); `bin_bits` in
 //! `1..=MAX_BIN_BITS`, `max_error` in `1..=MAX_TREE_ERROR`; the nodes are exactly the ones the keys
@@ -167,34 +168,34 @@ impl Cht {
         self.nodes.len() >> self.bin_bits
     }
 
-    /// The first spline key index of the leaf bin holding q; needs `min <= q <= max`.
+    /// The spline keys to search for q, `min <= q <= max`: the leaf bin's `[begin, end)`, where
+    /// `end` is the next bin's `begin` when that bin is a leaf of the same node (the bin's exact
+    /// end), else `min(begin + max_error, m)`.
     #[inline]
-    pub fn leaf(&self, q: u64) -> usize {
+    pub fn range(&self, q: u64, m: usize) -> (usize, usize) {
         let off = q.wrapping_sub(self.min_key);
         let mask = (1u64 << self.bin_bits) - 1;
         let mut node = 0usize;
         let mut width = self.shift;
         for _ in 0..MAX_DEPTH {
             let bin = (off.checked_shr(width).unwrap_or(0) & mask) as usize;
-            let entry = self
-                .nodes
-                .get((node << self.bin_bits) | bin)
-                .copied()
-                .unwrap_or(LEAF);
+            let at = (node << self.bin_bits) | bin;
+            let entry = self.nodes.get(at).copied().unwrap_or(LEAF);
             if entry & LEAF != 0 {
-                return (entry & !LEAF) as usize;
+                let begin = (entry & !LEAF) as usize;
+                let cap = (begin + self.max_error as usize).min(m);
+                let next = self.nodes.get(at + 1).copied().unwrap_or(0);
+                let end = if bin as u64 != mask && next & LEAF != 0 {
+                    ((next & !LEAF) as usize).min(cap)
+                } else {
+                    cap
+                };
+                return (begin, end);
             }
             node = entry as usize;
             width = width.saturating_sub(self.bin_bits);
         }
-        0
-    }
-
-    /// The spline keys to search for q: `[begin, min(begin + max_error, m))`.
-    #[inline]
-    pub fn range(&self, q: u64, m: usize) -> (usize, usize) {
-        let begin = self.leaf(q);
-        (begin, (begin + self.max_error as usize).min(m))
+        (0, m)
     }
 }
 

@@ -9,7 +9,9 @@
 //! left, `bitlen(c)` for `c` keys. Each key range is weighted by the data keys that fall in it
 //! (the y span of its spline keys), so dense regions count as much as lookups land there.
 //! - radix table of r bits: `1 + sum over prefixes of (data keys) * bitlen(spline keys)`, / n;
-//! - tree: `depth + k`, where depth sums, over every data key, the nodes on its path.
+//! - tree: `depth + k`, where depth sums, over every data key, the nodes on its path, and k
+//!   bounds the leaf's search (the lookup searches only the bin's own keys when the next bin is a
+//!   leaf, so this overcharges trees with large leaves; it keeps the model to one pass).
 //!
 //! The sums come from the LCP intervals of the spline keys (`lcp[i]` = common leading bits of
 //! `off_i` and `off_{i-1}` within `lg` bits): the keys sharing a prefix of p bits are exactly the
