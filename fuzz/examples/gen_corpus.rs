@@ -187,6 +187,21 @@ fn indexes(c: &Corpus) {
             c.put("index", &name, Some(1), &index.encode());
         }
     }
+    // PLEX tunes these small sets to a radix table; its hist-tree layout needs its own seed.
+    let clustered: Vec<u64> = (0..300u64)
+        .map(|i| if i < 150 { i } else { (1 << 40) + i * i * i })
+        .collect();
+    let tree = lidb_index::plex::tune::Layout::Tree {
+        bin_bits: 3,
+        max_error: 3,
+    };
+    let plex = lidb_index::plex::Plex::build_with(&clustered, 4, tree).expect("plex tree");
+    c.put(
+        "index",
+        "plex-tree",
+        Some(1),
+        &lidb_index::LearnedIndex::encode(&plex),
+    );
 }
 
 /// KVSTATE and value logs of a LearnedKV store, and a static tier generation.

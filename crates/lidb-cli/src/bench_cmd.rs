@@ -122,8 +122,8 @@ pub struct LsmArgs {
     /// lookup checks the value it got.
     #[arg(long, default_value = "1000")]
     value_size: String,
-    /// Index families, comma-separated, or "all" (fp, binary, plr, fiting, pgm, rs, rmi, lpa).
-    #[arg(long, default_value = "fp,plr,fiting,pgm,rs,rmi,lpa")]
+    /// Index families, comma-separated, or "all" (fp, binary, plr, fiting, pgm, rs, rmi, lpa, plex).
+    #[arg(long, default_value = "fp,plr,fiting,pgm,rs,rmi,lpa,plex")]
     index: String,
     /// Position boundaries B (at least 2), comma-separated.
     #[arg(long, default_value = "8,16,32,64,128")]

@@ -100,7 +100,7 @@ pub struct BenchArgs {
     /// K and M suffixes; `lidb data gen --help` says how each is generated).
     #[arg(long, default_value = "synthetic:lognormal:1M")]
     data: String,
-    /// Index families, comma-separated, or "all" (fp, binary, plr, fiting, pgm, rs, rmi, lpa).
+    /// Index families, comma-separated, or "all" (fp, binary, plr, fiting, pgm, rs, rmi, lpa, plex).
     #[arg(long, default_value = "all")]
     index: String,
     /// Position boundaries B (at least 2), comma-separated.

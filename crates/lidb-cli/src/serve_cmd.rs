@@ -71,7 +71,7 @@ pub struct ServeArgs {
     /// hand-off; engines with no memory-only read tier send them to the engine threads anyway).
     #[arg(long)]
     no_memory_reads: bool,
-    /// Index family of the engine's LSM tables (fp, binary, plr, fiting, pgm, rs, rmi, lpa).
+    /// Index family of the engine's LSM tables (fp, binary, plr, fiting, pgm, rs, rmi, lpa, plex).
     #[arg(long, default_value = "pgm")]
     index: String,
     /// Position boundary B of the tables' indexes.

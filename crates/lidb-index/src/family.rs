@@ -7,7 +7,7 @@ use crate::bound::{Bound, MIN_BOUNDARY};
 use crate::codec::{self, FRAME_LEN, Header, Reader};
 use crate::error::{Error, Result, corrupt};
 use crate::points::validate_keys;
-use crate::{binary, fiting, fp, lpa, pgm, plr, rmi, rs};
+use crate::{binary, fiting, fp, lpa, pgm, plex, plr, rmi, rs};
 
 /// The index families of the library; the CLI names are in [`Family::name`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,10 +28,12 @@ pub enum Family {
     Rmi,
     /// The learning probe algorithm of FINEdex.
     Lpa,
+    /// PLEX: RadixSpline's spline under a self-tuned Compact Hist-Tree.
+    Plex,
 }
 
 impl Family {
-    pub const ALL: [Family; 8] = [
+    pub const ALL: [Family; 9] = [
         Family::Fp,
         Family::Binary,
         Family::Plr,
@@ -40,6 +42,7 @@ impl Family {
         Family::Rs,
         Family::Rmi,
         Family::Lpa,
+        Family::Plex,
     ];
 
     /// The name used on the command line and in reports.
@@ -53,6 +56,7 @@ impl Family {
             Family::Rs => "rs",
             Family::Rmi => "rmi",
             Family::Lpa => "lpa",
+            Family::Plex => "plex",
         }
     }
 
@@ -80,6 +84,7 @@ impl Family {
             Family::Rs => 6,
             Family::Rmi => 7,
             Family::Lpa => 8,
+            Family::Plex => 9,
         }
     }
 
@@ -242,6 +247,7 @@ pub fn build(family: Family, keys: &[u64], params: &Params) -> Result<Box<dyn Le
         Family::Rs => Box::new(rs::RadixSpline::build(keys, params)?),
         Family::Rmi => Box::new(rmi::Rmi::build(keys, params)?),
         Family::Lpa => Box::new(lpa::Lpa::build(keys, params)?),
+        Family::Plex => Box::new(plex::Plex::build(keys, params)?),
     })
 }
 
@@ -265,6 +271,7 @@ pub fn decode(bytes: &[u8]) -> Result<Box<dyn LearnedIndex>> {
         Family::Rs => Box::new(rs::RadixSpline::decode(&mut r, &header)?),
         Family::Rmi => Box::new(rmi::Rmi::decode(&mut r, &header)?),
         Family::Lpa => Box::new(lpa::Lpa::decode(&mut r, &header)?),
+        Family::Plex => Box::new(plex::Plex::decode(&mut r, &header)?),
     };
     r.finish(family.name())?;
     Ok(index)

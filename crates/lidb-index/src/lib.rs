@@ -13,13 +13,16 @@ pub mod codec;
 pub mod error;
 pub mod family;
 pub mod points;
+pub mod radix;
 pub mod segment;
+pub mod spline;
 
 pub mod binary;
 pub mod fiting;
 pub mod fp;
 pub mod lpa;
 pub mod pgm;
+pub mod plex;
 pub mod plr;
 pub mod rmi;
 pub mod rs;

@@ -167,12 +167,13 @@ conformance! {
     rs => Family::Rs,
     rmi => Family::Rmi,
     lpa => Family::Lpa,
+    plex => Family::Plex,
 }
 
 #[test]
 fn every_family_is_in_the_harness() {
     // The macro above lists the families by hand; this fails when one is added without a line.
-    assert_eq!(Family::ALL.len(), 8);
+    assert_eq!(Family::ALL.len(), 9);
 }
 
 #[test]
