@@ -340,3 +340,54 @@ fn a_bad_blob_at_open_is_rebuilt_and_reported() {
         );
     }
 }
+
+/// `simulate_inner_miss(1.0)`: every inner node a walk passes costs one device read; the
+/// learned path skips them. `get_if_in_memory` answers only what needs no read, and reads
+/// nothing when it cannot.
+#[test]
+fn inner_miss_simulation_and_in_memory_lookups() {
+    for enabled in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = options(enabled, 2048);
+        let store = LearnedStore::open(dir.path(), &opts).unwrap();
+        let mut model = BTreeMap::new();
+        load(&store, 20_000, &mut model);
+        store.retrain_learned().unwrap();
+        let inner_levels = u64::from(store.tree().tree().height().unwrap()) - 1;
+        assert!(inner_levels >= 2);
+        let keys: Vec<_> = model.keys().step_by(101).cloned().collect();
+        for k in &keys {
+            assert_eq!(store.get(k).unwrap().as_ref(), model.get(k)); // all resident now
+        }
+        store.checkpoint().unwrap(); // every inner page on the device (a new one has no slot)
+        store.simulate_inner_miss(1.0);
+        let before = store.stats().io.reads;
+        for k in &keys {
+            assert_eq!(store.get(k).unwrap().as_ref(), model.get(k));
+            assert_eq!(
+                store.get_if_in_memory(k).unwrap().as_ref(),
+                Some(&model.get(k).cloned())
+            );
+        }
+        let reads = store.stats().io.reads - before;
+        store.simulate_inner_miss(0.0);
+        if enabled {
+            assert_eq!(reads, 0, "the learned path read inner nodes");
+        } else {
+            // Each get walks; get_if_in_memory's resident walk is not part of the simulation.
+            assert_eq!(reads, keys.len() as u64 * inner_levels, "enabled {enabled}");
+        }
+        store.close().unwrap();
+        // Cold: nothing resident, so nothing answered and nothing read.
+        let store = LearnedStore::open(dir.path(), &opts).unwrap();
+        let before = store.stats().io.reads;
+        for k in &keys {
+            assert_eq!(
+                store.get_if_in_memory(k).unwrap(),
+                None,
+                "enabled {enabled}"
+            );
+        }
+        assert_eq!(store.stats().io.reads, before, "enabled {enabled}");
+    }
+}

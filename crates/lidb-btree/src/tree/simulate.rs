@@ -2,6 +2,7 @@
 //! set, each inner node a tree walk passes costs, with probability p, a real read of that page
 //! from the device (counted in the device's reads, its bytes thrown away), as if the node had
 //! been evicted and read back. It changes no state: the walk goes on with the resident node.
+//! A page created since the last write-back has no copy on the device yet and costs nothing.
 //! A simulation for the tail-latency experiments only; 0 turns it off.
 //!
 //! Callers: any walk (`Tree::descend`), any thread. The read holds no latch (the walk holds
@@ -32,7 +33,7 @@ impl Tree {
         let draw = (self.random() >> 11) as f64 / (1u64 << 53) as f64;
         if draw < p {
             let mut buf = vec![0u8; self.pool.page_size()];
-            // The page may have been freed since (a merge): nothing to read, nothing counted.
+            // A page freed since (a merge) or never written has no slot: nothing read.
             self.pool.file().read_page(pid, &mut buf)?;
         }
         Ok(())
