@@ -84,16 +84,25 @@ impl Learned {
     /// not the one predicted or needs a split.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let table = self.table.load();
-        if let SlotFind::Slot(i) = table.find(key)
+        let found = table.find(key);
+        if let SlotFind::Slot(i) = found
             && let Some(slot) = table.slots.get(i)
-            && let LeafWrite::Done { frame, .. } =
-                self.tree
-                    .put_in_leaf(slot.pid, slot.frame_hint(), key, value)?
         {
-            slot.set_frame_hint(frame);
-            bump(&self.counters.learned_writes);
-            self.mark_changed(&table, i);
-            return Ok(());
+            match self
+                .tree
+                .put_in_leaf(slot.pid, slot.frame_hint(), key, value)?
+            {
+                LeafWrite::Done { frame, .. } => {
+                    slot.set_frame_hint(frame);
+                    bump(&self.counters.learned_writes);
+                    self.mark_changed(&table, i);
+                    return Ok(());
+                }
+                LeafWrite::Miss => self.mispredicted(),
+                LeafWrite::Full => {}
+            }
+        } else {
+            self.mispredicted();
         }
         bump(&self.counters.fallbacks);
         self.tree.put(key, value)?;
@@ -107,15 +116,20 @@ impl Learned {
         let table = self.table.load();
         if let SlotFind::Slot(i) = table.find(key)
             && let Some(slot) = table.slots.get(i)
-            && let LeafWrite::Done { frame, found } =
-                self.tree.delete_in_leaf(slot.pid, slot.frame_hint(), key)?
         {
-            slot.set_frame_hint(frame);
-            bump(&self.counters.learned_writes);
-            if found {
-                self.mark_changed(&table, i);
+            match self.tree.delete_in_leaf(slot.pid, slot.frame_hint(), key)? {
+                LeafWrite::Done { frame, found } => {
+                    slot.set_frame_hint(frame);
+                    bump(&self.counters.learned_writes);
+                    if found {
+                        self.mark_changed(&table, i);
+                    }
+                    return Ok(found);
+                }
+                LeafWrite::Miss | LeafWrite::Full => self.mispredicted(),
             }
-            return Ok(found);
+        } else {
+            self.mispredicted();
         }
         bump(&self.counters.fallbacks);
         let found = self.tree.delete(key)?;

@@ -45,9 +45,11 @@ pub struct LearnedStats {
     pub lookups: u64,
     /// Of those, answered by the learned path.
     pub hits: u64,
-    /// The model's window held no slot covering the key, or the leaf reached did not cover it.
+    /// Gets and writes whose model window held no slot covering the key, or whose leaf reached
+    /// did not cover it.
     pub mispredictions: u64,
-    /// Gets and writes that walked the tree after trying the learned path.
+    /// Gets and writes that walked the tree after trying the learned path (writes also when
+    /// the leaf needed a split).
     pub fallbacks: u64,
     /// Leaves the learned path read from the device into UNLINKED frames.
     pub unlinked_loads: u64,

@@ -1,7 +1,7 @@
 //! Writes through the learned path: a put or delete applied to a leaf reached by page id
 //! (without its parent), when the leaf covers the key and the write needs no split. Anything
-//! else (the page is not that leaf any more, the leaf is full) answers `None`, and the caller
-//! writes through the tree walk, which splits. A delete that leaves the leaf under a quarter
+//! else (the page is not that leaf any more: `Miss`; the leaf is full: `Full`) changes
+//! nothing, and the caller writes through the tree walk, which splits. A delete that leaves the leaf under a quarter
 //! full merges it through the tree, as `Tree::delete` does.
 //!
 //! Callers: the learned path (`learned/lookup.rs`), any thread, under the checkpoint gate
@@ -19,8 +19,17 @@ use crate::node;
 pub enum LeafWrite {
     /// Applied in the leaf held by `frame`; `found`: the key was there before.
     Done { frame: u32, found: bool },
-    /// Not applied: walk the tree.
+    /// Not applied: the page is not a leaf covering the key (any more). Walk the tree.
     Miss,
+    /// Not applied: the leaf covers the key but has no room. Walk the tree (it splits).
+    Full,
+}
+
+/// What a change did to the leaf's copy.
+enum Change {
+    Stored,
+    Unchanged,
+    NoRoom,
 }
 
 impl Tree {
@@ -38,11 +47,12 @@ impl Tree {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         self.write_in_leaf(pid, frame_hint, key, |buf, pos, found| {
-            if found {
+            let fits = if found {
                 node::set_value(buf, pos, value)
             } else {
                 node::insert(buf, pos, key, value)
-            }
+            };
+            if fits { Change::Stored } else { Change::NoRoom }
         })
     }
 
@@ -59,11 +69,12 @@ impl Tree {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut underfull = false;
         let r = self.write_in_leaf(pid, frame_hint, key, |buf, pos, found| {
-            if found {
-                node::remove(buf, pos);
-                underfull = node::used_space(buf) < buf.len() / 4;
+            if !found {
+                return Change::Unchanged;
             }
-            true
+            node::remove(buf, pos);
+            underfull = node::used_space(buf) < buf.len() / 4;
+            Change::Stored
         })?;
         if underfull && matches!(r, LeafWrite::Done { found: true, .. }) {
             self.merge(key)?;
@@ -72,14 +83,14 @@ impl Tree {
     }
 
     /// Finds leaf `pid` (hint, page table, or a load into an UNLINKED frame) and applies
-    /// `change` to a copy of it under its exclusive latch; `change` returns false when the
-    /// leaf has no room (nothing is stored then).
+    /// `change` to a copy of it under its exclusive latch; the copy is stored back only when
+    /// `change` says it changed it.
     fn write_in_leaf(
         &self,
         pid: u64,
         frame_hint: Option<u32>,
         key: &[u8],
-        mut change: impl FnMut(&mut Vec<u8>, usize, bool) -> bool,
+        mut change: impl FnMut(&mut Vec<u8>, usize, bool) -> Change,
     ) -> Result<LeafWrite> {
         let mut hint = frame_hint.filter(|f| (*f as usize) < self.pool.frame_count());
         let mut buf = Vec::new();
@@ -106,7 +117,7 @@ impl Tree {
         pid: u64,
         key: &[u8],
         buf: &mut Vec<u8>,
-        change: &mut impl FnMut(&mut Vec<u8>, usize, bool) -> bool,
+        change: &mut impl FnMut(&mut Vec<u8>, usize, bool) -> Change,
     ) -> Step<LeafWrite> {
         let frame = self.pool.frame(f);
         let v = frame.latch.optimistic().ok_or(Fail::Restart)?;
@@ -127,11 +138,14 @@ impl Tree {
         let _g = frame.latch.upgrade(v).ok_or(Fail::Restart)?;
         frame.copy_out(buf);
         let (pos, found) = node::lower_bound(buf.as_slice(), key);
-        if !change(buf, pos, found) {
-            return Ok(LeafWrite::Miss); // full: the tree walk splits
+        match change(buf, pos, found) {
+            Change::NoRoom => return Ok(LeafWrite::Full),
+            Change::Unchanged => {}
+            Change::Stored => {
+                frame.store(buf);
+                frame.set_dirty(true);
+            }
         }
-        frame.store(buf);
-        frame.set_dirty(true);
         Ok(LeafWrite::Done { frame: f, found })
     }
 }
