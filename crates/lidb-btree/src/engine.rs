@@ -13,7 +13,13 @@
 //! is logged (synced with `sync`) and applied to the tree. A checkpoint switches the log, writes
 //! the tree's checkpoint at the switch LSN, then removes the old logs.
 //!
-//! Threads: every method takes `&self` and may be called from any thread at once.
+//! Gets, puts and deletes go through the learned leaf path (`learned/`: a mapping table of the
+//! leaves and a model over it, the tree walk as fallback) unless `LearnedOptions::enabled` is
+//! false; the table and model are saved with every checkpoint and loaded at open. Until the
+//! log's replay at open is done, writes walk the tree.
+//!
+//! Threads: every method takes `&self` and may be called from any thread at once. With the
+//! learned path on, two background threads retrain it; `close` and drop stop them first.
 //!
 //! The tree's file is opened before the store takes `LOCK`. Opening a tree only reads (the
 //! provider has nothing dirty to write back until the replay), so a second process that opens

@@ -442,3 +442,39 @@ fn figures() {
         );
     }
 }
+
+/// With the default tolerance, mispredictions from a model forced wrong wake the background
+/// thread, which retrains and publishes a right table: lookups then hit again.
+#[test]
+fn a_wrong_model_is_retrained_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = LearnedStore::open(dir.path(), &options(true, 256)).unwrap();
+    let mut model = BTreeMap::new();
+    load(&store, 6000, &mut model);
+    store.retrain_learned().unwrap();
+    store.publish_shifted_model_for_test(60).unwrap();
+    let retrains = store.learned_stats().table_retrains;
+    let keys: Vec<_> = model.keys().step_by(7).cloned().collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        for k in &keys {
+            assert_eq!(store.get(k).unwrap().as_ref(), model.get(k));
+        }
+        if store.learned_stats().table_retrains > retrains {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no retraining after mispredictions: {:?}",
+            store.learned_stats()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let before = store.learned_stats();
+    for k in &keys {
+        assert_eq!(store.get(k).unwrap().as_ref(), model.get(k));
+    }
+    let after = store.learned_stats();
+    assert_eq!(after.hits - before.hits, keys.len() as u64, "{after:?}");
+    assert_eq!(after.mispredictions, before.mispredictions);
+}
