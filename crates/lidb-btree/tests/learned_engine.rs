@@ -266,6 +266,17 @@ fn a_reopened_store_serves_learned_lookups_reading_leaves_only() {
         "{:?}",
         store.learned_source()
     );
+    assert_eq!(store.learned_stats().error_bound, 32);
+    drop(store);
+    // A reopen with another error bound retrains the model over the loaded slots (no read).
+    let mut opts = opts;
+    opts.learned.error_bound = 64;
+    let store = LearnedStore::open(dir.path(), &opts).unwrap();
+    assert!(matches!(
+        store.learned_source(),
+        LearnedSource::Loaded { .. }
+    ));
+    assert_eq!(store.learned_stats().error_bound, 64);
     let reads_before = store.stats().io.reads;
     let keys: Vec<_> = model.keys().step_by(97).cloned().collect();
     for k in &keys {

@@ -65,6 +65,8 @@ pub struct LearnedStats {
     pub training_ns: u64,
     /// Slots of the table published now.
     pub slots: u64,
+    /// The error bound (in slots) of the model published now.
+    pub error_bound: u64,
 }
 
 /// Where the table served after open came from.
@@ -146,6 +148,16 @@ impl Learned {
         } else {
             blob::decode(blob).map_err(|e| format!("the learned blob is damaged ({e})"))
         };
+        // A blob trained with another error bound: the model is retrained over its slots (no
+        // I/O), so a sweep of the bound across reopens measures the bound asked for.
+        let decoded = decoded.and_then(|t| {
+            if t.model().boundary() == opts.error_bound.max(2) {
+                Ok(t)
+            } else {
+                Table::build(t.leaf_refs(), opts.error_bound)
+                    .map_err(|e| format!("retraining the loaded table: {e}"))
+            }
+        });
         let (table, source) = match decoded {
             Ok(t) => {
                 let slots = t.slots.len() as u64;
@@ -184,6 +196,7 @@ impl Learned {
 
     pub fn stats(&self) -> LearnedStats {
         let c = &self.counters;
+        let table = self.table.load();
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         LearnedStats {
             lookups: get(&c.lookups),
@@ -196,7 +209,8 @@ impl Learned {
             table_retrains: get(&c.table_retrains),
             leaf_refits: get(&c.leaf_refits),
             training_ns: get(&c.training_ns),
-            slots: self.table.load().slots.len() as u64,
+            slots: table.slots.len() as u64,
+            error_bound: table.model().boundary(),
         }
     }
 

@@ -114,6 +114,18 @@ impl Table {
         self.shift_for_test = shift;
     }
 
+    /// The leaves of the table (page ids, fences, frame hints).
+    pub fn leaf_refs(&self) -> Vec<LeafRef> {
+        self.slots
+            .iter()
+            .map(|s| LeafRef {
+                upper: s.upper.clone(),
+                pid: s.pid,
+                frame: s.frame_hint(),
+            })
+            .collect()
+    }
+
     /// The slot's lower fence (exclusive; `None`: minus infinity).
     pub fn lower(&self, i: usize) -> Option<&[u8]> {
         i.checked_sub(1)
