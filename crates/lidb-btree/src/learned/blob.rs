@@ -175,6 +175,24 @@ mod tests {
         }
     }
 
+    /// Writes the version-1 fixture when `LIDB_WRITE_FIXTURES` is set; always checks that
+    /// it still decodes to the table it was made from (STYLE 3: old formats keep opening).
+    #[test]
+    fn version_1_fixture_still_decodes() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/learned-blob-v1.bin");
+        if std::env::var_os("LIDB_WRITE_FIXTURES").is_some() {
+            std::fs::write(path, encode(&table(57))).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let t = decode(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        let want = table(57);
+        assert_eq!(t.slots.len(), want.slots.len());
+        for (a, b) in t.slots.iter().zip(&want.slots) {
+            assert_eq!((&a.upper, a.pid), (&b.upper, b.pid));
+        }
+        assert_eq!(t.model().boundary(), 32);
+    }
+
     /// A body with its checksum made right again, so the structure checks behind it run.
     fn resealed(mut body: Vec<u8>) -> Vec<u8> {
         let crc = crc32c::crc32c(&body);
