@@ -179,7 +179,10 @@ mod tests {
     /// it still decodes to the table it was made from (STYLE 3: old formats keep opening).
     #[test]
     fn version_1_fixture_still_decodes() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/learned-blob-v1.bin");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/learned-blob-v1.bin"
+        );
         if std::env::var_os("LIDB_WRITE_FIXTURES").is_some() {
             std::fs::write(path, encode(&table(57))).unwrap_or_else(|e| panic!("{e}"));
         }
