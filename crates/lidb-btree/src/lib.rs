@@ -14,7 +14,9 @@
 //! - `node.rs`: slotted nodes with fence keys and a per-leaf linear model
 //!   (docs/format/btree-node.md);
 //! - `tree/`: the B+-tree over the pool (walks, `smo.rs` splits and merges, `cooling.rs` the
-//!   provider's half, `bulk.rs`, `leaf.rs` the learned path's entry points);
+//!   provider's half, `bulk.rs`, the learned path's entry points: `leaf.rs` leaves from their
+//!   parents and probes by page id, `leaf_write.rs` writes by page id, `resident.rs` lookups
+//!   that read nothing; `simulate.rs` the inner-miss simulation);
 //! - `btree.rs`: the tree's handle (`BTree`, `Options`) and the provider thread;
 //! - `wal/`: the logical write-ahead log (record payloads, log files and `WALSTATE`, group
 //!   commit over lidb-lsm's record log, reading logs back);
