@@ -159,6 +159,11 @@ impl BTree {
         &self.tree
     }
 
+    /// The tree, shared (the learned path's threads hold it).
+    pub(crate) fn shared_tree(&self) -> Arc<Tree> {
+        self.tree.clone()
+    }
+
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         self.tree.get(key)
     }

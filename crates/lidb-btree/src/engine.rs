@@ -13,20 +13,27 @@
 //! is logged (synced with `sync`) and applied to the tree. A checkpoint switches the log, writes
 //! the tree's checkpoint at the switch LSN, then removes the old logs.
 //!
-//! Threads: every method takes `&self` and may be called from any thread at once.
+//! Gets, puts and deletes go through the learned leaf path (`learned/`: a mapping table of the
+//! leaves and a model over it, the tree walk as fallback) unless `LearnedOptions::enabled` is
+//! false; the table and model are saved with every checkpoint and loaded at open. Until the
+//! log's replay at open is done, writes walk the tree.
+//!
+//! Threads: every method takes `&self` and may be called from any thread at once. With the
+//! learned path on, two background threads retrain it; `close` and drop stop them first.
 //!
 //! The tree's file is opened before the store takes `LOCK`. Opening a tree only reads (the
 //! provider has nothing dirty to write back until the replay), so a second process that opens
 //! the same directory fails at the lock before it changes a byte.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use lidb_lsm::storage::Storage;
 use lidb_lsm::storage::fs::FsStorage;
 
 use crate::btree::{BTree, Options, Stats};
 use crate::error::{Error, Result};
+use crate::learned::{Learned, LearnedSource, LearnedStats, Trainers};
 use crate::store::{BTreeStore, CheckpointInfo, CheckpointTarget, WalOptions, WalRecovery};
 
 /// The page file's name in the engine's directory.
@@ -63,10 +70,12 @@ impl Default for LearnedOptions {
     }
 }
 
-/// The tree as the log's checkpoint target.
+/// The tree as the log's checkpoint target. Once the learned path is set (after the log's
+/// replay at open), gets and writes go through it; before, and with it off, they walk the tree.
 #[derive(Debug)]
 pub struct TreeTarget {
     tree: BTree,
+    learned: OnceLock<Arc<Learned>>,
 }
 
 impl TreeTarget {
@@ -77,15 +86,24 @@ impl TreeTarget {
 
 impl CheckpointTarget for TreeTarget {
     fn apply_put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.tree.put(key, value)
+        match self.learned.get() {
+            Some(l) => l.put(key, value),
+            None => self.tree.put(key, value),
+        }
     }
 
     fn apply_delete(&self, key: &[u8]) -> Result<bool> {
-        self.tree.delete(key)
+        match self.learned.get() {
+            Some(l) => l.delete(key),
+            None => self.tree.delete(key),
+        }
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.tree.get(key)
+        match self.learned.get() {
+            Some(l) => l.get(key),
+            None => self.tree.get(key),
+        }
     }
 
     fn scan(
@@ -127,12 +145,15 @@ impl CheckpointTarget for TreeTarget {
     }
 }
 
-/// An open engine: the tree under its log. (The learned leaf path is not built yet: every
-/// lookup walks the tree.)
+/// An open engine: the tree under its log, with the learned leaf path (`learned/`) in front of
+/// the tree walk unless `LearnedOptions::enabled` is false.
 #[derive(Debug)]
 pub struct LearnedStore {
+    // Declared first: the trainers stop before the store drops.
+    trainers: Trainers,
     store: BTreeStore<TreeTarget>,
     dir: PathBuf,
+    learned_source: LearnedSource,
 }
 
 impl LearnedStore {
@@ -157,11 +178,119 @@ impl LearnedStore {
         } else {
             BTree::create(&path, &opts.tree)?
         };
-        let store = BTreeStore::open(storage, dir, TreeTarget { tree }, opts.wal.clone())?;
+        let target = TreeTarget {
+            tree,
+            learned: OnceLock::new(),
+        };
+        let store = BTreeStore::open(storage, dir, target, opts.wal.clone())?;
+        if !opts.learned.enabled {
+            return Ok(LearnedStore {
+                trainers: Trainers::default(),
+                store,
+                dir: dir.to_path_buf(),
+                learned_source: LearnedSource::Disabled,
+            });
+        }
+        let tree = store.target().tree.shared_tree();
+        let blob = store.loaded_checkpoint().extra.clone();
+        let (learned, learned_source) = Learned::open(tree, &opts.learned, &blob)?;
+        let hook = learned.clone();
+        store.set_checkpoint_extra(Box::new(move || hook.encode()));
+        let trainers = Trainers::start(&learned).map_err(|source| Error::Io {
+            file: "learned-path threads".into(),
+            source,
+        })?;
+        let _ = store.target().learned.set(learned);
         Ok(LearnedStore {
+            trainers,
             store,
             dir: dir.to_path_buf(),
+            learned_source,
         })
+    }
+
+    fn learned(&self) -> Option<&Arc<Learned>> {
+        self.store.target().learned.get()
+    }
+
+    /// The learned path's counters (zeros but `smos` when it is off).
+    pub fn learned_stats(&self) -> LearnedStats {
+        match self.learned() {
+            Some(l) => l.stats(),
+            None => LearnedStats {
+                smos: self.tree().tree().smo_count(),
+                ..LearnedStats::default()
+            },
+        }
+    }
+
+    /// Where the learned path's table came from at open (the blob, or the tree and why).
+    pub fn learned_source(&self) -> &LearnedSource {
+        &self.learned_source
+    }
+
+    /// The value of `key` if it can be had with no device read (`Some(answer)`): a resident
+    /// leaf through the table, or a walk over resident nodes only. `None`: a read would be
+    /// needed, and nothing was read.
+    pub fn get_if_in_memory(&self, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+        match self.learned() {
+            Some(l) => l.get_if_in_memory(key),
+            None => self.tree().tree().get_resident(key),
+        }
+    }
+
+    /// A simulation (the paper's section III): from now on each inner node a tree walk passes
+    /// costs, with `probability`, a real read of its page from the device (counted in the
+    /// device's reads), as if it had been evicted; 0 turns it off. The learned path's lookups
+    /// skip inner nodes, so they pay it only when they fall back.
+    pub fn simulate_inner_miss(&self, probability: f64) {
+        self.tree().tree().set_inner_miss_probability(probability);
+    }
+
+    /// Rebuilds the mapping table and model from the tree now and publishes them (the
+    /// background thread does this on its own when mispredictions pass the tolerance).
+    pub fn retrain_learned(&self) -> Result<()> {
+        match self.learned() {
+            Some(l) => l.retrain_table(),
+            None => Ok(()),
+        }
+    }
+
+    /// Refits the in-leaf models of resident leaves written since the last refit now; returns
+    /// how many (the background thread does this on its own).
+    pub fn refit_changed_leaves(&self) -> Result<u64> {
+        match self.learned() {
+            Some(l) => l.refit_changed_leaves(),
+            None => Ok(0),
+        }
+    }
+
+    /// Test hook: publishes a table whose model windows are off by `shift` slots.
+    #[doc(hidden)]
+    pub fn publish_shifted_model_for_test(&self, shift: i64) -> Result<()> {
+        match self.learned() {
+            Some(l) => l.publish_shifted_for_test(shift),
+            None => Ok(()),
+        }
+    }
+
+    /// Test hook: publishes a table whose page ids are rotated by `by` slots.
+    #[doc(hidden)]
+    pub fn publish_rotated_pids_for_test(&self, by: usize) -> Result<()> {
+        match self.learned() {
+            Some(l) => l.publish_rotated_pids_for_test(by),
+            None => Ok(()),
+        }
+    }
+
+    /// Test hook: the learned path's probes skip the leaf's fence check (a broken protocol).
+    #[doc(hidden)]
+    pub fn set_skip_fence_check_for_test(&self, on: bool) {
+        self.tree()
+            .tree()
+            .sabotage
+            .skip_fence_check
+            .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn dir(&self) -> &Path {
@@ -225,6 +354,7 @@ impl LearnedStore {
     /// Closes cleanly: checkpoints when the options say so, syncs the log and records its
     /// length, so a shorter log at the next open is damage.
     pub fn close(self) -> Result<()> {
+        self.trainers.stop();
         self.store.close()
     }
 }

@@ -14,7 +14,9 @@
 //! - `node.rs`: slotted nodes with fence keys and a per-leaf linear model
 //!   (docs/format/btree-node.md);
 //! - `tree/`: the B+-tree over the pool (walks, `smo.rs` splits and merges, `cooling.rs` the
-//!   provider's half, `bulk.rs`, `leaf.rs` the learned path's entry points);
+//!   provider's half, `bulk.rs`, the learned path's entry points: `leaf.rs` leaves from their
+//!   parents and probes by page id, `leaf_write.rs` writes by page id, `resident.rs` lookups
+//!   that read nothing; `simulate.rs` the inner-miss simulation);
 //! - `btree.rs`: the tree's handle (`BTree`, `Options`) and the provider thread;
 //! - `wal/`: the logical write-ahead log (record payloads, log files and `WALSTATE`, group
 //!   commit over lidb-lsm's record log, reading logs back);
@@ -24,7 +26,10 @@
 //! - `engine.rs`: [`LearnedStore`], the engine users open: the tree under the log in one
 //!   directory;
 //! - `testing.rs`: `MemTarget`, an in-memory stand-in target for tests of the durability layer;
-//! - *planned* `learned/`: the leaf mapping table, its model, and retraining.
+//! - `learned/`: the learned leaf path: the leaf mapping table (fences, page ids, frame hints)
+//!   filled from the leaves' parents, its model (lidb-index's RadixSpline over key images), the
+//!   lookups and writes through it with the tree walk as fallback, the two retraining threads,
+//!   and the table's checkpoint blob (docs/format/btree-learned.md).
 //!
 //! Use (the write-ahead log and the benchmarks build on this):
 //!
@@ -58,6 +63,7 @@ pub mod device;
 mod engine;
 mod error;
 pub mod latch;
+mod learned;
 pub mod node;
 pub mod page;
 pub mod pagefile;
@@ -70,7 +76,8 @@ pub use btree::{BTree, Options, Stats};
 pub use buffer::PoolStats;
 pub use device::{FileDevice, IoCounters, MemDevice, PageDevice};
 pub use engine::{LearnedOptions, LearnedStore, LearnedStoreOptions, PAGE_FILE_NAME, TreeTarget};
-pub use tree::{LeafGuard, LeafProbe, LeafRef, Tree};
+pub use learned::{LearnedSource, LearnedStats};
+pub use tree::{LeafGuard, LeafProbe, LeafRef, LeafWrite, Tree};
 
 pub use error::{Error, Result, io_err};
 pub use store::{BTreeStore, CheckpointInfo, CheckpointTarget, WalOptions, WalRecovery};

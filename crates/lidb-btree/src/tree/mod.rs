@@ -26,6 +26,9 @@
 mod bulk;
 pub(crate) mod cooling;
 mod leaf;
+mod leaf_write;
+mod resident;
+mod simulate;
 mod smo;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -39,6 +42,7 @@ use crate::page::PageKind;
 use crate::pagefile::{CheckpointInfo, PageFile};
 
 pub use leaf::{LeafGuard, LeafProbe, LeafRef};
+pub use leaf_write::LeafWrite;
 
 /// Why a step of a tree operation did not finish.
 #[derive(Debug)]
@@ -115,6 +119,8 @@ pub(crate) enum Target<'a> {
 #[derive(Debug, Default)]
 pub(crate) struct Sabotage {
     pub skip_leaf_validation: AtomicBool,
+    /// The learned path's probes skip the leaf's fence check (`leaf.rs`).
+    pub skip_fence_check: AtomicBool,
 }
 
 /// The tree: the pool, the root slot, the page id counter, the checkpoint gate.
@@ -130,6 +136,10 @@ pub struct Tree {
     max_value: usize,
     rng: AtomicU64,
     pub(crate) sabotage: Sabotage,
+    /// Splits and merges done (the learned path's retraining trigger reads it).
+    smo_count: AtomicU64,
+    /// The inner-miss simulation's probability, as f64 bits (0: off); see `simulate.rs`.
+    pub(crate) inner_miss_bits: AtomicU64,
 }
 
 impl Tree {
@@ -153,6 +163,8 @@ impl Tree {
             max_value: page_size / 4,
             rng: AtomicU64::new(0x9e37_79b9_7f4a_7c15),
             sabotage: Sabotage::default(),
+            smo_count: AtomicU64::new(0),
+            inner_miss_bits: AtomicU64::new(0),
         };
         match checkpoint {
             Some(info) => {
@@ -275,6 +287,7 @@ impl Tree {
             };
             word = node::child(words, pos);
             restart_unless(frame.latch.validate(v))?;
+            self.simulate_inner_miss(frame.pid())?;
             parent = Parent::Node {
                 frame: f,
                 version: v,
@@ -521,6 +534,15 @@ impl Tree {
         x ^= x << 17;
         self.rng.store(x, Ordering::Relaxed);
         x
+    }
+
+    /// Splits and merges done since the tree was opened.
+    pub fn smo_count(&self) -> u64 {
+        self.smo_count.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn count_smo(&self) {
+        self.smo_count.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Pages the tree has handed out ids for (live or merged away).

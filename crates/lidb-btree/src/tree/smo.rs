@@ -29,6 +29,9 @@ impl Tree {
     pub(crate) fn split(&self, key: &[u8], level: u8) -> Result<()> {
         let mut reserved: Vec<u32> = Vec::new();
         let result = retry(|| self.split_step(key, level, &mut reserved));
+        if result.is_ok() {
+            self.count_smo();
+        }
         for f in reserved {
             self.pool.release_reserved(f);
         }
@@ -218,6 +221,7 @@ impl Tree {
         let right_pid = right.pid();
         self.pool.discard(rf);
         self.pool.file().free_page(right_pid);
+        self.count_smo();
         Ok(if node::count(pbuf.as_slice()) == 0 {
             Merged::ParentEmpty
         } else if node::used_space(&pbuf) < page_size / 4 {

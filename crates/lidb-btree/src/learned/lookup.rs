@@ -1,0 +1,144 @@
+//! The learned path's operations: predict the slot, check it against the table's fences (no
+//! I/O), reach the leaf by its frame hint or page id (loading it UNLINKED if needed), check the
+//! leaf's own fences, answer; on any mismatch count a misprediction and walk the tree.
+//!
+//! Callers: the engine's target (`engine.rs`), any thread. The table snapshot is held only for
+//! the lookup; no lock is held while the tree is called.
+
+use std::sync::atomic::Ordering;
+
+use super::table::SlotFind;
+use super::{Learned, bump};
+use crate::error::Result;
+use crate::tree::{LeafProbe, LeafWrite};
+
+/// What the learned path did with a lookup.
+enum Reached {
+    /// Answered from the leaf.
+    Answer(Option<Vec<u8>>),
+    /// The leaf is not resident and no read was allowed.
+    NotResident,
+    /// Mispredicted (counted): walk the tree.
+    Miss,
+}
+
+impl Learned {
+    /// The value of `key`: the learned path, the tree walk when it misses.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        match self.reach(key, true)? {
+            Reached::Answer(v) => Ok(v),
+            Reached::NotResident | Reached::Miss => {
+                bump(&self.counters.fallbacks);
+                self.tree.get(key)
+            }
+        }
+    }
+
+    /// The value of `key` if it can be found with no device read: `None` when a read would be
+    /// needed (nothing is read then).
+    pub fn get_if_in_memory(&self, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+        match self.reach(key, false)? {
+            Reached::Answer(v) => Ok(Some(v)),
+            Reached::NotResident | Reached::Miss => self.tree.get_resident(key),
+        }
+    }
+
+    fn reach(&self, key: &[u8], may_load: bool) -> Result<Reached> {
+        bump(&self.counters.lookups);
+        let table = self.table.load();
+        let slot = match table.find(key) {
+            SlotFind::Slot(i) => table.slots.get(i),
+            SlotFind::Miss => None,
+        };
+        let Some(slot) = slot else {
+            self.mispredicted();
+            return Ok(Reached::Miss);
+        };
+        let probe = match self.tree.probe_resident(slot.pid, slot.frame_hint(), key)? {
+            Some(p) => p,
+            None if !may_load => return Ok(Reached::NotResident),
+            None => {
+                bump(&self.counters.unlinked_loads);
+                self.tree.probe_leaf(slot.pid, None, key)?
+            }
+        };
+        match probe {
+            LeafProbe::Found { value, frame } => {
+                slot.set_frame_hint(frame);
+                bump(&self.counters.hits);
+                Ok(Reached::Answer(Some(value)))
+            }
+            LeafProbe::Absent { frame } => {
+                slot.set_frame_hint(frame);
+                bump(&self.counters.hits);
+                Ok(Reached::Answer(None))
+            }
+            LeafProbe::Miss => {
+                self.mispredicted();
+                Ok(Reached::Miss)
+            }
+        }
+    }
+
+    /// Sets `key` to `value` in its leaf through the table; the tree's put when the leaf is
+    /// not the one predicted or needs a split.
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let table = self.table.load();
+        let found = table.find(key);
+        if let SlotFind::Slot(i) = found
+            && let Some(slot) = table.slots.get(i)
+        {
+            match self
+                .tree
+                .put_in_leaf(slot.pid, slot.frame_hint(), key, value)?
+            {
+                LeafWrite::Done { frame, .. } => {
+                    slot.set_frame_hint(frame);
+                    bump(&self.counters.learned_writes);
+                    self.mark_changed(&table, i);
+                    return Ok(());
+                }
+                LeafWrite::Miss => self.mispredicted(),
+                LeafWrite::Full => {}
+            }
+        } else {
+            self.mispredicted();
+        }
+        bump(&self.counters.fallbacks);
+        self.tree.put(key, value)?;
+        self.mark_changed(&table, table.slot_of(key));
+        Ok(())
+    }
+
+    /// Removes `key` through the table; the tree's delete when the leaf is not the one
+    /// predicted. Returns whether it was present.
+    pub fn delete(&self, key: &[u8]) -> Result<bool> {
+        let table = self.table.load();
+        if let SlotFind::Slot(i) = table.find(key)
+            && let Some(slot) = table.slots.get(i)
+        {
+            match self.tree.delete_in_leaf(slot.pid, slot.frame_hint(), key)? {
+                LeafWrite::Done { frame, found } => {
+                    slot.set_frame_hint(frame);
+                    bump(&self.counters.learned_writes);
+                    if found {
+                        self.mark_changed(&table, i);
+                    }
+                    return Ok(found);
+                }
+                LeafWrite::Miss | LeafWrite::Full => self.mispredicted(),
+            }
+        } else {
+            self.mispredicted();
+        }
+        bump(&self.counters.fallbacks);
+        let found = self.tree.delete(key)?;
+        self.mark_changed(&table, table.slot_of(key));
+        Ok(found)
+    }
+
+    /// Whether the background threads were asked to stop.
+    pub(super) fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}

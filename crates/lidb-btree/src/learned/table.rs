@@ -1,0 +1,186 @@
+//! The leaf mapping table and the model over it (the paper's section IV-A/B): one slot per
+//! leaf, in key order, holding its boundary (upper fence, inclusive) key, its page id and a
+//! frame hint; the lower fence of slot `i` is slot `i - 1`'s upper fence, so the fences of
+//! every leaf, resident or evicted, stay in memory. A lidb-index model over the slots' key
+//! images predicts a window of at most `error_bound` slots for a key.
+//!
+//! Invariants (of a table as built; the tree may have changed since, which the fence checks on
+//! the lookup path catch):
+//! 1. slots are sorted by upper fence, strictly; only the last slot's is `None` (infinite);
+//! 2. the model was built over the slots' images (`image(prefix, upper)`, `u64::MAX` for the
+//!    last; non-decreasing by 1 and the image's order), so its window holds the first slot
+//!    whose image is at least the key's image.
+//!
+//! A table is immutable once published except for its frame hints (relaxed atomics, checked
+//! against the frame's page id before use: the paper's lazy update) and its changed-leaf
+//! marks (read by the in-leaf retraining thread).
+
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use lidb_index::{Family, LearnedIndex, Params};
+
+use super::image::{common_prefix, image};
+use crate::error::{Error, Result};
+use crate::tree::LeafRef;
+
+/// "No frame" in a slot's hint.
+const NO_FRAME: u32 = u32::MAX;
+
+/// One leaf of the table.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    pub upper: Option<Vec<u8>>,
+    pub pid: u64,
+    frame: AtomicU32,
+    /// Written through since the last in-leaf refit (the refit thread's work list).
+    pub changed: AtomicBool,
+}
+
+impl Slot {
+    pub fn frame_hint(&self) -> Option<u32> {
+        let f = self.frame.load(Ordering::Relaxed);
+        (f != NO_FRAME).then_some(f)
+    }
+
+    pub fn set_frame_hint(&self, f: u32) {
+        self.frame.store(f, Ordering::Relaxed);
+    }
+}
+
+/// The mapping table and its model.
+#[derive(Debug)]
+pub(crate) struct Table {
+    pub slots: Vec<Slot>,
+    pub prefix: Vec<u8>,
+    model: Box<dyn LearnedIndex>,
+    /// Test hook: the model's windows are moved by this many slots (a model forced wrong).
+    shift_for_test: i64,
+}
+
+/// Where the table sends a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SlotFind {
+    /// The slot whose fences (in the table) cover the key.
+    Slot(usize),
+    /// No slot of the model's window covers the key (the model is wrong for it, or image ties
+    /// spread further than the window).
+    Miss,
+}
+
+impl Table {
+    /// A table over `leaves` (from `Tree::leaf_parents`) with a model of `error_bound` slots.
+    pub fn build(leaves: Vec<LeafRef>, error_bound: u64) -> Result<Table> {
+        let prefix = common_prefix(leaves.iter().filter_map(|l| l.upper.as_deref()));
+        let model = train(&prefix, &leaves, error_bound)?;
+        Self::with_model(leaves, prefix, model)
+    }
+
+    /// A table over `leaves` with a model decoded from a blob (checked against the slots).
+    pub fn with_model(
+        leaves: Vec<LeafRef>,
+        prefix: Vec<u8>,
+        model: Box<dyn LearnedIndex>,
+    ) -> Result<Table> {
+        let images = images_of(&prefix, &leaves);
+        if model.key_count() != images.len() as u64 || images.is_empty() {
+            return Err(Error::InvalidOption(format!(
+                "model over {} keys for a table of {} slots",
+                model.key_count(),
+                images.len()
+            )));
+        }
+        let slots = leaves
+            .into_iter()
+            .map(|l| Slot {
+                upper: l.upper,
+                pid: l.pid,
+                frame: AtomicU32::new(l.frame.unwrap_or(NO_FRAME)),
+                changed: AtomicBool::new(false),
+            })
+            .collect();
+        Ok(Table {
+            slots,
+            prefix,
+            model,
+            shift_for_test: 0,
+        })
+    }
+
+    pub fn model(&self) -> &dyn LearnedIndex {
+        self.model.as_ref()
+    }
+
+    pub fn set_shift_for_test(&mut self, shift: i64) {
+        self.shift_for_test = shift;
+    }
+
+    /// The leaves of the table (page ids, fences, frame hints).
+    pub fn leaf_refs(&self) -> Vec<LeafRef> {
+        self.slots
+            .iter()
+            .map(|s| LeafRef {
+                upper: s.upper.clone(),
+                pid: s.pid,
+                frame: s.frame_hint(),
+            })
+            .collect()
+    }
+
+    /// The slot's lower fence (exclusive; `None`: minus infinity).
+    pub fn lower(&self, i: usize) -> Option<&[u8]> {
+        i.checked_sub(1)
+            .and_then(|p| self.slots.get(p))
+            .and_then(|s| s.upper.as_deref())
+    }
+
+    /// Predicts the slot of `key`: the model's window, then a search by key bytes inside it
+    /// (binary, over at most `error_bound` slots), then the check of the found slot's lower
+    /// fence. Never reads a leaf.
+    pub fn find(&self, key: &[u8]) -> SlotFind {
+        let n = self.slots.len();
+        let b = self.model.search(image(&self.prefix, key));
+        let shift = |x: u64| {
+            (x as i64)
+                .saturating_add(self.shift_for_test)
+                .clamp(0, n as i64)
+        };
+        let (lo, hi) = (shift(b.lo) as usize, shift(b.hi) as usize);
+        let Some(window) = self.slots.get(lo..hi) else {
+            return SlotFind::Miss;
+        };
+        let i = lo + window.partition_point(|s| s.upper.as_deref().is_some_and(|u| u < key));
+        if i >= hi {
+            return SlotFind::Miss; // every slot of the window ends below the key
+        }
+        if self.lower(i).is_some_and(|l| l >= key) {
+            return SlotFind::Miss; // the window starts above the key
+        }
+        SlotFind::Slot(i)
+    }
+
+    /// The slot whose table fences cover `key`, by binary search over all slots (no model):
+    /// marks a leaf changed by a write without trusting the model.
+    pub fn slot_of(&self, key: &[u8]) -> usize {
+        self.slots
+            .partition_point(|s| s.upper.as_deref().is_some_and(|u| u < key))
+            .min(self.slots.len().saturating_sub(1))
+    }
+}
+
+fn images_of(prefix: &[u8], leaves: &[LeafRef]) -> Vec<u64> {
+    leaves
+        .iter()
+        .map(|l| l.upper.as_deref().map_or(u64::MAX, |u| image(prefix, u)))
+        .collect()
+}
+
+/// Trains the model (RadixSpline, as the authors' code) over the slots' images.
+pub(crate) fn train(
+    prefix: &[u8],
+    leaves: &[LeafRef],
+    error_bound: u64,
+) -> Result<Box<dyn LearnedIndex>> {
+    let images = images_of(prefix, leaves);
+    lidb_index::build(Family::Rs, &images, &Params::new(error_bound.max(2)))
+        .map_err(|e| Error::InvalidOption(format!("training the leaf model: {e}")))
+}
