@@ -217,6 +217,25 @@ impl LearnedStore {
         self.store.recovery_report()
     }
 
+    /// Placeholder until the learned path lands (the learned-path branch replaces it): the
+    /// memory-only read of `key`, `Some(answer)` when it needs no device read. Until then it
+    /// always answers `None` ("would have to read") and reads nothing, which is true of every
+    /// key, if never the best answer.
+    pub fn get_if_in_memory(&self, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
+        let _ = key;
+        Ok(None)
+    }
+
+    /// Placeholder until the learned path lands (the learned-path branch replaces it): the
+    /// paper's simulated inner-node miss. Not built yet, so it refuses rather than run an
+    /// experiment that silently simulates nothing.
+    pub fn simulate_inner_miss(&self, probability: f64) -> Result<()> {
+        Err(Error::InvalidOption(format!(
+            "the simulated inner-node miss (probability {probability}) is not built yet \
+             (it comes with the learned path)"
+        )))
+    }
+
     /// The store under this engine (its checkpoint blob hook, its loaded checkpoint).
     pub fn store(&self) -> &BTreeStore<TreeTarget> {
         &self.store
