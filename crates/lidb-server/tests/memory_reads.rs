@@ -41,7 +41,12 @@ fn get_all(c: &mut redis::Connection, n: u64) {
 
 #[test]
 fn pipelines_mixing_reads_and_writes_answer_in_order() {
-    for (engine, memory_reads) in [("lsm", true), ("lsm", false), ("finedex", true)] {
+    for (engine, memory_reads) in [
+        ("lsm", true),
+        ("lsm", false),
+        ("finedex", true),
+        ("learnedstore", true),
+    ] {
         let config = ServerConfig {
             memory_reads,
             ..ServerConfig::default()
@@ -85,7 +90,10 @@ fn pipelines_mixing_reads_and_writes_answer_in_order() {
             "{engine} {memory_reads}"
         );
         let counted = answered_in_memory(&mut c);
-        if memory_reads {
+        if engine == "learnedstore" {
+            // Its memory-only read is a placeholder (always "would have to read") until the
+            // learned path lands; the replies above are what matters here.
+        } else if memory_reads {
             assert!(counted >= 2, "{engine}: {counted} reads answered in memory");
         } else {
             assert_eq!(counted, 0, "{engine}: the option is off");
