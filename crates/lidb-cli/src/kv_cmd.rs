@@ -93,7 +93,7 @@ pub struct KvArgs {
     #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
     checkpoint_log_bytes: u64,
     /// learnedstore, btree: bytes of the buffer pool, the tree's pages in memory (e.g. 8MiB,
-    /// 1GiB; at least 16 pages). The default is the LSM engines' default block cache, so the
+    /// 1GiB; a smaller pool than 16 pages is raised to 16). The default is the LSM engines' default block cache, so the
     /// read caches match; the LSMs also hold a 64MiB memtable, which the tree has no
     /// counterpart of.
     #[arg(long, default_value = "8MiB", value_parser = crate::size::parse_size)]
