@@ -1,7 +1,8 @@
 //! The conformance harness of the benchmark engine trait: every engine `engines::names()` offers
 //! (rocksdb too when built with `--features rocksdb`) runs the same random puts, overwrites,
-//! deletes, gets, scans, GCs and reopens, checked against a BTreeMap; then what finedex's
-//! mapping of the trait promises (gc is a checkpoint, ignored options are said).
+//! deletes, gets, scans, GCs and reopens, checked against a BTreeMap (learnedstore and btree
+//! among them); then what finedex's and LearnedStore's mappings of the trait promise (gc is a
+//! checkpoint, ignored options are said).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -77,7 +78,7 @@ fn every_engine_matches_a_btreemap() {
 #[test]
 fn unknown_and_missing_engines_are_one_line_errors() {
     let dir = std::env::temp_dir().join("lidb-engines-none");
-    let e = engines::open("btree", &config(dir.clone()))
+    let e = engines::open("bplustree", &config(dir.clone()))
         .err()
         .map(|e| e.to_string());
     assert!(e.is_some_and(|m| m.contains("unknown engine") && !m.contains('\n')));
@@ -144,4 +145,72 @@ fn finedex_gc_is_a_checkpoint_and_its_notes_say_what_it_ignores() {
     assert_eq!(engine.get(b"k0499").unwrap(), Some(vec![3; 100]));
     drop(engine);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// learnedstore and btree: gc() is a checkpoint (the logs it covers removed, every answer kept
+/// across a reopen), the page file is lsm_bytes and the logs vlog_bytes, the pool's resident
+/// frames are the cache memory, convert is refused, and the notes name what is ignored and
+/// what is not counted.
+#[test]
+fn learnedstore_and_btree_gc_is_a_checkpoint_and_their_notes_say_what_they_ignore() {
+    for name in ["learnedstore", "btree"] {
+        let dir =
+            std::env::temp_dir().join(format!("lidb-engines-{name}-gc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = EngineConfig {
+            pool_bytes: 1 << 20,
+            ..config(dir.clone())
+        };
+        let engine = engines::open(name, &cfg).unwrap();
+        assert_eq!(engine.name(), name);
+        for round in 0..4u8 {
+            for i in 0..500u32 {
+                engine
+                    .put(format!("k{i:04}").as_bytes(), &[round; 100])
+                    .unwrap();
+            }
+        }
+        engine.flush().unwrap();
+        let before = engine.space();
+        assert!(before.vlog_bytes >= 4 * 500 * 100, "{name}: {before:?}");
+        assert!(before.lsm_bytes > 0, "{name}: {before:?}");
+        assert_eq!((before.key_list_bytes, before.model_bytes), (0, 0));
+        engine.gc().unwrap();
+        let after = engine.space();
+        assert!(after.vlog_bytes < 500 * 100, "{name}: {after:?}");
+        assert!(after.lsm_bytes >= 500 * 100, "{name}: {after:?}");
+        let memory = engine.memory();
+        assert!(
+            memory.cache_bytes > 0 && memory.cache_bytes <= 1 << 20,
+            "{memory:?}"
+        );
+        // The learned path's table and model are the index; btree has none.
+        if name == "btree" {
+            assert_eq!(memory.index_bytes, 0, "{name}: {memory:?}");
+        } else {
+            assert!(memory.index_bytes > 0, "{name}: {memory:?}");
+        }
+        assert_eq!(engine.get(b"k0007").unwrap(), Some(vec![3; 100]));
+        let e = engine.convert().unwrap_err().to_string();
+        assert!(e.contains(&format!("{name} has no conversion")), "{e}");
+        let notes = engine.notes().join("\n");
+        for option in [
+            "memtable=64KiB",
+            "cache=256KiB",
+            "bloom_bits=10",
+            "lsm_index=",
+            "tier_index=",
+            "do not apply and are ignored; pool=1MiB page_size=4096 direct_io=false sync=false apply",
+            "gc() is a checkpoint",
+            "mapping table and model are index_bytes",
+            "pool = cache + memtable",
+        ] {
+            assert!(notes.contains(option), "{name}: {option}: {notes}");
+        }
+        drop(engine);
+        let engine = engines::open(name, &cfg).unwrap();
+        assert_eq!(engine.get(b"k0499").unwrap(), Some(vec![3; 100]));
+        drop(engine);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -46,8 +46,8 @@ pub struct BtreeArgs {
     /// operations of each mix (at most the keys outside the loaded half).
     #[arg(long, default_value = "100K")]
     ops: String,
-    /// Engines, comma-separated, or "all" (every engine this build has; learnedstore and btree
-    /// once the LearnedStore engine lands): learnedstore, btree, redb, lmdb.
+    /// Engines, comma-separated, or "all" (every engine): learnedstore (LearnedStore, learned
+    /// path on), btree (the same tree, learned path off), redb, lmdb.
     #[arg(long, default_value = "all")]
     engine: String,
     /// cold: seconds of lookups from the cold pool.

@@ -8,6 +8,8 @@ pub enum CliError {
     Data(lidb_data::Error),
     Bench(lidb_bench::index_bench::Error),
     Lsm(lidb_lsm::Error),
+    /// LearnedStore (`lidb kv --engine learnedstore|btree`).
+    Btree(lidb_btree::Error),
     LsmBench(lidb_bench::lsm::Error),
     KvBench(lidb_bench::kv::Error),
     BtreeBench(lidb_bench::btree::Error),
@@ -31,6 +33,7 @@ impl fmt::Display for CliError {
             CliError::Data(e) => write!(f, "{e}"),
             CliError::Bench(e) => write!(f, "{e}"),
             CliError::Lsm(e) => write!(f, "{e}"),
+            CliError::Btree(e) => write!(f, "{e}"),
             CliError::LsmBench(e) => write!(f, "{e}"),
             CliError::KvBench(e) => write!(f, "{e}"),
             CliError::BtreeBench(e) => write!(f, "{e}"),
@@ -57,6 +60,12 @@ impl From<lidb_data::Error> for CliError {
 impl From<lidb_lsm::Error> for CliError {
     fn from(e: lidb_lsm::Error) -> Self {
         CliError::Lsm(e)
+    }
+}
+
+impl From<lidb_btree::Error> for CliError {
+    fn from(e: lidb_btree::Error) -> Self {
+        CliError::Btree(e)
     }
 }
 

@@ -1,12 +1,16 @@
 //! The engines `lidb kv` serves: the LSM engine, the tiered store (LearnedKV, lsm+ or
-//! lsm+tier), or FineStore (finedex).
+//! lsm+tier), FineStore (finedex), or LearnedStore (learnedstore, and btree: the same tree with
+//! the learned path off).
 
 use lidb_bench::engines::drain;
+use lidb_btree::{LearnedStore, LearnedStoreOptions};
 use lidb_fine::{FineStore, FineStoreOptions};
 use lidb_index::{Family, Params};
 use lidb_kv::{Store, StoreOptions, TierKind};
 use lidb_lsm::{Db, Options};
 use serde_json::{Value, json};
+
+use crate::error::CliError;
 
 /// The tier of `engine` ("lsm", "learnedkv", "lsm+" or "lsm+tier"): `None` for the LSM engine.
 pub fn tier_of(engine: &str) -> Result<Option<TierKind>, String> {
@@ -21,8 +25,10 @@ pub fn tier_of(engine: &str) -> Result<Option<TierKind>, String> {
         })),
         "lsm+" => Ok(Some(TierKind::WriteBack)),
         "lsm+tier" => Ok(Some(TierKind::Lsm)),
+        "learnedstore" | "btree" => Err(format!("{engine} is not an LSM engine and has no tier")),
         other => Err(format!(
-            "unknown engine \"{other}\" (known: lsm, learnedkv, lsm+, lsm+tier, finedex)"
+            "unknown engine \"{other}\" (known: lsm, learnedkv, lsm+, lsm+tier, finedex, \
+             learnedstore, btree)"
         )),
     }
 }
@@ -32,21 +38,26 @@ pub enum Backend {
     Lsm(Db),
     Tiered(Store),
     Fine(Box<FineStore>),
+    Tree(Box<LearnedStore>),
 }
 
-type R<T> = Result<T, lidb_lsm::Error>;
+/// What an engine call failed with: the engine's own error, printed as one line.
+type R<T> = Result<T, CliError>;
 
 impl Backend {
-    /// Opens `engine` ("lsm", "learnedkv", "lsm+", "lsm+tier" or "finedex") in `dir` with LSM
-    /// options `lsm`; `convert` is learnedkv's (LSM bytes, LSM levels) conversion thresholds,
-    /// (0, 0) for off; `checkpoint_log_bytes` is finedex's automatic checkpoint threshold (0 for
-    /// off; the other engines ignore it, `kv_cmd::refuse_ignored` refuses it given to them).
+    /// Opens `engine` ("lsm", "learnedkv", "lsm+", "lsm+tier", "finedex", "learnedstore" or
+    /// "btree") in `dir` with LSM options `lsm`; `convert` is learnedkv's (LSM bytes, LSM
+    /// levels) conversion thresholds, (0, 0) for off; `checkpoint_log_bytes` is the automatic
+    /// checkpoint threshold of finedex, learnedstore and btree (0 for off; the LSM engines ignore
+    /// it, `kv_cmd::refuse_ignored` refuses it given to them); `tree` are LearnedStore's options
+    /// (learnedstore and btree only; btree turns the learned path off whatever they say).
     pub fn open(
         engine: &str,
         dir: &std::path::Path,
         lsm: Options,
         convert: (u64, usize),
         checkpoint_log_bytes: u64,
+        tree: LearnedStoreOptions,
     ) -> Result<Backend, String> {
         if convert != (0, 0) && engine != "learnedkv" {
             return Err(format!(
@@ -67,6 +78,9 @@ impl Backend {
         };
         if engine == "finedex" {
             return open_fine(dir, &lsm, checkpoint_log_bytes);
+        }
+        if engine == "learnedstore" || engine == "btree" {
+            return open_tree(engine, dir, &lsm, checkpoint_log_bytes, tree);
         }
         let opened = match tier_of(engine)? {
             None => Db::open(dir, lsm.clone()).map(Backend::Lsm),
@@ -89,30 +103,34 @@ impl Backend {
             Backend::Lsm(db) => db.recovery_report().to_string(),
             Backend::Tiered(s) => s.recovery_report().to_string(),
             Backend::Fine(s) => s.recovery_report().to_string(),
+            Backend::Tree(s) => s.recovery_report().to_string(),
         }
     }
 
     pub fn put(&self, k: &[u8], v: &[u8]) -> R<()> {
         match self {
-            Backend::Lsm(db) => db.put(k, v),
-            Backend::Tiered(s) => s.put(k, v),
-            Backend::Fine(s) => s.put(k, v),
+            Backend::Lsm(db) => Ok(db.put(k, v)?),
+            Backend::Tiered(s) => Ok(s.put(k, v)?),
+            Backend::Fine(s) => Ok(s.put(k, v)?),
+            Backend::Tree(s) => Ok(s.put(k, v)?),
         }
     }
 
     pub fn get(&self, k: &[u8]) -> R<Option<Vec<u8>>> {
         match self {
-            Backend::Lsm(db) => db.get(k),
-            Backend::Tiered(s) => s.get(k),
+            Backend::Lsm(db) => Ok(db.get(k)?),
+            Backend::Tiered(s) => Ok(s.get(k)?),
             Backend::Fine(s) => Ok(s.get(k)),
+            Backend::Tree(s) => Ok(s.get(k)?),
         }
     }
 
     pub fn delete(&self, k: &[u8]) -> R<()> {
         match self {
-            Backend::Lsm(db) => db.delete(k),
-            Backend::Tiered(s) => s.delete(k),
-            Backend::Fine(s) => s.delete(k).map(|_| ()),
+            Backend::Lsm(db) => Ok(db.delete(k)?),
+            Backend::Tiered(s) => Ok(s.delete(k)?),
+            Backend::Fine(s) => Ok(s.delete(k).map(|_| ())?),
+            Backend::Tree(s) => Ok(s.delete(k).map(|_| ())?),
         }
     }
 
@@ -134,40 +152,52 @@ impl Backend {
                 }
                 rows.len()
             }
+            Backend::Tree(s) => {
+                let rows = s.scan(start, Some(end), limit)?;
+                for (k, v) in &rows {
+                    each(k, v);
+                }
+                rows.len()
+            }
         };
         Ok(())
     }
 
     pub fn flush(&self) -> R<()> {
         match self {
-            Backend::Lsm(db) => db.flush(),
-            Backend::Tiered(s) => s.flush(),
-            Backend::Fine(s) => s.flush(),
+            Backend::Lsm(db) => Ok(db.flush()?),
+            Backend::Tiered(s) => Ok(s.flush()?),
+            Backend::Fine(s) => Ok(s.flush()?),
+            Backend::Tree(s) => Ok(s.flush()?),
         }
     }
 
     pub fn compact(&self) -> R<()> {
         match self {
-            Backend::Lsm(db) => db.compact(),
-            Backend::Tiered(s) => s.compact(),
-            Backend::Fine(_) => Err(lidb_lsm::Error::InvalidOption(
-                "compact is a command of the LSM engines; finedex has checkpoint".into(),
+            Backend::Lsm(db) => Ok(db.compact()?),
+            Backend::Tiered(s) => Ok(s.compact()?),
+            Backend::Fine(_) | Backend::Tree(_) => Err(CliError::Usage(
+                "compact is a command of the LSM engines; finedex, learnedstore and btree have \
+                 checkpoint"
+                    .into(),
             )),
         }
     }
 
-    /// Writes a checkpoint and starts a new log (finedex only).
+    /// Writes a checkpoint and starts a new log (finedex, learnedstore and btree: for the tree,
+    /// its dirty pages written to the page file and the logs it covers removed).
     pub fn checkpoint(&self) -> Result<(), String> {
         match self {
             Backend::Fine(s) => s.checkpoint().map_err(|e| e.to_string()),
-            _ => Err("checkpoint is a command of finedex".into()),
+            Backend::Tree(s) => s.checkpoint().map_err(|e| e.to_string()),
+            _ => Err("checkpoint is a command of finedex, learnedstore and btree".into()),
         }
     }
 
     /// Runs a GC and returns when it is installed (tiered engines only).
     pub fn gc(&self) -> Result<(), String> {
         match self {
-            Backend::Lsm(_) | Backend::Fine(_) => {
+            Backend::Lsm(_) | Backend::Fine(_) | Backend::Tree(_) => {
                 Err("gc is a command of the tiered engines (learnedkv, lsm+, lsm+tier)".into())
             }
             Backend::Tiered(s) => s.gc().map_err(|e| e.to_string()),
@@ -177,7 +207,9 @@ impl Backend {
     /// Runs a range-query-assisted conversion and returns when it is installed (learnedkv only).
     pub fn convert(&self) -> Result<(), String> {
         match self {
-            Backend::Lsm(_) | Backend::Fine(_) => Err("convert is a command of learnedkv".into()),
+            Backend::Lsm(_) | Backend::Fine(_) | Backend::Tree(_) => {
+                Err("convert is a command of learnedkv".into())
+            }
             Backend::Tiered(s) => s.convert().map_err(|e| e.to_string()),
         }
     }
@@ -185,6 +217,7 @@ impl Backend {
     pub fn stats(&self) -> Value {
         match self {
             Backend::Lsm(db) => lsm_stats(db),
+            Backend::Tree(s) => tree_stats(s),
             Backend::Fine(s) => {
                 let st = s.index_stats();
                 json!({
@@ -211,9 +244,10 @@ impl Backend {
 
     pub fn close(self) -> R<()> {
         match self {
-            Backend::Lsm(db) => db.close(),
-            Backend::Tiered(s) => s.close(),
-            Backend::Fine(s) => (*s).close(),
+            Backend::Lsm(db) => Ok(db.close()?),
+            Backend::Tiered(s) => Ok(s.close()?),
+            Backend::Fine(s) => Ok((*s).close()?),
+            Backend::Tree(s) => Ok((*s).close()?),
         }
     }
 }
@@ -242,6 +276,50 @@ fn open_fine(
             ),
             e => e.to_string(),
         })
+}
+
+/// Opens LearnedStore in `dir` with `opts` (the learned path off for btree), the `sync` and
+/// recovery mode of `lsm` (its other options are the LSM's and do not apply), checkpointing by
+/// itself every `checkpoint_log_bytes` of log.
+fn open_tree(
+    engine: &str,
+    dir: &std::path::Path,
+    lsm: &Options,
+    checkpoint_log_bytes: u64,
+    mut opts: LearnedStoreOptions,
+) -> Result<Backend, String> {
+    opts.wal.sync = lsm.sync;
+    opts.wal.recovery_mode = lsm.recovery_mode;
+    opts.wal.checkpoint_log_bytes = checkpoint_log_bytes;
+    if engine == "btree" {
+        opts.learned.enabled = false;
+    }
+    LearnedStore::open(dir, &opts)
+        .map(|s| Backend::Tree(Box::new(s)))
+        .map_err(|e| match e {
+            lidb_btree::Error::Corruption { .. } => format!(
+                "{e}\n(`--recovery-mode point-in-time` opens the intact prefix of a damaged log \
+                 and saves the rest under {}/lost/; `lidb repair` does not rebuild {engine} \
+                 stores)",
+                dir.display()
+            ),
+            e => e.to_string(),
+        })
+}
+
+/// LearnedStore's counters: the pool, the page device's I/O, the file's slots.
+fn tree_stats(s: &LearnedStore) -> Value {
+    let st = s.stats();
+    json!({
+        "pool_hits": st.pool.hits, "pool_misses": st.pool.misses,
+        "pool_write_backs": st.pool.write_backs, "pool_evictions": st.pool.evictions,
+        "pool_cooled": st.pool.cooled, "pool_cooling_rehits": st.pool.cooling_rehits,
+        "pool_frames_used": st.pool.frames_used, "pool_frames": st.pool.frames,
+        "device_reads": st.io.reads, "device_writes": st.io.writes,
+        "device_bytes_read": st.io.bytes_read, "device_bytes_written": st.io.bytes_written,
+        "device_syncs": st.io.syncs,
+        "file_slots": st.file_slots, "file_slots_used": st.file_slots_used,
+    })
 }
 
 fn lsm_stats(db: &Db) -> Value {

@@ -23,10 +23,13 @@ pub struct StoreArgs {
     pub db: PathBuf,
     /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC),
     /// lsm+ (values in a value log, every pointer in one LSM, GC writes them back: the paper's
-    /// RocksDB+), lsm+tier (learnedkv with an LSM in place of the learned index) or finedex
+    /// RocksDB+), lsm+tier (learnedkv with an LSM in place of the learned index), finedex
     /// (FineStore: in memory over FINEdex, a log and checkpoints; of the options below it takes
     /// only --sync, --recovery-mode and its own --checkpoint-log-bytes, and the others are
-    /// refused).
+    /// refused), learnedstore (LearnedStore: a buffer-managed B+-tree under a write-ahead log,
+    /// its leaves also reached through a learned model; it takes --sync, --recovery-mode,
+    /// --checkpoint-log-bytes, --direct-io, --pool, --page-size and --learned) or btree
+    /// (learnedstore with the learned path off: the same options but --learned).
     #[arg(long, default_value = "lsm")]
     pub engine: String,
     /// Index family of new tables.
@@ -63,7 +66,7 @@ pub struct KvArgs {
     /// Make every write durable before answering OK.
     #[arg(long)]
     sync: bool,
-    /// O_DIRECT for table reads.
+    /// O_DIRECT for table reads (learnedstore, btree: for the page file).
     #[arg(long)]
     direct_io: bool,
     /// Memtable size that triggers a flush (e.g. 64MiB, 256KiB).
@@ -83,11 +86,35 @@ pub struct KvArgs {
     /// Whatever is cut is printed on stderr before serving.
     #[arg(long, default_value = "tolerate-torn-tail", value_parser = parse_recovery_mode)]
     recovery_mode: RecoveryMode,
-    /// finedex: checkpoint by itself, in a background thread, each time the log holds this many
-    /// bytes since the last checkpoint (e.g. 64MiB, 256KiB), which bounds the log and the next
-    /// open's replay; 0 = only on the `checkpoint` command.
+    /// finedex, learnedstore, btree: checkpoint by itself, in a background thread, each time
+    /// the log holds this many bytes since the last checkpoint (e.g. 64MiB, 256KiB), which
+    /// bounds the log and the next open's replay; 0 = only on the `checkpoint` command (and, for
+    /// learnedstore and btree, on close).
     #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
     checkpoint_log_bytes: u64,
+    /// learnedstore, btree: bytes of the buffer pool, the tree's pages in memory (e.g. 8MiB,
+    /// 1GiB; a smaller pool than 16 pages is raised to 16). The default is the LSM engines' default block cache, so the
+    /// read caches match; the LSMs also hold a 64MiB memtable, which the tree has no
+    /// counterpart of.
+    #[arg(long, default_value = "8MiB", value_parser = crate::size::parse_size)]
+    pool: u64,
+    /// learnedstore, btree: page size of a new page file (a power of two from 4KiB to 64KiB);
+    /// an existing file must be opened with the page size it was created with.
+    #[arg(long, default_value = "4KiB", value_parser = crate::size::parse_size)]
+    page_size: u64,
+    /// learnedstore: reach leaves through the learned model (on) or only by walking the tree
+    /// (off, which is the btree engine).
+    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    learned: bool,
+}
+
+/// Parses `on` or `off`.
+pub fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("\"{other}\" is neither on nor off")),
+    }
 }
 
 /// Parses a `--recovery-mode` name.
@@ -100,38 +127,74 @@ pub fn parse_recovery_mode(name: &str) -> Result<RecoveryMode, String> {
     })
 }
 
-/// Options only the LSM engines (lsm, learnedkv, lsm+, lsm+tier) read: finedex keeps its data
-/// in memory, a log and checkpoints, and has no tables, memtable or table reads.
-const LSM_OPTIONS: [&str; 5] = [
-    "--index",
-    "--boundary",
-    "--sst-size",
-    "--direct-io",
-    "--write-buffer",
-];
-/// Options only learnedkv reads.
-const LEARNEDKV_OPTIONS: [&str; 2] = ["--convert-at-lsm-bytes", "--convert-at-lsm-levels"];
-/// Options only finedex reads.
-const FINEDEX_OPTIONS: [&str; 1] = ["--checkpoint-log-bytes"];
+/// The LSM engines: tables, a memtable, table reads.
+const LSM_ENGINES: [&str; 4] = ["lsm", "learnedkv", "lsm+", "lsm+tier"];
+/// LearnedStore's two engines.
+const TREE_ENGINES: [&str; 2] = ["learnedstore", "btree"];
+
+/// The engines that read option `opt` (as `--long-name`) and how an error names them; `None`
+/// for options every engine reads (--db, --engine, --sync, --recovery-mode).
+fn readers_of(opt: &str) -> Option<(&'static [&'static str], &'static str)> {
+    const LSM: &[&str] = &LSM_ENGINES;
+    const LSM_AND_TREE: &[&str] = &[
+        "lsm",
+        "learnedkv",
+        "lsm+",
+        "lsm+tier",
+        "learnedstore",
+        "btree",
+    ];
+    const LOGGED: &[&str] = &["finedex", "learnedstore", "btree"];
+    const TREE: &[&str] = &TREE_ENGINES;
+    match opt {
+        "--index" | "--boundary" | "--sst-size" | "--write-buffer" => {
+            Some((LSM, "the LSM engines (lsm, learnedkv, lsm+, lsm+tier)"))
+        }
+        "--direct-io" => Some((
+            LSM_AND_TREE,
+            "the LSM engines (lsm, learnedkv, lsm+, lsm+tier), learnedstore and btree",
+        )),
+        "--convert-at-lsm-bytes" | "--convert-at-lsm-levels" => Some((&["learnedkv"], "learnedkv")),
+        "--checkpoint-log-bytes" => Some((LOGGED, "finedex, learnedstore and btree")),
+        "--pool" | "--page-size" => Some((TREE, "learnedstore and btree")),
+        "--learned" => Some((
+            &["learnedstore"],
+            "learnedstore (btree is learnedstore with --learned off)",
+        )),
+        _ => None,
+    }
+}
 
 /// Refuses an option the user gave (`given`, as `--long-name`) that `engine` would ignore, with
-/// an error naming the option and the engine. Options left to their defaults never trip it.
+/// an error naming the option and the engine. Options left to their defaults never trip it, nor
+/// do options given to an unknown engine (opening it names the known ones).
 pub fn refuse_ignored(engine: &str, given: &[String]) -> Result<(), CliError> {
+    let known =
+        LSM_ENGINES.contains(&engine) || TREE_ENGINES.contains(&engine) || engine == "finedex";
     for opt in given {
-        let of = if engine == "finedex" && LSM_OPTIONS.contains(&opt.as_str()) {
-            "the LSM engines (lsm, learnedkv, lsm+, lsm+tier)"
-        } else if engine != "learnedkv" && LEARNEDKV_OPTIONS.contains(&opt.as_str()) {
-            "learnedkv"
-        } else if engine != "finedex" && FINEDEX_OPTIONS.contains(&opt.as_str()) {
-            "finedex"
-        } else {
+        let Some((readers, of)) = readers_of(opt) else {
             continue;
         };
-        return Err(CliError::Usage(format!(
-            "{opt} is an option of {of}, not {engine}, which would ignore it"
-        )));
+        if known && !readers.contains(&engine) {
+            return Err(CliError::Usage(format!(
+                "{opt} is an option of {of}, not {engine}, which would ignore it"
+            )));
+        }
     }
     Ok(())
+}
+
+/// LearnedStore's options from the arguments (the log's `sync`, recovery mode and checkpoint
+/// threshold are set by `Backend::open`, from the LSM options as for finedex).
+fn tree_options(a: &KvArgs) -> Result<lidb_btree::LearnedStoreOptions, CliError> {
+    let page_size = usize::try_from(a.page_size)
+        .map_err(|_| CliError::Usage(format!("--page-size: {} is too large", a.page_size)))?;
+    let mut opts = lidb_btree::LearnedStoreOptions::default();
+    opts.tree.page_size = page_size;
+    opts.tree.pool_bytes = a.pool;
+    opts.tree.direct_io = a.direct_io;
+    opts.learned.enabled = a.learned;
+    Ok(opts)
 }
 
 pub fn run(a: KvArgs, given: &[String]) -> Result<(), CliError> {
@@ -150,6 +213,7 @@ pub fn run(a: KvArgs, given: &[String]) -> Result<(), CliError> {
         opts,
         convert,
         a.checkpoint_log_bytes,
+        tree_options(&a)?,
     )
     .map_err(CliError::Usage)?;
     eprint!("{}", db.recovery_report());
@@ -164,13 +228,13 @@ pub fn run(a: KvArgs, given: &[String]) -> Result<(), CliError> {
         out.write_all(answer.as_bytes()).map_err(io("stdout"))?;
         out.flush().map_err(io("stdout"))?;
     }
-    db.close().map_err(CliError::Lsm)
+    db.close()
 }
 
 /// Runs one command line; the answer includes its final newline.
 fn execute(db: &Backend, line: &str) -> Result<String, String> {
     let words: Vec<&str> = line.split_whitespace().collect();
-    let e = |err: lidb_lsm::Error| err.to_string();
+    let e = |err: CliError| err.to_string();
     match words.as_slice() {
         [] => Err("empty command".into()),
         ["put", k, v] => {

@@ -21,8 +21,11 @@ pub struct CommonArgs {
     /// learnedkv, lsm+ (the paper's RocksDB+: one LSM of pointers, GC writes them back), lsm+tier
     /// (learnedkv with an LSM in place of the learned index), finedex (FineStore: keys and values
     /// in memory over the FINEdex learned index, a log on disk; --memtable, --cache and
-    /// --direct-io do not apply to it and are ignored with a note) and rocksdb when built with
-    /// --features rocksdb).
+    /// --direct-io do not apply to it and are ignored with a note), learnedstore (LearnedStore:
+    /// a buffer-managed B+-tree under a write-ahead log, leaves also reached through a learned
+    /// model; --pool in place of --memtable and --cache, which it ignores with a note), btree
+    /// (learnedstore with the learned path off) and rocksdb when built with --features
+    /// rocksdb).
     #[arg(long, default_value = "lsm+,learnedkv")]
     engine: String,
     /// Bytes per key: 8 renders keys big-endian; 20 or more zero-padded decimal.
@@ -50,6 +53,11 @@ pub struct CommonArgs {
     /// Block cache of every engine (finedex has none: ignored, with a note).
     #[arg(long, default_value = "8MiB")]
     cache: String,
+    /// Buffer pool of learnedstore and btree (the other engines ignore it). The default is
+    /// --cache's, so the read caches are equal; the LSMs' memtable has no counterpart in the
+    /// tree: for equal total memory give the pool --cache plus --memtable.
+    #[arg(long, default_value = "8MiB")]
+    pool: String,
     /// Engine directories go under DIR/kv-<pid>/, one per engine, removed at the end.
     #[arg(long, default_value = "bench-out")]
     dir: PathBuf,
@@ -158,6 +166,7 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
     let mut engine = EngineConfig::new(PathBuf::new());
     engine.memtable_bytes = size("--memtable", &a.memtable)?;
     engine.block_cache_bytes = size("--cache", &a.cache)?;
+    engine.pool_bytes = size("--pool", &a.pool)?;
     engine.direct_io = a.direct_io;
     Ok(Common {
         engines: a.engine.split(',').map(|s| s.trim().to_string()).collect(),

@@ -43,8 +43,8 @@ enum Command {
     #[command(subcommand)]
     Data(data_cmd::DataCommand),
     /// Serve a database over stdin/stdout, one command per line: put K V, get K, del K,
-    /// scan START END [LIMIT], flush, compact, gc (tiered engines), convert (learnedkv),
-    /// checkpoint (finedex), stats.
+    /// scan START END [LIMIT], flush, compact (LSM engines), gc (tiered engines), convert
+    /// (learnedkv), checkpoint (finedex, learnedstore, btree), stats.
     Kv(kv_cmd::KvArgs),
     /// Rebuild a store that does not open (RocksDB's RepairDB is the model): keep every table,
     /// log record and value that reads cleanly, move or copy what does not to DIR/lost/, write a
@@ -78,7 +78,7 @@ fn main() -> ExitCode {
         Command::Kv(args) => kv_cmd::run(args, &given("kv")),
         Command::Bench(cmd) => bench_cmd::run(cmd),
         Command::Repair(args) => repair_cmd::run(args, &given("repair")),
-        Command::Serve(args) => serve_cmd::run(args),
+        Command::Serve(args) => serve_cmd::run(args, &given("serve")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 //! `lidb repair`: rebuilds a store that does not open from what reads cleanly (lidb_lsm::repair
 //! for lsm, lidb_kv::repair for the tiered engines, `FineStore::repair` for finedex), sets aside
 //! in DIR/lost/ what does not, and prints what it kept and what it set aside on stdout.
+//! LearnedStore (learnedstore, btree) has no repair yet: it is refused with what to do instead.
 
 use std::sync::Arc;
 
@@ -34,6 +35,23 @@ pub fn run(a: RepairArgs, given: &[String]) -> Result<(), CliError> {
             "--engine: {} holds a tiered store (it has KVSTATE); name its engine \
              (learnedkv, lsm+ or lsm+tier)",
             dir.display()
+        )));
+    }
+    if a.store.engine == "learnedstore" || a.store.engine == "btree" {
+        return Err(CliError::Usage(format!(
+            "--engine: lidb repair does not rebuild {engine} stores yet; open it with `lidb kv \
+             --engine {engine} --db {dir} --recovery-mode point-in-time`, which keeps the intact \
+             prefix of a damaged log and saves the rest under {dir}/lost/",
+            engine = a.store.engine,
+            dir = dir.display()
+        )));
+    }
+    if dir.join(lidb_btree::PAGE_FILE_NAME).exists() {
+        return Err(CliError::Usage(format!(
+            "--engine: {} holds a LearnedStore (it has {}), which lidb repair does not rebuild \
+             yet; see `lidb kv --engine learnedstore --recovery-mode point-in-time`",
+            dir.display(),
+            lidb_btree::PAGE_FILE_NAME
         )));
     }
     let fine_state = dir.join("FINESTATE").exists();

@@ -19,7 +19,10 @@ pub struct ServeArgs {
     /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC),
     /// lsm+ (values in a value log, pointers in one LSM: the paper's RocksDB+), lsm+tier
     /// (learnedkv with an LSM in place of the learned index), finedex (FineStore: every key in
-    /// memory over FINEdex, a log on disk), rocksdb (only in a build with --features rocksdb).
+    /// memory over FINEdex, a log on disk), learnedstore (LearnedStore: a buffer-managed B+-tree
+    /// under a write-ahead log, leaves also reached through a learned model; reads --pool,
+    /// --page-size, --learned, --direct-io and --sync), btree (learnedstore with the learned path
+    /// off), rocksdb (only in a build with --features rocksdb).
     #[arg(long, default_value = "lsm")]
     engine: String,
     /// Database directory (created if missing).
@@ -83,12 +86,51 @@ pub struct ServeArgs {
     /// Block cache size (e.g. 8MiB).
     #[arg(long, default_value = "8MiB", value_parser = crate::size::parse_size)]
     block_cache: u64,
-    /// O_DIRECT for table reads.
+    /// O_DIRECT for table reads (learnedstore, btree: for the page file).
     #[arg(long)]
     direct_io: bool,
+    /// learnedstore, btree: bytes of the buffer pool (e.g. 8MiB, 1GiB). The default is
+    /// --block-cache's, so the read caches match; the LSMs also hold a memtable
+    /// (--write-buffer), which the tree has no counterpart of.
+    #[arg(long, default_value = "8MiB", value_parser = crate::size::parse_size)]
+    pool: u64,
+    /// learnedstore, btree: page size of a new page file (a power of two from 4KiB to 64KiB).
+    #[arg(long, default_value = "4KiB", value_parser = crate::size::parse_size)]
+    page_size: u64,
+    /// learnedstore: reach leaves through the learned model (on) or only by walking the tree
+    /// (off: the btree engine under the name learnedstore).
+    #[arg(long, default_value = "on", value_parser = crate::kv_cmd::parse_on_off, action = clap::ArgAction::Set)]
+    learned: bool,
 }
 
-pub fn run(args: ServeArgs) -> Result<(), CliError> {
+/// Options of `lidb serve` only LearnedStore's engines read, the engines that read each, and how
+/// an error names those. (The LSM options stay accepted by every engine, as before: finedex,
+/// learnedstore and btree name those they ignore in INFO's notes.)
+const TREE_OPTIONS: [(&str, &[&str], &str); 3] = [
+    ("--pool", &TREE_ENGINES, "learnedstore and btree"),
+    ("--page-size", &TREE_ENGINES, "learnedstore and btree"),
+    (
+        "--learned",
+        &["learnedstore"],
+        "learnedstore (btree is learnedstore with --learned off)",
+    ),
+];
+const TREE_ENGINES: [&str; 2] = ["learnedstore", "btree"];
+
+/// Refuses a LearnedStore option the user gave (`given`, as `--long-name`) to an engine that
+/// would ignore it.
+fn refuse_ignored(engine: &str, given: &[String]) -> Result<(), CliError> {
+    for (opt, readers, of) in TREE_OPTIONS {
+        if given.iter().any(|g| g == opt) && !readers.contains(&engine) {
+            return Err(CliError::Usage(format!(
+                "{opt} is an option of {of}, not {engine}, which would ignore it"
+            )));
+        }
+    }
+    Ok(())
+}
+
+pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
     let mut cfg = EngineConfig::new(args.db.clone());
     cfg.sync = args.sync;
     cfg.lsm_index = Family::from_name(&args.index)?;
@@ -96,6 +138,9 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
     cfg.memtable_bytes = args.write_buffer;
     cfg.block_cache_bytes = args.block_cache;
     cfg.direct_io = args.direct_io;
+    cfg.pool_bytes = args.pool;
+    cfg.page_size = args.page_size;
+    cfg.learned_path = args.learned;
     // A wrong engine name is refused before anything is created.
     if !engines::names().contains(&args.engine.as_str()) && args.engine != "rocksdb" {
         return Err(CliError::Usage(format!(
@@ -104,6 +149,7 @@ pub fn run(args: ServeArgs) -> Result<(), CliError> {
             engines::names().join(", ")
         )));
     }
+    refuse_ignored(&args.engine, given)?;
     std::fs::create_dir_all(&args.db).map_err(io(args.db.display().to_string()))?;
     let engine = engines::open(&args.engine, &cfg).map_err(|e| {
         CliError::Serve(format!(

@@ -1,6 +1,6 @@
-//! End-to-end tests of `lidb bench btree`: a tiny run of each experiment over the peers gives
-//! JSON rows with the issue's field names, one per engine (three per engine for writes), and
-//! bad options fail with one-line errors.
+//! End-to-end tests of `lidb bench btree`: a tiny run of each experiment over every engine
+//! (learnedstore, btree, redb, lmdb) gives JSON rows with the issue's field names, one per engine
+//! (three per engine for writes), and bad options fail with one-line errors.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -71,7 +71,7 @@ fn run(experiment: &str, extra: &[&str]) -> Vec<Value> {
 fn every_experiment_gives_rows_with_the_issue_fields() {
     for (experiment, per_engine) in [("memory", 1), ("partial", 1), ("cold", 1), ("writes", 3)] {
         let rows = run(experiment, &[]);
-        assert_eq!(rows.len(), 2 * per_engine, "{experiment}: {rows:?}");
+        assert_eq!(rows.len(), 4 * per_engine, "{experiment}: {rows:?}");
         for row in &rows {
             for field in FIELDS {
                 assert!(
@@ -87,10 +87,9 @@ fn every_experiment_gives_rows_with_the_issue_fields() {
             );
         }
         let engines: Vec<&str> = rows.iter().filter_map(|r| r["engine"].as_str()).collect();
-        assert!(
-            engines.contains(&"redb") && engines.contains(&"lmdb"),
-            "{engines:?}"
-        );
+        for engine in ["learnedstore", "btree", "redb", "lmdb"] {
+            assert!(engines.contains(&engine), "{engine} missing: {engines:?}");
+        }
     }
 }
 
@@ -99,8 +98,8 @@ fn bad_options_are_one_line_errors() {
     for (args, want) in [
         (vec!["--experiment", "warm"], "unknown experiment"),
         (
-            vec!["--engine", "learnedstore"],
-            "engine learnedstore not built yet",
+            vec!["--engine", "learnedstore,nosuch"],
+            "unknown engine 'nosuch'",
         ),
         (vec!["--engine", "nosuch"], "unknown engine"),
         (vec!["--pool", "12XB"], "--pool"),

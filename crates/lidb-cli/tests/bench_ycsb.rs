@@ -367,3 +367,58 @@ fn ycsb_finedex_beside_lsm() {
         "engine finedex has no conversion",
     );
 }
+
+/// `--engine learnedstore,btree,lsm`: LearnedStore with its learned path on and off runs every
+/// phase; its rows carry the page file in lsm_bytes, its notes name the options it ignores and
+/// the pool it ran with (--pool, here equal to --cache plus --memtable), a read-only workload's
+/// gc is its checkpoint.
+#[test]
+fn ycsb_learnedstore_and_btree_beside_lsm() {
+    let (rows, err) = rows(
+        "ycsb-learnedstore",
+        &[
+            "bench",
+            "ycsb",
+            "--engine",
+            "learnedstore,btree,lsm",
+            "--workload",
+            "c",
+            "--records",
+            "2000",
+            "--ops-per-phase",
+            "1000",
+            "--phases",
+            "1",
+            "--value-size",
+            "100",
+            "--memtable",
+            "1MiB",
+            "--cache",
+            "1MiB",
+            "--pool",
+            "2MiB",
+        ],
+    );
+    assert!(
+        err.contains("pool=2MiB page_size=4096"),
+        "config line: {err}"
+    );
+    for engine in ["learnedstore", "btree"] {
+        let p1 = rows
+            .iter()
+            .find(|r| r["engine"] == engine && r["phase"] == 1 && r["op"] == "all")
+            .unwrap_or_else(|| panic!("{engine}: no P1 row: {rows:?}"));
+        assert_eq!(p1["ops"], 1000, "{p1}");
+        // After the checkpoint the page file holds the 2000 records.
+        assert!(p1["lsm_bytes"].as_u64().unwrap() > 2000 * 100, "{p1}");
+        for needle in [
+            format!("{engine}: gc() after P0"),
+            format!("{engine}: a buffer-managed B+-tree under a write-ahead log"),
+            "memtable=1MiB cache=1MiB".to_string(),
+            "pool=2MiB page_size=4096".to_string(),
+        ] {
+            assert!(err.contains(&needle), "{needle}: {err}");
+        }
+    }
+    assert!(err.contains("ratio btree/learnedstore"), "{err}");
+}

@@ -2,7 +2,8 @@
 //! SIGKILL at random instants (mid-write, mid-flush, mid-compaction: the write buffer is tiny so
 //! both happen constantly). After every kill the database is opened in this process and must hold
 //! every write the child acknowledged with OK, with its latest acknowledged value. The same for
-//! learnedkv with GCs and for finedex (FineStore) with checkpoints.
+//! learnedkv with GCs, for finedex (FineStore) with checkpoints, and for learnedstore
+//! (LearnedStore) with checkpoints, a pool small enough to evict and automatic checkpoints.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -11,6 +12,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use lidb_btree::{LearnedStore, LearnedStoreOptions};
 use lidb_fine::{FineStore, FineStoreOptions};
 use lidb_kv::{Store, StoreOptions};
 use lidb_lsm::{Db, Options};
@@ -20,36 +22,45 @@ enum Reopened {
     Lsm(Db),
     Tiered(Store),
     Fine(Box<FineStore>),
+    Tree(Box<LearnedStore>),
 }
 
 impl Reopened {
-    fn open(engine: &str, dir: &std::path::Path) -> Result<Reopened, lidb_lsm::Error> {
+    fn open(engine: &str, dir: &std::path::Path) -> Result<Reopened, String> {
+        let e = |err: lidb_lsm::Error| err.to_string();
         if engine == "lsm" {
-            return Ok(Reopened::Lsm(Db::open(dir, Options::default())?));
+            return Ok(Reopened::Lsm(Db::open(dir, Options::default()).map_err(e)?));
         }
         if engine == "finedex" {
-            let fine = FineStore::open(dir, FineStoreOptions::default())?;
+            let fine = FineStore::open(dir, FineStoreOptions::default()).map_err(e)?;
             return Ok(Reopened::Fine(Box::new(fine)));
+        }
+        if engine == "learnedstore" {
+            let mut opts = LearnedStoreOptions::default();
+            opts.tree.direct_io = false;
+            let tree = LearnedStore::open(dir, &opts).map_err(|err| err.to_string())?;
+            return Ok(Reopened::Tree(Box::new(tree)));
         }
         let opts = StoreOptions {
             auto_gc: false,
             ..StoreOptions::default()
         };
-        Ok(Reopened::Tiered(Store::open(dir, opts)?))
+        Ok(Reopened::Tiered(Store::open(dir, opts).map_err(e)?))
     }
 
-    fn get(&self, k: &[u8]) -> Result<Option<Vec<u8>>, lidb_lsm::Error> {
+    fn get(&self, k: &[u8]) -> Result<Option<Vec<u8>>, String> {
         match self {
-            Reopened::Lsm(db) => db.get(k),
-            Reopened::Tiered(s) => s.get(k),
+            Reopened::Lsm(db) => db.get(k).map_err(|e| e.to_string()),
+            Reopened::Tiered(s) => s.get(k).map_err(|e| e.to_string()),
             Reopened::Fine(s) => Ok(s.get(k)),
+            Reopened::Tree(s) => s.get(k).map_err(|e| e.to_string()),
         }
     }
 
     fn tables(&self) -> u64 {
         match self {
             Reopened::Lsm(db) => db.stats().levels.iter().map(|l| l.files).sum(),
-            Reopened::Tiered(_) | Reopened::Fine(_) => 0,
+            Reopened::Tiered(_) | Reopened::Fine(_) | Reopened::Tree(_) => 0,
         }
     }
 }
@@ -70,6 +81,14 @@ fn every_acknowledged_write_survives_sigkill_with_finedex_checkpoints() {
     sigkill_rounds("finedex", Some(150));
 }
 
+/// LearnedStore with a `checkpoint` every 150 writes, a pool of 64 pages (so pages are evicted
+/// and written back all the time) and automatic checkpoints every 64 KiB of log: kills land
+/// inside checkpoints (log switch, tree checkpoint, old logs removed), evictions and writes.
+#[test]
+fn every_acknowledged_write_survives_sigkill_with_learnedstore_checkpoints() {
+    sigkill_rounds("learnedstore", Some(150));
+}
+
 /// LearnedKV with a `gc` every 150 writes: kills land inside GCs (switch, collect, tier writing,
 /// install) as well as between them.
 #[test]
@@ -78,10 +97,13 @@ fn every_acknowledged_write_survives_sigkill_during_learnedkv_gc() {
 }
 
 /// The table and memtable flags of the LSM engines (a tiny write buffer, so flushes and
-/// compactions happen constantly); finedex refuses them, having neither.
+/// compactions happen constantly); finedex refuses them, having neither; learnedstore gets a
+/// tiny pool and frequent automatic checkpoints instead.
 fn lsm_flags(engine: &str) -> &'static [&'static str] {
     if engine == "finedex" {
         &[]
+    } else if engine == "learnedstore" {
+        &["--pool", "256KiB", "--checkpoint-log-bytes", "64KiB"]
     } else {
         &[
             "--write-buffer",
@@ -141,7 +163,7 @@ fn sigkill_rounds(engine: &str, gc_every: Option<u64>) {
             }
             if gc_every.is_some_and(|g| n > 0 && n.is_multiple_of(g)) {
                 n += 1;
-                let job: &[u8] = if engine == "finedex" {
+                let job: &[u8] = if engine == "finedex" || engine == "learnedstore" {
                     b"checkpoint\n"
                 } else {
                     b"gc\n"

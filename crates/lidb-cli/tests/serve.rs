@@ -84,7 +84,7 @@ fn temp_dir(name: &str) -> PathBuf {
 
 #[test]
 fn sigterm_exits_zero_and_keeps_every_write() {
-    for engine in ["lsm", "learnedkv", "finedex"] {
+    for engine in ["lsm", "learnedkv", "finedex", "learnedstore"] {
         let dir = temp_dir(&format!("term-{engine}"));
         let mut s = serve(&dir, engine, &[]);
         let mut c = connect(&s.addr);
@@ -232,7 +232,7 @@ fn sigkill_under_sync_loses_no_acknowledged_write() {
         .unwrap_or(7);
     eprintln!("seed {seed}");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    for engine in ["lsm", "learnedkv", "finedex"] {
+    for engine in ["lsm", "learnedkv", "finedex", "learnedstore"] {
         let dir = temp_dir(&format!("kill-{engine}"));
         let extra = ["--sync", "--write-buffer", "64KiB"];
         let mut acked = Acked::default();

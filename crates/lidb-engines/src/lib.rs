@@ -3,14 +3,17 @@
 //! without a tier: one LSM of pointers, GC writes them back, the paper's RocksDB+), `lsm+tier`
 //! (lidb-kv with the tier's learned index replaced by an LSM, which isolates the index itself),
 //! `finedex` (lidb-fine's FineStore: every key and value in memory over the concurrent learned
-//! index FINEdex, a log and checkpoints on disk) and `rocksdb` (real RocksDB, behind the
-//! `rocksdb` cargo feature).
+//! index FINEdex, a log and checkpoints on disk), `learnedstore` and `btree` (lidb-btree's
+//! LearnedStore: a buffer-managed B+-tree under a write-ahead log, its learned leaf path on and
+//! off) and `rocksdb` (real RocksDB, behind the `rocksdb` cargo feature).
 //!
 //! Every engine is configured from one [`EngineConfig`] so they get the same memtable size, the
 //! same block cache budget, 10-bit Bloom filters and direct I/O alike. finedex has none of these
 //! (only `sync` applies to it) and ignores them, saying so in its [`Engine::notes`]; `gc()` is
-//! its checkpoint (see `fine.rs`).
+//! its checkpoint (see `fine.rs`). learnedstore and btree read the pool size and page size in
+//! place of the LSM's options, and `gc()` is their checkpoint too (see `btree.rs`).
 
+mod btree;
 mod fine;
 mod lidb;
 mod size;
@@ -199,12 +202,21 @@ pub trait Engine: Send + Sync {
     }
 }
 
-/// What every engine is configured with (finedex takes only `dir` and `sync`).
+/// What every engine is configured with (finedex takes only `dir` and `sync`; learnedstore and
+/// btree take `dir`, `sync`, `direct_io`, `pool_bytes`, `page_size` and `learned_path`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineConfig {
     pub dir: PathBuf,
     pub memtable_bytes: u64,
     pub block_cache_bytes: u64,
+    /// Buffer pool of learnedstore and btree. Default 8 MiB, `block_cache_bytes`'s default: the
+    /// pool is the block cache's counterpart, so the two read caches are equal at the defaults
+    /// (the LSMs' memtable has no counterpart in the tree; see `btree.rs`).
+    pub pool_bytes: u64,
+    /// Page size of learnedstore and btree: a power of two in 4096..=65536. Default 4096.
+    pub page_size: u64,
+    /// learnedstore's learned leaf path (default on); off, it runs as btree. btree ignores it.
+    pub learned_path: bool,
     pub bloom_bits_per_key: u32,
     pub direct_io: bool,
     pub sync: bool,
@@ -225,6 +237,9 @@ impl EngineConfig {
             dir,
             memtable_bytes: 64 << 20,
             block_cache_bytes: 8 << 20,
+            pool_bytes: 8 << 20,
+            page_size: 4096,
+            learned_path: true,
             bloom_bits_per_key: 10,
             direct_io: false,
             sync: false,
@@ -240,7 +255,15 @@ impl EngineConfig {
 
 /// The engine names `open` accepts.
 pub fn names() -> Vec<&'static str> {
-    let mut v = vec!["lsm", "learnedkv", "lsm+", "lsm+tier", "finedex"];
+    let mut v = vec![
+        "lsm",
+        "learnedkv",
+        "lsm+",
+        "lsm+tier",
+        "finedex",
+        "learnedstore",
+        "btree",
+    ];
     if cfg!(feature = "rocksdb") {
         v.push("rocksdb");
     }
@@ -255,6 +278,8 @@ pub fn open(name: &str, cfg: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
         "lsm+" => Ok(Box::new(lidb::TieredEngine::open(cfg, Tiering::WriteBack)?)),
         "lsm+tier" => Ok(Box::new(lidb::TieredEngine::open(cfg, Tiering::LsmTier)?)),
         "finedex" => Ok(Box::new(fine::FineEngine::open(cfg)?)),
+        "learnedstore" => Ok(Box::new(btree::BTreeEngine::open(cfg, true)?)),
+        "btree" => Ok(Box::new(btree::BTreeEngine::open(cfg, false)?)),
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Ok(Box::new(rocks::RocksEngine::open(cfg)?)),
         #[cfg(not(feature = "rocksdb"))]

@@ -41,7 +41,12 @@ fn get_all(c: &mut redis::Connection, n: u64) {
 
 #[test]
 fn pipelines_mixing_reads_and_writes_answer_in_order() {
-    for (engine, memory_reads) in [("lsm", true), ("lsm", false), ("finedex", true)] {
+    for (engine, memory_reads) in [
+        ("lsm", true),
+        ("lsm", false),
+        ("finedex", true),
+        ("learnedstore", true),
+    ] {
         let config = ServerConfig {
             memory_reads,
             ..ServerConfig::default()

@@ -1,14 +1,15 @@
 //! Which engines `lidb bench btree` can run, and how each is opened: the one registration point.
 //!
-//! The LearnedStore engine (crate lidb-btree) will register here as two engines, "learnedstore"
-//! (learned path on) and "btree" (learned path off), so one run compares them. Until it lands
-//! they are known names that [`open_engine`] refuses with [`Error::NotBuilt`]. To add it:
-//! implement [`PagedStore`] for it, add its names to [`btree_engines`] and a match arm to
-//! [`open_engine`].
+//! The LearnedStore engine (crate lidb-btree) registers here as two engines, "learnedstore"
+//! (learned path on) and "btree" (learned path off), so one run compares them; the peers redb and
+//! lmdb follow. To add an engine: implement [`PagedStore`] for it, add its name to
+//! [`btree_engines`] and a match arm to [`open_engine`]. [`Error::NotBuilt`] stays for a known
+//! name a build leaves out.
 
 use std::path::PathBuf;
 
 use super::Error;
+use super::learned_peer::{self, LearnedPeer};
 use super::lmdb_peer::{self, LmdbStore};
 use super::redb_peer::{self, RedbStore};
 use super::store::PagedStore;
@@ -32,7 +33,12 @@ pub type OpenStore<'a> = &'a dyn Fn(&str, &StoreSetup) -> Result<Box<dyn PagedSt
 
 /// The engines this build can run, in the default order of a run.
 pub fn btree_engines() -> Vec<&'static str> {
-    vec![redb_peer::NAME, lmdb_peer::NAME]
+    vec![
+        learned_peer::LEARNED,
+        learned_peer::PLAIN,
+        redb_peer::NAME,
+        lmdb_peer::NAME,
+    ]
 }
 
 /// Every engine name `--engine` accepts, built or not.
@@ -65,6 +71,10 @@ pub fn check_engines(names: &[String]) -> Result<(), Error> {
 /// A fresh, empty engine `name` set up by `setup`.
 pub fn open_engine(name: &str, setup: &StoreSetup) -> Result<Box<dyn PagedStore>, Error> {
     let store: Box<dyn PagedStore> = match name {
+        learned_peer::LEARNED | learned_peer::PLAIN => Box::new(
+            LearnedPeer::create(&setup.dir, setup.pool_bytes, name == learned_peer::LEARNED)
+                .map_err(Error::store(name))?,
+        ),
         redb_peer::NAME => {
             Box::new(RedbStore::create(&setup.dir, setup.pool_bytes).map_err(Error::store(name))?)
         }

@@ -136,19 +136,25 @@ impl LmdbStore {
         })
     }
 
-    #[expect(
-        unsafe_code,
-        reason = "posix_fadvise is a libc call; it only advises the kernel about a file we own"
-    )]
     fn drop_page_cache(&self) -> Result<(), StoreError> {
-        let file = File::open(self.dir.join("data.mdb"))?;
-        // SAFETY: a valid open descriptor; DONTNEED only drops clean cached pages.
-        let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        if rc != 0 {
-            return Err(StoreError::Io(std::io::Error::from_raw_os_error(rc)));
-        }
-        Ok(())
+        drop_os_cache(&self.dir.join("data.mdb"))
     }
+}
+
+/// Drops the clean pages of file `path` from the OS page cache (`posix_fadvise(DONTNEED)`); the
+/// learnedstore peer uses it too when its file is read through the page cache.
+#[expect(
+    unsafe_code,
+    reason = "posix_fadvise is a libc call; it only advises the kernel about a file we own"
+)]
+pub(super) fn drop_os_cache(path: &Path) -> Result<(), StoreError> {
+    let file = File::open(path)?;
+    // SAFETY: a valid open descriptor; DONTNEED only drops clean cached pages.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if rc != 0 {
+        return Err(StoreError::Io(std::io::Error::from_raw_os_error(rc)));
+    }
+    Ok(())
 }
 
 impl PagedStore for LmdbStore {

@@ -9,6 +9,7 @@
 //! - [`measure`]: the timed loops and the startup time (time to 90% of the peak).
 //! - [`experiments`]: the four experiments, from a config to a [`Report`].
 //! - [`rows`]: the output rows, JSON lines and the table.
+//! - [`learned_peer`]: LearnedStore (lidb-btree) as "learnedstore" and "btree".
 //! - peers: [`redb_peer`] (over the `O_DIRECT` backend of [`direct`]) and [`lmdb_peer`];
 //!   [`reference`] is a `BTreeMap` for the harness's own tests.
 //!
@@ -18,6 +19,7 @@ pub mod config;
 pub mod direct;
 pub mod engines;
 pub mod experiments;
+pub mod learned_peer;
 pub mod lmdb_peer;
 pub mod measure;
 pub mod redb_peer;
@@ -48,7 +50,7 @@ pub enum Error {
         key: u64,
         detail: String,
     },
-    /// A known engine this build does not have yet (the LearnedStore engine).
+    /// A known engine this build does not have.
     NotBuilt(String),
     /// A configuration that cannot run; the message names the option.
     Invalid(String),
@@ -73,11 +75,7 @@ impl fmt::Display for Error {
                 key,
                 detail,
             } => write!(f, "wrong answer from {engine} for key {key}: {detail}"),
-            Error::NotBuilt(name) => write!(
-                f,
-                "engine {name} not built yet (the LearnedStore engine, lidb-btree, has not \
-                 landed; run the peers: --engine redb,lmdb)"
-            ),
+            Error::NotBuilt(name) => write!(f, "engine {name} is not built in this build"),
             Error::Invalid(msg) => write!(f, "{msg}"),
         }
     }

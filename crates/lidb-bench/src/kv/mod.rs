@@ -109,10 +109,12 @@ impl Common {
 /// The options every engine ran with, for the config line.
 pub fn describe_engine(cfg: &EngineConfig) -> String {
     format!(
-        "memtable={} cache={} bloom_bits={} direct_io={} sync={} lsm_index={}/{} \
-         tier_index={}/{} pages over_provisioning={} background_gc={}",
+        "memtable={} cache={} pool={} page_size={} bloom_bits={} direct_io={} sync={} \
+         lsm_index={}/{} tier_index={}/{} pages over_provisioning={} background_gc={}",
         format_size(cfg.memtable_bytes),
         format_size(cfg.block_cache_bytes),
+        format_size(cfg.pool_bytes),
+        cfg.page_size,
         cfg.bloom_bits_per_key,
         cfg.direct_io,
         cfg.sync,

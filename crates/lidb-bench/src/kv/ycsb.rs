@@ -11,8 +11,8 @@
 //! 2. Updates and read-modify-writes write a new version of the record's value; every read checks
 //!    that the value belongs to the key (records.rs), whatever version it holds.
 //! 3. Workloads without writes (C) run `engine.gc()` after P0, for every engine alike, as the
-//!    paper does: nothing else would build LearnedKV's tier (finedex's gc() is a checkpoint,
-//!    which leaves its index as it was). Otherwise GC runs by itself.
+//!    paper does: nothing else would build LearnedKV's tier (finedex's, learnedstore's and
+//!    btree's gc() is a checkpoint, which leaves their index as it was). Otherwise GC runs by itself.
 //! 4. kops_per_s of an operation type is its count over the time the workers spent in it (sum of
 //!    its latencies / threads), as the paper's separate read and write throughputs of one mixed
 //!    phase; kops_per_s of "all" is the phase's count over its wall time.
@@ -98,13 +98,14 @@ pub struct YcsbRow {
     pub p99_us: f64,
     pub p999_us: f64,
     /// The paper's Table 1: bytes of the LSM, the learned tier's key list and models, the vlog
-    /// (finedex: its log and checkpoint files in vlog_bytes, the rest 0).
+    /// (finedex: its log and checkpoint files in vlog_bytes, the rest 0; learnedstore and btree:
+    /// the page file in lsm_bytes, the write-ahead logs in vlog_bytes).
     pub lsm_bytes: u64,
     pub key_list_bytes: u64,
     pub model_bytes: u64,
     pub vlog_bytes: u64,
     /// Point reads the LSM answered during the phase, and the tier (tier: 0 for lsm; both 0 for
-    /// rocksdb and finedex).
+    /// rocksdb, finedex, learnedstore and btree).
     pub reads_lsm: u64,
     pub reads_tier: u64,
     /// GCs the engine had installed by the end of the phase (since the load began).

@@ -67,6 +67,8 @@ pub struct LearnedStats {
     pub slots: u64,
     /// The error bound (in slots) of the model published now.
     pub error_bound: u64,
+    /// Heap bytes of the published mapping table and its model (`Table::memory_bytes`).
+    pub table_bytes: u64,
 }
 
 /// Where the table served after open came from.
@@ -211,6 +213,7 @@ impl Learned {
             training_ns: get(&c.training_ns),
             slots: table.slots.len() as u64,
             error_bound: table.model().boundary(),
+            table_bytes: table.memory_bytes(),
         }
     }
 

@@ -68,6 +68,19 @@ pub(crate) enum SlotFind {
 }
 
 impl Table {
+    /// Heap bytes of the table and its model: the slot array (its capacity), each slot's
+    /// boundary key, the shared prefix, and the model's encoded size (`size_bytes`, exact by the
+    /// index contract). Allocator overhead is not counted.
+    pub fn memory_bytes(&self) -> u64 {
+        let slots = (self.slots.capacity() * std::mem::size_of::<Slot>()) as u64;
+        let keys: u64 = self
+            .slots
+            .iter()
+            .map(|s| s.upper.as_ref().map_or(0, |k| k.capacity() as u64))
+            .sum();
+        slots + keys + self.prefix.capacity() as u64 + self.model.size_bytes()
+    }
+
     /// A table over `leaves` (from `Tree::leaf_parents`) with a model of `error_bound` slots.
     pub fn build(leaves: Vec<LeafRef>, error_bound: u64) -> Result<Table> {
         let prefix = common_prefix(leaves.iter().filter_map(|l| l.upper.as_deref()));

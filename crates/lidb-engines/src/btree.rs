@@ -1,0 +1,208 @@
+//! `learnedstore` and `btree`: LearnedStore (lidb-btree, issue 9) behind the engine trait, with
+//! its learned leaf path on (`learnedstore`) and off (`btree`: the same buffer-managed B+-tree,
+//! every lookup a tree walk), so one run compares the two.
+//!
+//! Of [`EngineConfig`] it reads `dir`, `sync` (a write returns once its log record is synced),
+//! `direct_io` (O_DIRECT for the page file), `pool_bytes` (the buffer pool), `page_size`, and
+//! `learned_path` (learnedstore only; btree always runs with the path off). It has no memtable,
+//! Bloom filter, SSTable index, learned tier, value-log GC or background compaction, so
+//! `memtable_bytes`, `block_cache_bytes`, `bloom_bits_per_key`, `lsm_index`/`lsm_boundary`,
+//! `tier_index`/`tier_page_boundary`, `over_provisioning` and `background` are ignored, and
+//! [`Engine::notes`] names them with their values.
+//!
+//! Equal memory: the buffer pool plays the block cache's role, and `pool_bytes` defaults to
+//! `block_cache_bytes`'s default (8 MiB). The LSM engines also hold a memtable (64 MiB by
+//! default) that has no counterpart here (the tree takes writes in its pool), so at the defaults
+//! this engine holds less memory than they do; to compare at equal total memory, set the pool to
+//! the LSMs' cache plus memtable. The notes say so.
+//!
+//! Mapping of the trait:
+//! - `get_if_in_memory`: LearnedStore's memory-only read (no device read, else `None`).
+//! - `gc()` is a checkpoint: the tree's dirty pages written to the page file and the logs it
+//!   covers removed. `convert()` is refused (the default). The store also checkpoints by itself
+//!   each 64 MiB of log (WalOptions' default).
+//! - `space()`: the page file as `lsm_bytes` (the place of the LSM's tables: the structure that
+//!   holds the keys and values), the write-ahead logs and `WALSTATE` as `vlog_bytes`; the other
+//!   columns 0.
+//! - `memory()`: the pool's resident frames (inner nodes and leaves alike) as `cache_bytes`,
+//!   the learned path's mapping table and model (`LearnedStats::table_bytes`; 0 for `btree`)
+//!   as `index_bytes`.
+//! - `read_split()`: none (no LSM, no tier), as finedex.
+//!
+//! Threads: any; LearnedStore takes `&self` everywhere (see `lidb_btree::LearnedStore`).
+
+use std::path::Path;
+
+use lidb_btree::{LearnedOptions, LearnedStore, LearnedStoreOptions, Options, PAGE_FILE_NAME};
+
+use super::{Engine, EngineConfig, EngineError, EngineResult, MemorySplit, ReadSplit, Space};
+use crate::format_size;
+
+impl From<lidb_btree::Error> for EngineError {
+    fn from(e: lidb_btree::Error) -> Self {
+        EngineError(e.to_string())
+    }
+}
+
+/// LearnedStore with its learned path on (`learnedstore`) or off (`btree`).
+pub struct BTreeEngine {
+    store: LearnedStore,
+    name: &'static str,
+    page_size: u64,
+    /// What of the configuration does not apply, as one note.
+    ignored: String,
+}
+
+impl BTreeEngine {
+    /// Opens `learnedstore` (`learned` true: the path as `cfg.learned_path` says) or `btree`
+    /// (`learned` false: the path off whatever the configuration says).
+    pub fn open(cfg: &EngineConfig, learned: bool) -> EngineResult<BTreeEngine> {
+        let opts = store_options(cfg, learned && cfg.learned_path);
+        let page_size = opts.tree.page_size as u64;
+        Ok(BTreeEngine {
+            store: LearnedStore::open(&cfg.dir, &opts)?,
+            name: if learned { "learnedstore" } else { "btree" },
+            page_size,
+            ignored: ignored_options(cfg),
+        })
+    }
+}
+
+/// The store's options from `cfg`, the learned path on or off.
+fn store_options(cfg: &EngineConfig, learned_path: bool) -> LearnedStoreOptions {
+    let mut opts = LearnedStoreOptions {
+        tree: Options {
+            page_size: usize::try_from(cfg.page_size).unwrap_or(usize::MAX),
+            pool_bytes: cfg.pool_bytes,
+            direct_io: cfg.direct_io,
+            ..Options::default()
+        },
+        learned: LearnedOptions {
+            enabled: learned_path,
+            ..LearnedOptions::default()
+        },
+        ..LearnedStoreOptions::default()
+    };
+    opts.wal.sync = cfg.sync;
+    opts
+}
+
+/// The note naming the options of `cfg` the tree ignores, with their values.
+fn ignored_options(cfg: &EngineConfig) -> String {
+    format!(
+        "a buffer-managed B+-tree under a write-ahead log: memtable={} cache={} bloom_bits={} \
+         lsm_index={}/{} tier_index={}/{} over_provisioning={} background_gc={} do not apply and \
+         are ignored; pool={} page_size={} direct_io={} sync={} apply; gc() is a checkpoint \
+         (dirty pages written, covered logs removed)",
+        format_size(cfg.memtable_bytes),
+        format_size(cfg.block_cache_bytes),
+        cfg.bloom_bits_per_key,
+        cfg.lsm_index.name(),
+        cfg.lsm_boundary,
+        cfg.tier_index.name(),
+        cfg.tier_page_boundary,
+        cfg.over_provisioning,
+        cfg.background,
+        format_size(cfg.pool_bytes),
+        cfg.page_size,
+        cfg.direct_io,
+        cfg.sync,
+    )
+}
+
+impl Engine for BTreeEngine {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        Ok(self.store.put(key, value)?)
+    }
+    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
+        Ok(self.store.get(key)?)
+    }
+    fn get_if_in_memory(&self, key: &[u8]) -> EngineResult<Option<Option<Vec<u8>>>> {
+        Ok(self.store.get_if_in_memory(key)?)
+    }
+    fn delete(&self, key: &[u8]) -> EngineResult<()> {
+        // Whether the key was there does not matter to the trait.
+        self.store.delete(key)?;
+        Ok(())
+    }
+    fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        each: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<usize> {
+        let entries = self.store.scan(start, end, limit)?;
+        for (k, v) in &entries {
+            each(k, v);
+        }
+        Ok(entries.len())
+    }
+    fn gc(&self) -> EngineResult<()> {
+        Ok(self.store.checkpoint()?)
+    }
+    fn flush(&self) -> EngineResult<()> {
+        Ok(self.store.flush()?)
+    }
+    fn space(&self) -> Space {
+        let (pages, logs) = file_bytes(self.store.dir());
+        Space {
+            lsm_bytes: pages,
+            vlog_bytes: logs,
+            ..Space::default()
+        }
+    }
+    fn memory(&self) -> MemorySplit {
+        MemorySplit {
+            cache_bytes: self.store.stats().pool.frames_used * self.page_size,
+            index_bytes: self.store.learned_stats().table_bytes,
+            ..MemorySplit::default()
+        }
+    }
+    fn read_split(&self) -> ReadSplit {
+        ReadSplit::default()
+    }
+    fn notes(&self) -> Vec<String> {
+        let stats = self.store.stats();
+        let (pages, logs) = file_bytes(self.store.dir());
+        vec![
+            self.ignored.clone(),
+            format!(
+                "pool {} of {} frames in use ({} bytes each; inner nodes and leaves), {} device \
+                 reads; on disk the page file {pages} bytes (lsm_bytes) and the logs {logs} \
+                 bytes (vlog_bytes); the learned path's mapping table and model are index_bytes; \
+                 the pool is \
+                 the block cache's counterpart and this engine has no memtable: compare at equal \
+                 memory with pool = cache + memtable",
+                stats.pool.frames_used, stats.pool.frames, self.page_size, stats.io.reads
+            ),
+        ]
+    }
+}
+
+/// Bytes of the page file, and of every other regular file in `dir` (the logs, `WALSTATE`,
+/// `LOCK`); a file that vanishes meanwhile (a checkpoint removing an old log) counts 0.
+fn file_bytes(dir: &Path) -> (u64, u64) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (0, 0);
+    };
+    let mut pages = 0;
+    let mut logs = 0;
+    for entry in entries.filter_map(Result::ok) {
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        if !meta.is_file() {
+            continue;
+        }
+        if entry.file_name() == PAGE_FILE_NAME {
+            pages += meta.len();
+        } else {
+            logs += meta.len();
+        }
+    }
+    (pages, logs)
+}
