@@ -5,20 +5,30 @@
 //! inside the returned range, over the same sorted keys. Every lookup's answer is checked, so a
 //! wrong index fails the benchmark instead of looking fast. Times come from one thread; the mean is
 //! from an un-instrumented loop, the p99 from per-lookup timings with the timer's cost removed.
+//!
+//! The unclustered indexes (`alex`, `lipp`, `dili`, `lits`; see `unclustered.rs`) take the same
+//! path with one row each, whatever the boundaries: they are bulk-loaded from the (key, first
+//! position) pairs of the sorted keys, a lookup is the first entry of `range_from(q)` (the exact
+//! position, no last-mile search), `boundary` and `bound_width_mean` are 1, `segments` is their
+//! model count and `size_bytes` their heap bytes, the keys and positions they hold included. Their
+//! lookups run in the same interleaved rounds as the families', so `--index binary,alex` compares
+//! them with binary search in one run.
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use lidb_index::{Family, LearnedIndex, Params, build, lower_bound_with};
+use lidb_index::{LearnedIndex, Params, build, lower_bound_with};
 use serde::Serialize;
 
 use crate::progress;
 use crate::timing::{percentile, timer_overhead_ns};
+use crate::unclustered::{IndexName, Pairs, UnclusteredIndex};
 
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct Config {
-    pub families: Vec<Family>,
+    /// Families run once per boundary; unclustered indexes once.
+    pub indexes: Vec<IndexName>,
     pub boundaries: Vec<u64>,
     /// Family parameters; `boundary` is replaced by each entry of `boundaries`.
     pub params: Params,
@@ -51,9 +61,14 @@ pub struct Row {
 #[non_exhaustive]
 pub enum Error {
     Index(lidb_index::Error),
+    /// An unclustered index refused its bulk load (the keys were not sorted).
+    BulkLoad {
+        index: IndexName,
+        error: lidb_updatable::BulkLoadError,
+    },
     /// A lookup returned the wrong position: a bug in the index, reported rather than timed.
     WrongAnswer {
-        index: Family,
+        index: IndexName,
         boundary: u64,
         query: u64,
         got: u64,
@@ -64,6 +79,7 @@ impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Error::Index(e) => write!(f, "{e}"),
+            Error::BulkLoad { index, error } => write!(f, "{index}: {error}"),
             Error::WrongAnswer {
                 index,
                 boundary,
@@ -91,6 +107,48 @@ const MAX_BUILD_REPEATS: u32 = 20;
 /// Per-lookup timings are taken over at most this many lookups (the tail needs no more).
 const MAX_TAIL_SAMPLES: usize = 200_000;
 
+/// The `boundary` of an unclustered index's row: every answer is at most one position wide.
+pub const UNCLUSTERED_BOUNDARY: u64 = 1;
+
+/// One built configuration.
+enum Built {
+    Family(Box<dyn LearnedIndex>),
+    Unclustered(UnclusteredIndex),
+}
+
+impl Built {
+    /// `lower_bound(q)` over `keys`, the full lookup of a caller.
+    #[inline]
+    fn lower_bound(&self, keys: &[u64], q: u64) -> u64 {
+        match self {
+            Built::Family(index) => lower_bound_with(index.as_ref(), keys, q),
+            Built::Unclustered(index) => index.lower_bound(q),
+        }
+    }
+
+    /// Width of the range answered for `q`.
+    fn width(&self, q: u64) -> u64 {
+        match self {
+            Built::Family(index) => index.search(q).width(),
+            Built::Unclustered(index) => index.search(q).width(),
+        }
+    }
+
+    fn models(&self) -> u64 {
+        match self {
+            Built::Family(index) => index.stats().models,
+            Built::Unclustered(index) => index.stats().models,
+        }
+    }
+
+    fn size_bytes(&self) -> u64 {
+        match self {
+            Built::Family(index) => index.size_bytes(),
+            Built::Unclustered(index) => index.size_bytes(),
+        }
+    }
+}
+
 /// Runs every configuration over `keys` (sorted) with lookups of `queries` (keys that exist).
 ///
 /// Every index is built first; then the lookup passes run round-robin over all configurations
@@ -99,10 +157,13 @@ const MAX_TAIL_SAMPLES: usize = 200_000;
 /// rows come from interleaved measurements of one run.
 pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Error> {
     let overhead = timer_overhead_ns();
-    let configs: Vec<(Family, u64)> = cfg
-        .families
+    let configs: Vec<(IndexName, u64)> = cfg
+        .indexes
         .iter()
-        .flat_map(|&f| cfg.boundaries.iter().map(move |&b| (f, b)))
+        .flat_map(|&name| match name {
+            IndexName::Family(_) => cfg.boundaries.iter().map(|&b| (name, b)).collect(),
+            IndexName::Unclustered(_) => vec![(name, UNCLUSTERED_BOUNDARY)],
+        })
         .collect();
     let rounds = cfg.rounds.max(1);
     let steps = (configs.len() * (1 + rounds)) as u64;
@@ -114,20 +175,19 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
         }
     };
     let mut built = Vec::with_capacity(configs.len());
-    for &(family, b) in &configs {
+    for &(name, b) in &configs {
         let params = Params {
             boundary: b,
             ..cfg.params.clone()
         };
-        let (index, build_ns) = timed_build(family, keys, &params)?;
-        check_answers(index.as_ref(), keys, queries, b)?;
+        let (index, build_ns) = timed_build(name, keys, &params)?;
+        check_answers(&index, name, keys, queries, b)?;
         built.push((index, build_ns));
-        tick(format!("built {family} B={b}"));
+        tick(format!("built {name} B={b}"));
     }
     let mut means: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); built.len()];
     for round in 0..rounds {
         for ((index, _), samples) in built.iter().zip(means.iter_mut()) {
-            let index = index.as_ref();
             lookup_all(
                 index,
                 keys,
@@ -145,15 +205,14 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
     let n = keys.len() as u64;
     let per_key = |v: f64| if n == 0 { 0.0 } else { v / n as f64 };
     let mut rows = Vec::with_capacity(built.len());
-    for (((index, build_ns), samples), &(family, b)) in built.iter().zip(&mut means).zip(&configs) {
-        let index = index.as_ref();
-        let widths: u64 = queries.iter().map(|&q| index.search(q).width()).sum();
+    for (((index, build_ns), samples), &(name, b)) in built.iter().zip(&mut means).zip(&configs) {
+        let widths: u64 = queries.iter().map(|&q| index.width(q)).sum();
         let size = index.size_bytes();
         rows.push(Row {
-            index: family.name().to_string(),
+            index: name.name().to_string(),
             boundary: b,
             keys: n,
-            segments: index.stats().models,
+            segments: index.models(),
             size_bytes: size,
             bits_per_key: per_key(size as f64 * 8.0),
             build_ns_per_key: per_key(*build_ns),
@@ -166,16 +225,31 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
 }
 
 /// Builds repeatedly until MIN_BUILD_TIME_NS has passed; returns the index and ns per build.
-fn timed_build(
-    family: Family,
-    keys: &[u64],
-    params: &Params,
-) -> Result<(Box<dyn LearnedIndex>, f64), Error> {
+/// An unclustered index's input pairs are made once, before the clock starts.
+fn timed_build(name: IndexName, keys: &[u64], params: &Params) -> Result<(Built, f64), Error> {
+    match name {
+        IndexName::Family(family) => {
+            repeat_timed(|| Ok(Built::Family(build(family, keys, params)?)))
+        }
+        IndexName::Unclustered(kind) => {
+            let pairs = Pairs::new(kind, keys);
+            repeat_timed(|| {
+                UnclusteredIndex::bulk_load(kind, &pairs, keys.len() as u64)
+                    .map(Built::Unclustered)
+                    .map_err(|error| Error::BulkLoad { index: name, error })
+            })
+        }
+    }
+}
+
+fn repeat_timed(
+    mut build_once: impl FnMut() -> Result<Built, Error>,
+) -> Result<(Built, f64), Error> {
     let started = Instant::now();
-    let mut index = build(family, keys, params)?;
+    let mut index = build_once()?;
     let mut repeats = 1u32;
     while started.elapsed().as_nanos() < MIN_BUILD_TIME_NS && repeats < MAX_BUILD_REPEATS {
-        index = build(family, keys, params)?;
+        index = build_once()?;
         repeats += 1;
     }
     Ok((
@@ -185,38 +259,39 @@ fn timed_build(
 }
 
 /// The 99th percentile of per-lookup times, the timer's own cost removed.
-fn tail_p99(index: &dyn LearnedIndex, keys: &[u64], queries: &[u64], overhead_ns: f64) -> f64 {
+fn tail_p99(index: &Built, keys: &[u64], queries: &[u64], overhead_ns: f64) -> f64 {
     let mut tail: Vec<f64> = queries
         .iter()
         .take(MAX_TAIL_SAMPLES)
         .map(|&q| {
             let t = Instant::now();
-            black_box(lower_bound_with(index, keys, black_box(q)));
+            black_box(index.lower_bound(keys, black_box(q)));
             (t.elapsed().as_nanos() as f64 - overhead_ns).max(0.0)
         })
         .collect();
     percentile(&mut tail, 99.0)
 }
 
-fn lookup_all(index: &dyn LearnedIndex, keys: &[u64], queries: &[u64]) {
+fn lookup_all(index: &Built, keys: &[u64], queries: &[u64]) {
     let mut acc = 0u64;
     for &q in queries {
-        acc = acc.wrapping_add(lower_bound_with(index, keys, black_box(q)));
+        acc = acc.wrapping_add(index.lower_bound(keys, black_box(q)));
     }
     black_box(acc);
 }
 
 fn check_answers(
-    index: &dyn LearnedIndex,
+    index: &Built,
+    name: IndexName,
     keys: &[u64],
     queries: &[u64],
     boundary: u64,
 ) -> Result<(), Error> {
     for &q in queries {
-        let got = lower_bound_with(index, keys, q);
+        let got = index.lower_bound(keys, q);
         if keys.get(got as usize) != Some(&q) {
             return Err(Error::WrongAnswer {
-                index: index.family(),
+                index: name,
                 boundary,
                 query: q,
                 got,
@@ -228,14 +303,22 @@ fn check_answers(
 
 #[cfg(test)]
 mod tests {
+    use lidb_index::Family;
+
     use super::*;
+    use crate::unclustered::Unclustered;
 
     #[test]
     fn every_row_reports_its_configuration_and_sane_figures() {
         let keys: Vec<u64> = (0..20_000u64).map(|i| i * i).collect();
         let queries: Vec<u64> = keys.iter().step_by(7).copied().collect();
         let cfg = Config {
-            families: vec![Family::Fp, Family::Binary],
+            indexes: vec![
+                IndexName::Family(Family::Fp),
+                IndexName::Family(Family::Binary),
+                IndexName::Unclustered(Unclustered::Alex),
+                IndexName::Unclustered(Unclustered::Lits),
+            ],
             boundaries: vec![8, 64],
             params: Params::new(2),
             queries: queries.len(),
@@ -244,7 +327,7 @@ mod tests {
             progress: false,
         };
         let rows = run(&keys, &queries, &cfg).unwrap_or_default();
-        assert_eq!(rows.len(), 4);
+        assert_eq!(rows.len(), 6);
         let fp8 = rows.iter().find(|r| r.index == "fp" && r.boundary == 8);
         let fp8 = fp8.map(|r| (r.segments, r.size_bytes, r.bound_width_mean));
         // 20_000 keys in blocks of 8: 2_500 fences of 8 bytes, plus count and frame.
@@ -258,5 +341,11 @@ mod tests {
             rows.iter()
                 .all(|r| r.keys == 20_000 && r.lookup_ns_mean > 0.0)
         );
+        // One row per unclustered index whatever the boundaries, its answers one position wide.
+        for name in ["alex", "lits"] {
+            let row = rows.iter().find(|r| r.index == name);
+            let row = row.map(|r| (r.boundary, r.bound_width_mean, r.size_bytes > 20_000 * 16));
+            assert_eq!(row, Some((1, 1.0, true)), "{name}");
+        }
     }
 }

@@ -15,3 +15,4 @@ pub mod plot;
 pub mod progress;
 pub mod table;
 pub mod timing;
+pub mod unclustered;

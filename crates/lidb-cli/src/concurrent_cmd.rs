@@ -19,7 +19,10 @@ enum DistributionArg {
 #[derive(Debug, Args)]
 pub struct ConcurrentArgs {
     /// Indexes, comma-separated, or "all": finedex, btree-rwlock, skipmap, scc-tree, congee,
-    /// li+delta.
+    /// li+delta, alex, lipp, dili. alex, lipp and dili (lidb-updatable) are single-writer
+    /// structures run behind one RwLock each: reads and scans share it, writes take it alone, so
+    /// their rows above one thread measure that lock. LITS is not among them: it indexes byte
+    /// strings and this benchmark's keys are u64 (`lidb index bench --index lits` runs it).
     #[arg(long, default_value = "all")]
     index: String,
     /// Workloads, comma-separated: a..f (YCSB over the loaded keys; D reads the latest
@@ -138,8 +141,10 @@ pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
         "# lidb bench concurrent: cores={cores} data={path} keys={available} records={records} \
          ops={ops} (per run, split between threads) workloads={} threads={} distribution={:?} \
          seed={} max_seconds={}{}{} latency=every {}th op sampled; build_ms=bulk load (training) \
-         time; bytes_per_key after the bulk load (index: its own report; allocator: counted \
-         while building); model_bytes: the learned models alone (finedex); end_bin_load_factor: the share of finedex's level-bin slots in use holding an entry at the end",
+         time; bytes_per_key after the bulk load (index: its own report, finedex's estimate or \
+         alex/lipp/dili's size_bytes; allocator: counted while building); alex/lipp/dili: \
+         single-writer indexes behind one RwLock (reads share it, writes exclusive); \
+         model_bytes: the learned models alone (finedex); end_bin_load_factor: the share of finedex's level-bin slots in use holding an entry at the end",
         a.workload,
         a.threads,
         cfg.distribution,

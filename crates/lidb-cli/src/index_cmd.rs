@@ -1,4 +1,10 @@
 //! `lidb index ...`: benchmark, query and inspect learned indexes over a key set.
+//!
+//! Every name is either a lidb-index family (a model over the sorted keys, answering a range of
+//! at most B positions) or an unclustered index of lidb-updatable (`alex`, `lipp`, `dili`,
+//! `lits`), bulk-loaded from the sorted keys as (key, position of its first occurrence) pairs
+//! and answering the exact position as `[q, q + 1)`, or `[n, n]` past the end (see
+//! `lidb_bench::unclustered`). Both answer under the same contract, so the same checks apply.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -6,10 +12,11 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 use lidb_bench::index_bench::{self, Row};
 use lidb_bench::table;
-use lidb_index::{Family, LearnedIndex, Params, RmiRoot, StatValue, build};
+use lidb_bench::unclustered::{IndexName, UnclusteredIndex};
+use lidb_index::{Bound, LearnedIndex, Params, RmiRoot, StatValue, build};
 use serde_json::{Map, Value, json};
 
-use crate::args::{parse_boundaries, parse_families};
+use crate::args::parse_boundaries;
 use crate::error::{CliError, io};
 
 #[derive(Debug, Subcommand)]
@@ -19,11 +26,13 @@ pub enum IndexCommand {
     /// One row per configuration: keys, segments (models), size_bytes, bits_per_key,
     /// build_ns_per_key, lookup_ns_mean and lookup_ns_p99 (prediction plus last-mile binary search
     /// in memory, on existing keys, one thread) and bound_width_mean. Every answer is checked.
+    /// The unclustered indexes (alex, lipp, dili, lits) give one row each, boundary 1.
     Bench(BenchArgs),
     /// Answer a file of queries with one index: for each query in order, write lo and hi as two
     /// little-endian u64 (16 bytes per query).
     Query(QueryArgs),
-    /// Print the structure of one index (segments per level, leaves, size) as JSON.
+    /// Print the structure of one index (segments per level, leaves, size) as JSON; for an
+    /// unclustered index its node, model and depth counts and its heap bytes.
     Stats(StatsArgs),
 }
 
@@ -100,7 +109,13 @@ pub struct BenchArgs {
     /// K and M suffixes; `lidb data gen --help` says how each is generated).
     #[arg(long, default_value = "synthetic:lognormal:1M")]
     data: String,
-    /// Index families, comma-separated, or "all" (fp, binary, plr, fiting, pgm, rs, rmi, lpa, plex).
+    /// Indexes, comma-separated, or "all": the families fp, binary, plr, fiting, pgm, rs, rmi,
+    /// lpa, plex (one row per boundary) and the unclustered alex, lipp, dili, lits (lidb-updatable;
+    /// one row each with boundary 1: bulk-loaded from (key, first position) pairs, a run of
+    /// duplicate keys kept once at its first position; a lookup is the first entry of
+    /// range_from(q), the exact position; size_bytes holds their keys and positions; lits gets
+    /// each key's 8-byte big-endian image). Compare with binary search in one run:
+    /// --index binary,alex,lipp,dili,lits.
     #[arg(long, default_value = "all")]
     index: String,
     /// Position boundaries B (at least 2), comma-separated.
@@ -129,12 +144,14 @@ pub struct OneIndexArgs {
     /// Sorted keys: a SOSD u64 file (plain or .zst) or synthetic:NAME:N.
     #[arg(long)]
     data: String,
-    /// The index family.
+    /// The index: a family (fp, binary, plr, fiting, pgm, rs, rmi, lpa) or an unclustered
+    /// index (alex, lipp, dili, lits; see `lidb index bench --help`).
     #[arg(long)]
     index: String,
-    /// Position boundary B (at least 2).
+    /// Position boundary B (at least 2). Required for a family; an unclustered index accepts
+    /// and ignores it (its answers are at most one position wide, within any B).
     #[arg(long)]
-    boundary: u64,
+    boundary: Option<u64>,
     /// Seed for synthetic data.
     #[arg(long, default_value_t = 42)]
     seed: u64,
@@ -172,7 +189,7 @@ pub fn run(cmd: IndexCommand) -> Result<(), CliError> {
 }
 
 fn bench(a: BenchArgs) -> Result<(), CliError> {
-    let families = parse_families(&a.index)?;
+    let indexes = IndexName::parse_list(&a.index).map_err(crate::args::usage("--index"))?;
     let boundaries = parse_boundaries(&a.boundary)?;
     for &b in &boundaries {
         a.family.params(b).validate()?;
@@ -185,14 +202,23 @@ fn bench(a: BenchArgs) -> Result<(), CliError> {
         return Err(CliError::Usage(format!("{}: no keys to look up", a.data)));
     }
     let queries = lidb_data::queries::existing(&keys, a.queries, a.seed);
+    let unclustered = indexes
+        .iter()
+        .any(|i| matches!(i, IndexName::Unclustered(_)));
     let config_line = format!(
-        "# lidb index bench: data={} keys={} queries={} seed={} rounds={} {}",
+        "# lidb index bench: data={} keys={} queries={} seed={} rounds={} {}{}",
         a.data,
         keys.len(),
         queries.len(),
         a.seed,
         a.rounds,
-        a.family.describe()
+        a.family.describe(),
+        if unclustered {
+            " unclustered=(key, first position) pairs, lookup=range_from(q) first entry, \
+             size_bytes with keys and positions, lits over 8-byte big-endian keys"
+        } else {
+            ""
+        }
     );
     if a.json {
         eprintln!("{config_line}");
@@ -200,7 +226,7 @@ fn bench(a: BenchArgs) -> Result<(), CliError> {
         println!("{config_line}");
     }
     let cfg = index_bench::Config {
-        families,
+        indexes,
         boundaries,
         params: a.family.params(2),
         queries: queries.len(),
@@ -254,13 +280,47 @@ fn render_rows(rows: &[Row]) -> String {
     table::render(&header, &cells)
 }
 
-fn build_one(a: &OneIndexArgs) -> Result<(Vec<u64>, Box<dyn LearnedIndex>), CliError> {
-    let family_kind = Family::from_name(a.index.trim())?;
-    let params = a.family.params(a.boundary);
-    params.validate()?;
-    let keys = lidb_data::synthetic::load(&a.data, a.seed)?;
-    let idx = build(family_kind, &keys, &params)?;
-    Ok((keys, idx))
+/// The one index `query` and `stats` build.
+enum OneIndex {
+    Family(Box<dyn LearnedIndex>),
+    Unclustered(UnclusteredIndex),
+}
+
+impl OneIndex {
+    fn search(&self, q: u64) -> Bound {
+        match self {
+            OneIndex::Family(index) => index.search(q),
+            OneIndex::Unclustered(index) => index.search(q),
+        }
+    }
+}
+
+fn build_one(a: &OneIndexArgs) -> Result<(Vec<u64>, OneIndex), CliError> {
+    let name = IndexName::from_name(a.index.trim()).map_err(crate::args::usage("--index"))?;
+    match name {
+        IndexName::Family(family) => {
+            let boundary = a.boundary.ok_or_else(|| {
+                CliError::Usage(format!("--boundary is required for index {family}"))
+            })?;
+            let params = a.family.params(boundary);
+            params.validate()?;
+            let keys = lidb_data::synthetic::load(&a.data, a.seed)?;
+            let index = build(family, &keys, &params)?;
+            Ok((keys, OneIndex::Family(index)))
+        }
+        IndexName::Unclustered(kind) => {
+            if let Some(b) = a.boundary.filter(|&b| b < lidb_index::bound::MIN_BOUNDARY) {
+                return Err(CliError::Usage(format!(
+                    "--boundary: boundary {b} is below the minimum {}",
+                    lidb_index::bound::MIN_BOUNDARY
+                )));
+            }
+            let keys = lidb_data::synthetic::load(&a.data, a.seed)?;
+            let index = UnclusteredIndex::build(kind, &keys)
+                .map_err(|e| CliError::Check(format!("{name}: {e}")))?;
+            Ok((keys, OneIndex::Unclustered(index)))
+        }
+    }
 }
 
 fn query(a: QueryArgs) -> Result<(), CliError> {
@@ -287,20 +347,41 @@ fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> Result<(), CliError
 
 fn stats(a: StatsArgs) -> Result<(), CliError> {
     let (keys, idx) = build_one(&a.one)?;
-    let s = idx.stats();
     let mut obj = Map::new();
-    obj.insert("index".into(), json!(idx.family().name()));
-    obj.insert("boundary".into(), json!(a.one.boundary));
-    obj.insert("keys".into(), json!(keys.len()));
-    obj.insert("size_bytes".into(), json!(idx.size_bytes()));
-    obj.insert("models".into(), json!(s.models));
-    for (name, value) in s.details {
-        let v = match value {
-            StatValue::U64(v) => json!(v),
-            StatValue::F64(v) => json!(v),
-            StatValue::List(v) => json!(v),
-        };
-        obj.insert(name.into(), v);
+    match &idx {
+        OneIndex::Family(idx) => {
+            let s = idx.stats();
+            obj.insert("index".into(), json!(idx.family().name()));
+            obj.insert("boundary".into(), json!(a.one.boundary));
+            obj.insert("keys".into(), json!(keys.len()));
+            obj.insert("size_bytes".into(), json!(idx.size_bytes()));
+            obj.insert("models".into(), json!(s.models));
+            for (name, value) in s.details {
+                let v = match value {
+                    StatValue::U64(v) => json!(v),
+                    StatValue::F64(v) => json!(v),
+                    StatValue::List(v) => json!(v),
+                };
+                obj.insert(name.into(), v);
+            }
+        }
+        OneIndex::Unclustered(idx) => {
+            let s = idx.stats();
+            obj.insert("index".into(), json!(idx.kind().name()));
+            obj.insert(
+                "boundary".into(),
+                json!(lidb_bench::index_bench::UNCLUSTERED_BOUNDARY),
+            );
+            obj.insert("keys".into(), json!(keys.len()));
+            obj.insert("size_bytes".into(), json!(idx.size_bytes()));
+            obj.insert("models".into(), json!(s.models));
+            obj.insert("distinct_keys".into(), json!(idx.len()));
+            obj.insert("nodes".into(), json!(s.nodes));
+            obj.insert("inner_nodes".into(), json!(s.inner_nodes));
+            obj.insert("leaf_nodes".into(), json!(s.leaf_nodes));
+            obj.insert("depth_max".into(), json!(s.depth_max));
+            obj.insert("depth_avg".into(), json!(s.depth_avg));
+        }
     }
     let value = Value::Object(obj);
     let text = if a.json {

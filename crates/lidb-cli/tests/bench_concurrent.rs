@@ -1,6 +1,7 @@
 //! End-to-end tests of `lidb bench concurrent`: a tiny run of every index over workloads a and
 //! insert at 1 and 2 threads gives JSON lines with the documented fields and nonzero throughput
-//! for every (index, workload, threads); a data set too small names its shortfall. The skew
+//! for every (index, workload, threads); the updatable peers (alex, lipp, dili) run every
+//! operation type and report their own memory; a data set too small names its shortfall. The skew
 //! workload gives insert and read rows per hotspot ratio, the timeline's intervals add up to each
 //! phase's operations, and bad --hotspot / --timeline-ms values are refused.
 
@@ -101,14 +102,69 @@ fn a_data_set_too_small_names_the_shortfall() {
     assert!(stderr.contains("short"), "{stderr}");
 }
 
-const INDEXES: [&str; 6] = [
+const INDEXES: [&str; 9] = [
     "finedex",
     "btree-rwlock",
     "skipmap",
     "scc-tree",
     "congee",
     "li+delta",
+    "alex",
+    "lipp",
+    "dili",
 ];
+
+/// The updatable learned indexes behind their RwLock: every operation type (e: scans, f:
+/// read-modify-write, d: inserts and latest reads) checked at 1 and 2 threads, with memory from
+/// their own `size_bytes()` after the load and at the end.
+#[test]
+fn updatable_peers_run_every_operation_with_their_own_memory_report() {
+    let out = support::lidb(
+        &[
+            "bench",
+            "concurrent",
+            "--index",
+            "alex,lipp,dili",
+            "--workload",
+            "d,e,f",
+            "--threads",
+            "1,2",
+            "--records",
+            "3000",
+            "--ops",
+            "1000",
+            "--data",
+            "synthetic:lognormal:10K",
+            "--json",
+        ],
+        "",
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("single-writer"), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let mut runs = BTreeSet::new();
+    for line in stdout.lines() {
+        let row: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert_eq!(row["errors"].as_u64(), Some(0), "{line}");
+        assert_eq!(row["concurrent"], true, "{line}");
+        assert_eq!(row["bytes_source"], "index", "{line}");
+        assert!(row["bytes_per_key"].as_f64().unwrap() >= 16.0, "{line}");
+        assert!(row["end_bytes_per_key"].as_f64().unwrap() > 0.0, "{line}");
+        runs.insert((
+            row["index"].as_str().unwrap().to_string(),
+            row["workload"].as_str().unwrap().to_string(),
+            row["threads"].as_u64().unwrap(),
+        ));
+    }
+    for i in ["alex", "lipp", "dili"] {
+        for w in ["d", "e", "f"] {
+            for t in [1, 2] {
+                assert!(runs.contains(&(i.into(), w.into(), t)), "{i} {w} {t}");
+            }
+        }
+    }
+}
 
 #[test]
 fn skew_with_a_timeline_gives_insert_and_read_rows_per_hotspot() {

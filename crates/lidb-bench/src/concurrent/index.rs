@@ -9,6 +9,7 @@
 use super::delta::LiDelta;
 use super::fine::FinePeer;
 use super::peers::{BTreeRwLock, CongeePeer, SccTree, SkipMapPeer};
+use super::updatable::Updatable;
 
 /// A concurrent ordered map of u64 keys to u64 values.
 pub trait ConcurrentIndex: Send + Sync {
@@ -74,17 +75,26 @@ pub enum IndexKind {
     Congee,
     /// The paper's delta-buffer design from lidb parts: PGM over the loaded array + a SkipMap.
     LiDelta,
+    /// lidb_updatable::Alex behind a `RwLock` (a single-writer structure; see `updatable.rs`).
+    Alex,
+    /// lidb_updatable::Lipp behind a `RwLock`.
+    Lipp,
+    /// lidb_updatable::Dili behind a `RwLock`.
+    Dili,
 }
 
 impl IndexKind {
     /// Every implementation, in the order `--index all` runs them.
-    pub const ALL: [IndexKind; 6] = [
+    pub const ALL: [IndexKind; 9] = [
         IndexKind::Finedex,
         IndexKind::BTreeRwLock,
         IndexKind::SkipMap,
         IndexKind::SccTree,
         IndexKind::Congee,
         IndexKind::LiDelta,
+        IndexKind::Alex,
+        IndexKind::Lipp,
+        IndexKind::Dili,
     ];
 
     /// The command-line name.
@@ -96,6 +106,9 @@ impl IndexKind {
             IndexKind::SccTree => "scc-tree",
             IndexKind::Congee => "congee",
             IndexKind::LiDelta => "li+delta",
+            IndexKind::Alex => "alex",
+            IndexKind::Lipp => "lipp",
+            IndexKind::Dili => "dili",
         }
     }
 
@@ -128,5 +141,8 @@ pub fn build(kind: IndexKind, entries: &[(u64, u64)]) -> Result<Box<dyn Concurre
         IndexKind::SccTree => Box::new(SccTree::bulk_load(entries)),
         IndexKind::Congee => Box::new(CongeePeer::bulk_load(entries)),
         IndexKind::LiDelta => Box::new(LiDelta::bulk_load(entries)?),
+        IndexKind::Alex => Box::new(Updatable::<lidb_updatable::Alex>::bulk_load(entries)?),
+        IndexKind::Lipp => Box::new(Updatable::<lidb_updatable::Lipp>::bulk_load(entries)?),
+        IndexKind::Dili => Box::new(Updatable::<lidb_updatable::Dili>::bulk_load(entries)?),
     })
 }

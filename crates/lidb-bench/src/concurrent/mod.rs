@@ -21,6 +21,7 @@ mod rows;
 mod runner;
 mod skew;
 mod timeline;
+mod updatable;
 mod worker;
 
 use std::time::Duration;
@@ -36,6 +37,7 @@ pub use rows::{Row, table};
 pub use runner::{run, run_with};
 pub use skew::{HotWindow, parse_hotspots};
 pub use timeline::{PUBLISH_EVERY, TimelineRow, table as timeline_table};
+pub use updatable::Updatable;
 pub use worker::SAMPLE_EVERY;
 
 /// The hotspot ratio the skew workload runs at when none is given.

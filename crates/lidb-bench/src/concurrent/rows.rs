@@ -31,15 +31,16 @@ pub struct Row {
     pub kops_per_s: f64,
     pub p50_us: f64,
     pub p99_us: f64,
-    /// Heap bytes per loaded key right after the bulk load: the index's own report (finedex),
-    /// or else what the counting allocator saw the build allocate; `None`: neither.
+    /// Heap bytes per loaded key right after the bulk load: the index's own report (finedex;
+    /// alex, lipp and dili: their `size_bytes()`), or else what the counting allocator saw the
+    /// build allocate; `None`: neither.
     pub bytes_per_key: Option<f64>,
     pub bytes_source: &'static str,
     /// Heap bytes per loaded key the counting allocator saw the build allocate (every index,
     /// finedex included, allocator overhead excluded); `None` without a counting allocator.
     pub counted_bytes_per_key: Option<f64>,
     /// Heap bytes per live key (loaded plus inserted) at the end of the run, from the index's
-    /// own report (finedex); `None` for the others.
+    /// own report (finedex, alex, lipp, dili); `None` for the others.
     pub end_bytes_per_key: Option<f64>,
     /// Bytes of the learned models alone (what a client would cache, the paper's Fig. 16) after
     /// the bulk load and at the end of the run (finedex; else `None`).
