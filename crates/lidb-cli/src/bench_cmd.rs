@@ -63,7 +63,7 @@ pub enum BenchCommand {
     /// seeded keys and operations in one run.
     ///
     /// Engines: learnedstore and btree (the LearnedStore engine with its learned path on and
-    /// off; they arrive with the engine, until then asking for them is an error), redb (its
+    /// off), redb (its
     /// cache capped to --pool, file opened with O_DIRECT) and lmdb (the OS-page-cache
     /// reference, not memory-capped here: a note says why).
     ///
