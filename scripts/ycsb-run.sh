@@ -10,6 +10,8 @@
 # [OVERALL] and per-operation lines of each phase, then stops the server by its PID with SIGTERM
 # and requires exit 0. Exits non-zero if YCSB reports any failed operation.
 #
+# LIDB_SERVE_ARGS adds options to `lidb serve` (learnedstore and btree hold values up to a quarter
+# page: YCSB's records of about 1.1 KiB need LIDB_SERVE_ARGS="--page-size 8192").
 # LIDB picks the binary (default target/release/lidb, built if absent), RECORDS and OPERATIONS
 # override the workload's recordcount and operationcount, THREADS the YCSB client threads
 # (default 1); VERIFY=1 adds YCSB's `-p dataintegrity=true` (values derived from key and field,
