@@ -2,7 +2,8 @@
 # Smoke run of `lidb serve` with Debian's redis-cli and redis-benchmark (CI runs it; by hand after
 # `cargo build --release --bin lidb`):
 #
-#   scripts/serve-smoke.sh            redis-cli checks and one redis-benchmark run against lidb
+#   scripts/serve-smoke.sh            redis-cli and redis-py checks and one redis-benchmark run
+#                                     against lidb
 #   scripts/serve-smoke.sh --compare  the same benchmark against Debian's redis-server too
 #
 # ENGINE (default lsm) picks the engine, LIDB the binary (default target/release/lidb),
@@ -61,6 +62,35 @@ expect 2 DBSIZE
 cli INFO server | grep -q "^engine:$engine" || fail "INFO server does not name the engine"
 expect OK FLUSHDB
 expect 0 DBSIZE
+
+# redis-py, the Python client, in a virtualenv of its own (PyPI's `redis`, with protocol=2):
+# commands, a pipeline, SCAN through scan_iter, MGET, and a binary value; REDIS_PY=0 skips it.
+if [ "${REDIS_PY:-1}" = 1 ]; then
+  echo "== redis-py against lidb serve"
+  python3 -m venv "$work/venv" >/dev/null || fail "python3 -m venv failed (Debian: apt-get install python3-venv)"
+  "$work/venv/bin/pip" install --quiet redis >/dev/null || fail "pip install redis failed"
+  "$work/venv/bin/python" - "$port" <<'PY' || fail "redis-py checks failed"
+import sys
+import redis
+# redis-py 8 asks for RESP3 (HELLO 3) unless told otherwise; lidb speaks RESP2 and refuses HELLO.
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]), socket_timeout=10, protocol=2)
+assert r.ping()
+assert r.set("py:a", "1") and r.get("py:a") == b"1"
+pipe = r.pipeline(transaction=False)
+for i in range(100):
+    pipe.set(f"py:k{i:03}", i)
+assert all(pipe.execute())
+assert r.mget("py:k000", "py:k099", "py:none") == [b"0", b"99", None]
+assert sorted(r.scan_iter(match="py:k*", count=7)) == [f"py:k{i:03}".encode() for i in range(100)]
+blob = bytes(range(256)) * 4
+r.set(b"py:\x00bin", blob)
+assert r.get(b"py:\x00bin") == blob
+assert r.delete("py:a", "py:none") == 1 and r.exists("py:a") == 0
+assert r.dbsize() == 101
+assert r.flushdb()
+print("redis-py", redis.__version__, "ok")
+PY
+fi
 
 bench() {
   timeout 300 redis-benchmark -h 127.0.0.1 -p "$1" "${bench_flags[@]}"
