@@ -290,6 +290,7 @@ pub fn index_options(family: Family, boundary: u64) -> IndexOptions {
         family,
         params: Params::new(boundary),
         level_boundaries: Vec::new(),
+        kind: lidb_lsm::IndexKind::Clustered,
     }
 }
 
