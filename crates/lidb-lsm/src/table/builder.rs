@@ -105,6 +105,8 @@ pub struct TableBuilder {
     full_keys: Vec<Vec<u8>>,
     hashes: Vec<u64>,
     padding_bytes: u64,
+    /// Payload bytes the mapped-keys block will take (0 for the clustered kind).
+    keys_block_bytes: u64,
     smallest_seq: u64,
     largest_seq: u64,
     deletions: u64,
@@ -167,6 +169,7 @@ impl TableBuilder {
             full_keys: Vec::new(),
             hashes: Vec::new(),
             padding_bytes: 0,
+            keys_block_bytes: 0,
             smallest_seq: u64::MAX,
             largest_seq: 0,
             deletions: 0,
@@ -235,8 +238,13 @@ impl TableBuilder {
         self.last_key.extend_from_slice(key);
         self.keymap.observe(key);
         self.tails.push(key);
-        if self.opts.kind == IndexKind::Unclustered(Unclustered::Lits) {
-            self.full_keys.push(key.to_vec());
+        match self.opts.kind {
+            IndexKind::Clustered => {}
+            IndexKind::Unclustered(Unclustered::Lits) => {
+                self.full_keys.push(key.to_vec());
+                self.keys_block_bytes += 4 + key.len() as u64;
+            }
+            IndexKind::MappedKeys | IndexKind::Unclustered(_) => self.keys_block_bytes += 8,
         }
         if self.opts.bloom_bits_per_key > 0 {
             self.hashes.push(key_hash(key));
@@ -307,10 +315,16 @@ impl TableBuilder {
         self.entries
     }
 
-    /// The data region so far plus a guess of the tail (filter and meta; the index is small).
+    /// The data region so far plus a guess of the tail (filter, mapped keys and meta; the index
+    /// is small).
     pub fn estimated_file_size(&self) -> u64 {
         let filter = self.entries * u64::from(self.opts.bloom_bits_per_key) / 8;
-        self.entries * self.slot_width + filter + 2 * self.last_key.len() as u64 + 200 + FOOTER_LEN
+        self.entries * self.slot_width
+            + filter
+            + self.keys_block_bytes
+            + 2 * self.last_key.len() as u64
+            + 200
+            + FOOTER_LEN
     }
 
     pub fn slot_width(&self) -> u64 {

@@ -227,7 +227,10 @@ mod tests {
             IndexKind::Unclustered(Unclustered::Lits),
         ] {
             let payload = encode(kind, &images, keys.iter().copied());
-            let idx = decode(kind, &payload, 4, 8).expect("decodes");
+            let idx = match decode(kind, &payload, 4, 8) {
+                Ok(idx) => idx,
+                Err(e) => panic!("{kind:?}: {e}"),
+            };
             assert_eq!(
                 idx.candidate(b"bc", 5, None),
                 Some(if idx.exact() { 2 } else { 1 })
