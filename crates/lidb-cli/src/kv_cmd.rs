@@ -49,6 +49,7 @@ impl StoreArgs {
                 family,
                 params: lidb_index::Params::new(self.boundary),
                 level_boundaries: Vec::new(),
+                kind: lidb_lsm::IndexKind::Clustered,
             },
             sst_size_bytes: self.sst_size,
             ..Options::default()
