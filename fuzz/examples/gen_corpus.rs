@@ -19,7 +19,7 @@ use lidb_lsm::log::parse_log;
 use lidb_lsm::storage::Storage;
 use lidb_lsm::storage::mem::MemStorage;
 use lidb_lsm::table::{TableBuilder, TableOptions};
-use lidb_lsm::{Db, EntryKind, Granularity, Options};
+use lidb_lsm::{Db, EntryKind, Granularity, IndexKind, Options, Unclustered};
 
 /// The corpus root, and the targets to write (empty: all).
 struct Corpus(PathBuf, Vec<String>);
@@ -135,15 +135,32 @@ fn tables(c: &Corpus) {
             let opts = TableOptions {
                 index: Some((f, Params::new(8))),
                 bloom_bits_per_key: 10,
+                kind: IndexKind::Clustered,
             };
             (format!("{f:?}").to_lowercase(), opts)
         })
         .collect();
+    // The kinds with a mapped-keys block (format version 2).
+    let mut kinds = vec![IndexKind::MappedKeys];
+    kinds.extend(Unclustered::ALL.map(IndexKind::Unclustered));
+    for kind in kinds {
+        let name = match kind {
+            IndexKind::Unclustered(u) => u.name().to_string(),
+            _ => "pgm-mapped-keys".to_string(),
+        };
+        let opts = TableOptions {
+            index: Some((Family::Pgm, Params::new(8))),
+            bloom_bits_per_key: 10,
+            kind,
+        };
+        variants.push((name, opts));
+    }
     variants.push((
         "plain".into(),
         TableOptions {
             index: None,
             bloom_bits_per_key: 0,
+            kind: IndexKind::Clustered,
         },
     ));
     for (name, opts) in variants {

@@ -10,6 +10,21 @@ use lidb_bench::lsm::{self, Config, Dataset, Engine, Experiment, load};
 use lidb_lsm::Granularity;
 
 use crate::args::{parse_boundaries, parse_families, usage};
+
+/// `--index` of `lidb bench lsm`: clustered families, `FAMILY+keys`, alex, lipp, dili, lits, or
+/// "all" (every clustered family).
+fn parse_index_choices(list: &str) -> Result<Vec<lsm::IndexChoice>, CliError> {
+    if list.trim() == "all" {
+        return Ok(parse_families(list)?
+            .into_iter()
+            .map(lsm::IndexChoice::clustered)
+            .collect());
+    }
+    list.split(',')
+        .map(|s| lsm::IndexChoice::parse(s.trim()))
+        .collect::<Result<Vec<_>, String>>()
+        .map_err(usage("--index"))
+}
 use crate::error::{CliError, io};
 
 #[derive(Debug, Subcommand)]
@@ -115,14 +130,22 @@ pub struct LsmArgs {
     #[arg(long, default_value = "200K")]
     keys: String,
     /// Bytes per key: 8 renders each u64 big-endian; longer keys are zero-padded decimal (as the
-    /// papers' 24-byte keys).
-    #[arg(long, default_value_t = 24)]
-    key_size: u32,
+    /// papers' 24-byte keys). A range MIN..MAX (e.g. 8..24, both included, MIN >= 8) gives each
+    /// key a length drawn uniformly by a hash of the key: its 8 big-endian bytes, then filler
+    /// bytes derived from it (the LSM study's variable-length keys, section 5.3).
+    #[arg(long, default_value = "24")]
+    key_size: String,
     /// Bytes per value (KiB/MiB suffixes accepted); values are derived from their key, so every
     /// lookup checks the value it got.
     #[arg(long, default_value = "1000")]
     value_size: String,
-    /// Index families, comma-separated, or "all" (fp, binary, plr, fiting, pgm, rs, rmi, lpa, plex).
+    /// Table indexes, comma-separated, or "all" (every clustered family). Clustered families
+    /// (fp, binary, plr, fiting, pgm, rs, rmi, lpa, plex): the model gives a range of at most B
+    /// slots, read once, then a last-mile search. FAMILY+keys (e.g. pgm+keys): the same with
+    /// every key image retained in memory beside the model, so a lookup reads one slot (the LSM
+    /// study's "mapped keys retained"). alex, lipp, dili: unclustered indexes over the key
+    /// images holding each entry's slot; lits: unclustered over the full byte keys. Unclustered
+    /// kinds and +keys need --granularity table; --boundary only matters to clustered families.
     #[arg(long, default_value = "fp,plr,fiting,pgm,rs,rmi,lpa,plex")]
     index: String,
     /// Position boundaries B (at least 2), comma-separated.
@@ -196,7 +219,7 @@ fn experiment(e: ExperimentArg) -> Experiment {
 
 fn lsm_bench(a: LsmArgs) -> Result<(), CliError> {
     let exp = experiment(a.experiment);
-    let families = parse_families(&a.index)?;
+    let families = parse_index_choices(&a.index)?;
     let boundaries = parse_boundaries(&a.boundary)?;
     let workload = lidb_data::Workload::from_name(&a.workload)?;
     let value_size = load::parse_size(&a.value_size).map_err(usage("--value-size"))?;
@@ -259,11 +282,12 @@ fn lsm_bench(a: LsmArgs) -> Result<(), CliError> {
     let Some(&max_key) = keys.last() else {
         return Err(CliError::Usage(format!("{}: no keys to load", a.data)));
     };
-    load::check_key_size(a.key_size, max_key).map_err(usage("--key-size"))?;
+    let key_size = lsm::KeySize::parse(&a.key_size).map_err(usage("--key-size"))?;
+    key_size.check(max_key).map_err(usage("--key-size"))?;
     let data = Dataset {
         source: a.data.clone(),
         keys,
-        key_size: a.key_size,
+        key_size,
         value_size,
         seed: a.seed,
     };
@@ -271,6 +295,15 @@ fn lsm_bench(a: LsmArgs) -> Result<(), CliError> {
         GranularityArg::Table => Granularity::Table,
         GranularityArg::Level => Granularity::Level,
     };
+    if let Some(c) = families
+        .iter()
+        .find(|c| granularity == Granularity::Level && c.kind != lidb_lsm::IndexKind::Clustered)
+    {
+        return Err(CliError::Usage(format!(
+            "--index: {} needs --granularity table (a level model has no per-table index)",
+            c.name()
+        )));
+    }
     let engine = Engine::resolve(
         data.data_bytes(),
         sst,

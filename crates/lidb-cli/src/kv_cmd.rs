@@ -8,7 +8,6 @@ use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
 use clap::Args;
-use lidb_index::Family;
 use lidb_lsm::{IndexOptions, Options, RecoveryMode};
 
 use crate::error::{CliError, io};
@@ -32,7 +31,8 @@ pub struct StoreArgs {
     /// (learnedstore with the learned path off: the same options but --learned).
     #[arg(long, default_value = "lsm")]
     pub engine: String,
-    /// Index family of new tables.
+    /// Index of new tables: a family (pgm, rmi, ...), FAMILY+keys (mapped keys retained), or an
+    /// unclustered alex, lipp, dili or lits (see `lidb bench lsm --help`).
     #[arg(long, default_value = "pgm")]
     pub index: String,
     /// Position boundary B of new tables' indexes.
@@ -46,12 +46,14 @@ pub struct StoreArgs {
 impl StoreArgs {
     /// LSM options with these tables' index and size (the rest default).
     pub fn lsm_options(&self) -> Result<Options, CliError> {
-        let family = Family::from_name(&self.index)?;
+        let choice = lidb_bench::lsm::IndexChoice::parse(&self.index)
+            .map_err(|e| CliError::Usage(format!("--index: {e}")))?;
         Ok(Options {
             index: IndexOptions {
-                family,
+                family: choice.family,
                 params: lidb_index::Params::new(self.boundary),
                 level_boundaries: Vec::new(),
+                kind: choice.kind,
             },
             sst_size_bytes: self.sst_size,
             ..Options::default()

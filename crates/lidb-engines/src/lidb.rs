@@ -14,6 +14,7 @@ fn lsm_options(cfg: &EngineConfig) -> Options {
             family: cfg.lsm_index,
             params: Params::new(cfg.lsm_boundary),
             level_boundaries: Vec::new(),
+            kind: lidb_lsm::IndexKind::Clustered,
         },
         write_buffer_bytes: cfg.memtable_bytes,
         block_cache_bytes: cfg.block_cache_bytes,

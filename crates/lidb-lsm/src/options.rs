@@ -18,14 +18,99 @@ pub enum Granularity {
     Level,
 }
 
+/// How a table's index finds a key's slot: the two classes of the LSM study's Figure 5, plus
+/// the clustered families' "mapped keys retained" variant (its Figure 7 (C), (F), (I)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IndexKind {
+    /// Data-clustered: the `family` model gives a range `[lo, hi)` of at most B slots, read
+    /// once, then a last-mile binary search over the full keys.
+    #[default]
+    Clustered,
+    /// Data-clustered with every slot's key image kept in memory beside the model: the model's
+    /// range is searched in memory and only the slot holding the key is read.
+    MappedKeys,
+    /// Data-unclustered: an updatable index holding every key (image) with its exact slot; no
+    /// model of `family` is built and no last-mile search is done.
+    Unclustered(Unclustered),
+}
+
+/// The data-unclustered indexes of lidb-updatable an SSTable can be indexed by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Unclustered {
+    /// ALEX over the u64 key images.
+    Alex,
+    /// LIPP over the u64 key images.
+    Lipp,
+    /// DILI over the u64 key images.
+    Dili,
+    /// LITS over the full byte keys (variable length, natively).
+    Lits,
+}
+
+impl Unclustered {
+    pub const ALL: [Unclustered; 4] = [
+        Unclustered::Alex,
+        Unclustered::Lipp,
+        Unclustered::Dili,
+        Unclustered::Lits,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Unclustered::Alex => "alex",
+            Unclustered::Lipp => "lipp",
+            Unclustered::Dili => "dili",
+            Unclustered::Lits => "lits",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Unclustered> {
+        Unclustered::ALL.into_iter().find(|u| u.name() == name)
+    }
+}
+
+impl IndexKind {
+    /// The on-disk tag of the kind (meta block, format version 2).
+    pub fn tag(self) -> u8 {
+        match self {
+            IndexKind::Clustered => 0,
+            IndexKind::MappedKeys => 1,
+            IndexKind::Unclustered(Unclustered::Alex) => 2,
+            IndexKind::Unclustered(Unclustered::Lipp) => 3,
+            IndexKind::Unclustered(Unclustered::Dili) => 4,
+            IndexKind::Unclustered(Unclustered::Lits) => 5,
+        }
+    }
+
+    pub fn from_tag(tag: u8) -> Option<IndexKind> {
+        Some(match tag {
+            0 => IndexKind::Clustered,
+            1 => IndexKind::MappedKeys,
+            2 => IndexKind::Unclustered(Unclustered::Alex),
+            3 => IndexKind::Unclustered(Unclustered::Lipp),
+            4 => IndexKind::Unclustered(Unclustered::Dili),
+            5 => IndexKind::Unclustered(Unclustered::Lits),
+            _ => return None,
+        })
+    }
+
+    /// Whether a table of this kind carries a mapped-keys block.
+    pub fn has_keys_block(self) -> bool {
+        self != IndexKind::Clustered
+    }
+}
+
 /// The learned index of SSTables.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexOptions {
+    /// The clustered family (used by `Clustered` and `MappedKeys`; ignored by unclustered kinds).
     pub family: Family,
     /// Parameters of the family; `params.boundary` is the position boundary B in entries.
     pub params: Params,
     /// Per-level boundary overrides: `level_boundaries[L]`, where present, replaces B at level L.
     pub level_boundaries: Vec<Option<u64>>,
+    /// Clustered (default), clustered with mapped keys retained, or an unclustered index.
+    pub kind: IndexKind,
 }
 
 impl IndexOptions {
@@ -53,6 +138,7 @@ impl Default for IndexOptions {
             family: Family::Pgm,
             params: Params::new(16),
             level_boundaries: Vec::new(),
+            kind: IndexKind::Clustered,
         }
     }
 }
@@ -130,6 +216,13 @@ impl Options {
                     Error::InvalidOption(format!("boundary {b} at level {level} is below 2"))
                 })?;
             }
+        }
+        if self.granularity == Granularity::Level && self.index.kind != IndexKind::Clustered {
+            return bad(
+                "level granularity needs the clustered index kind (one model per level, \
+                        no per-table index)"
+                    .into(),
+            );
         }
         // The CLI accepts 4 MiB to 128 MiB; the library also takes smaller tables, for tests.
         if !(16 * 1024..=128 * MIB).contains(&self.sst_size_bytes) {

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use lidb_index::{Family, Params};
 use lidb_lsm::batch::WriteBatch;
 use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::{Db, Granularity, IndexOptions, Options};
+use lidb_lsm::{Db, Granularity, IndexKind, IndexOptions, Options, Unclustered};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -37,6 +37,18 @@ fn key(rng: &mut ChaCha8Rng) -> Vec<u8> {
         1 => format!("k{n}").into_bytes(),
         _ => n.to_be_bytes().to_vec(),
     }
+}
+
+/// Keys of 8 to 24 bytes (the LSM study's section 5.3) drawn from a small space, many of them
+/// sharing their 8-byte key image: a 4-digit head of 60 values, then a tail of 4 to 20 bytes of
+/// `a`/`b` fixed by the key number.
+fn varlen_key(rng: &mut ChaCha8Rng) -> Vec<u8> {
+    let n: u64 = rng.gen_range(0..800);
+    let mut tail_rng = ChaCha8Rng::seed_from_u64(n);
+    let tail_len = tail_rng.gen_range(4..=20);
+    let mut k = format!("{:04}", n % 60).into_bytes();
+    k.extend((0..tail_len).map(|_| if tail_rng.gen_bool(0.5) { b'a' } else { b'b' }));
+    k
 }
 
 fn value(rng: &mut ChaCha8Rng) -> Vec<u8> {
@@ -76,6 +88,10 @@ pub fn check_all(db: &Db, model: &Model, ctx: &str) {
 }
 
 fn run_model(seed: u64, opts: Options, steps: usize) {
+    run_model_with(seed, opts, steps, key);
+}
+
+fn run_model_with(seed: u64, opts: Options, steps: usize, key: fn(&mut ChaCha8Rng) -> Vec<u8>) {
     let storage = MemStorage::new();
     let dir = Path::new("/db");
     let open = |o: &Options| Db::open_with_storage(Arc::new(storage.clone()), dir, o.clone());
@@ -83,8 +99,8 @@ fn run_model(seed: u64, opts: Options, steps: usize) {
     let mut model = Model::new();
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let ctx = format!(
-        "seed {seed} family {} B {}",
-        opts.index.family, opts.index.params.boundary
+        "seed {seed} family {} kind {:?} B {}",
+        opts.index.family, opts.index.kind, opts.index.params.boundary
     );
     for step in 0..steps {
         let ctx = format!("{ctx} step {step}");
@@ -148,6 +164,37 @@ fn every_family_matches_a_btreemap() {
     for family in Family::ALL {
         for seed in seeds(0..2) {
             run_model(seed, small_options(family, 16), 3_000);
+        }
+    }
+}
+
+/// The index kinds other than plain clustered: mapped keys retained and every unclustered index.
+fn other_kinds() -> Vec<IndexKind> {
+    let mut kinds = vec![IndexKind::MappedKeys];
+    kinds.extend(Unclustered::ALL.map(IndexKind::Unclustered));
+    kinds
+}
+
+#[test]
+fn every_index_kind_matches_a_btreemap() {
+    for kind in other_kinds() {
+        for seed in seeds(0..1) {
+            let mut opts = small_options(Family::Pgm, 16);
+            opts.index.kind = kind;
+            run_model(seed, opts, 3_000);
+        }
+    }
+}
+
+#[test]
+fn variable_length_keys_with_equal_images_match_a_btreemap() {
+    let mut kinds = vec![IndexKind::Clustered];
+    kinds.extend(other_kinds());
+    for kind in kinds {
+        for seed in seeds(0..1) {
+            let mut opts = small_options(Family::Pgm, 8);
+            opts.index.kind = kind;
+            run_model_with(seed, opts, 3_000, varlen_key);
         }
     }
 }
@@ -282,6 +329,7 @@ fn reindexing_keeps_every_answer_and_changes_the_index() {
         family: Family::Pgm,
         params: Params::new(16),
         level_boundaries: vec![],
+        kind: Default::default(),
     };
     let db = db.reindex(pgm).unwrap();
     let pgm_bytes = db.memory_usage().index_bytes;

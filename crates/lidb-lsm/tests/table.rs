@@ -14,7 +14,7 @@ use lidb_lsm::keys::KeyMap;
 use lidb_lsm::storage::fs::FsStorage;
 use lidb_lsm::storage::{PAGE_SIZE, ReadMode};
 use lidb_lsm::table::{BuiltTable, Found, PageCache, Table, TableBuilder, TableOptions, reindex};
-use lidb_lsm::{EntryKind, Error, ReadStats, SortedIter};
+use lidb_lsm::{EntryKind, Error, IndexKind, ReadStats, SortedIter};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -185,6 +185,7 @@ fn round_trip_every_family_and_boundary() {
             let opts = TableOptions {
                 index: Some((family, Params::new(b))),
                 bloom_bits_per_key: 10,
+                kind: IndexKind::Clustered,
             };
             let built = build(&path, number, &model, opts);
             assert_eq!(built.meta.entries, 2000);
@@ -290,6 +291,7 @@ fn table_without_index_or_filter_probes() {
     let opts = TableOptions {
         index: None,
         bloom_bits_per_key: 0,
+        kind: IndexKind::Clustered,
     };
     let built = build(&path, 1, &model, opts);
     assert_eq!((built.index_bytes, built.filter_bytes), (0, 0));
@@ -347,6 +349,7 @@ fn decimal_keys_use_the_decimal_map() {
         let opts = TableOptions {
             index: Some((Family::Pgm, Params::new(16))),
             bloom_bits_per_key: 10,
+            kind: IndexKind::Clustered,
         };
         build(&path, number, &model, opts);
         let cache = Arc::new(PageCache::new(1 << 20));
@@ -425,6 +428,7 @@ fn bit_flips_in_every_region_are_detected() {
     let opts = TableOptions {
         index: Some((Family::Pgm, Params::new(8))),
         bloom_bits_per_key: 10,
+        kind: IndexKind::Clustered,
     };
     build(&good, 1, &model, opts);
     let bytes = std::fs::read(&good).expect("read");
@@ -492,6 +496,7 @@ fn builder_rejects_bad_input() {
     let opts = TableOptions {
         index: Some((Family::Fp, Params::new(16))),
         bloom_bits_per_key: 10,
+        kind: IndexKind::Clustered,
     };
     let mut b = TableBuilder::new(&FsStorage, &path, 1, 4, 4, opts.clone()).expect("new");
     b.add(b"b", 1, EntryKind::Put, b"v").expect("add");
@@ -513,11 +518,13 @@ fn builder_rejects_bad_input() {
     let bad = TableOptions {
         index: Some((Family::Pgm, Params::new(1))),
         bloom_bits_per_key: 10,
+        kind: IndexKind::Clustered,
     };
     assert!(TableBuilder::new(&FsStorage, &path, 1, 4, 4, bad).is_err());
     let bad = TableOptions {
         index: None,
         bloom_bits_per_key: 65,
+        kind: IndexKind::Clustered,
     };
     assert!(TableBuilder::new(&FsStorage, &path, 1, 4, 4, bad).is_err());
 }
@@ -532,6 +539,7 @@ fn small_cache_stays_within_capacity() {
     let opts = TableOptions {
         index: Some((Family::Fiting, Params::new(16))),
         bloom_bits_per_key: 10,
+        kind: IndexKind::Clustered,
     };
     build(&path, 1, &model, opts);
     let cache = Arc::new(PageCache::new(8 * PAGE_SIZE));
@@ -565,11 +573,13 @@ fn reindex_replaces_the_tail() {
     let opts = TableOptions {
         index: Some((Family::Fp, Params::new(16))),
         bloom_bits_per_key: 10,
+        kind: IndexKind::Clustered,
     };
     let before = build(&path, 7, &model, opts);
     let opts = TableOptions {
         index: Some((Family::Pgm, Params::new(64))),
         bloom_bits_per_key: 0,
+        kind: IndexKind::Clustered,
     };
     let after = reindex(&FsStorage, &path, opts).expect("reindex");
     assert_eq!(after.meta.entries, before.meta.entries);
@@ -604,6 +614,7 @@ fn index_bytes_per_entry() {
             let opts = TableOptions {
                 index: Some((family, Params::new(16))),
                 bloom_bits_per_key: 10,
+                kind: IndexKind::Clustered,
             };
             let built = build(&path, 1, &model, opts);
             let n = built.meta.entries as f64;

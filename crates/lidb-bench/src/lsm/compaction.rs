@@ -108,7 +108,7 @@ pub fn run(
         // unmarked directories).
         std::fs::remove_dir_all(&dir).map_err(load::io_err(&dir))?;
         rows.push(row(
-            family.name(),
+            &family.name(),
             b,
             cfg.data.keys.len() as u64,
             load_s,

@@ -114,14 +114,15 @@ pub fn run(cfg: &Config, work: &WorkDir, notes: &mut Vec<String>) -> Result<Vec<
         Use::ReadOnly,
         notes,
         |db, family, b| {
+            let name = family.name();
             let label = Label {
-                index: family.name(),
+                index: &name,
                 boundary: b,
             };
             let mut rows = Vec::new();
             for (dist, keys) in &passes {
                 measure::lookups(db, &warm, ks, vs, label, None)?;
-                let show = format!("{} B={b} {dist}", family.name());
+                let show = format!("{} B={b} {dist}", name);
                 let samples =
                     measure::lookups(db, keys, ks, vs, label, cfg.progress.then_some(&show))?;
                 let mut by_source: BTreeMap<u64, (Source, Vec<Sample>)> = BTreeMap::new();
@@ -134,7 +135,7 @@ pub fn run(cfg: &Config, work: &WorkDir, notes: &mut Vec<String>) -> Result<Vec<
                 }
                 for (source, group) in by_source.values() {
                     rows.push(LevelRow {
-                        index: family.name().to_string(),
+                        index: name.clone(),
                         boundary: b,
                         distribution: (*dist).to_string(),
                         level: source_name(*source),

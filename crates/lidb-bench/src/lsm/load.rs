@@ -87,6 +87,111 @@ pub fn render_key(key: u64, key_size: u32, out: &mut Vec<u8>) {
     }
 }
 
+/// Bytes per key of a run (`--key-size`): one size, or a range `min..max` (inclusive) in which
+/// each key gets a length of its own (the LSM study's variable-length keys, section 5.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeySize {
+    pub min: u32,
+    pub max: u32,
+}
+
+impl KeySize {
+    /// One size for every key.
+    pub fn fixed(size: u32) -> KeySize {
+        KeySize {
+            min: size,
+            max: size,
+        }
+    }
+
+    /// `24` or `8..24` (both ends included, 8 <= min < max).
+    pub fn parse(text: &str) -> Result<KeySize, String> {
+        let num = |s: &str| {
+            s.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("\"{s}\" is not a whole number"))
+        };
+        match text.split_once("..") {
+            None => Ok(KeySize::fixed(num(text)?)),
+            Some((a, b)) => {
+                let (min, max) = (num(a)?, num(b)?);
+                if min < 8 || min >= max {
+                    return Err(format!("range {min}..{max} needs 8 <= min < max"));
+                }
+                Ok(KeySize { min, max })
+            }
+        }
+    }
+
+    /// Whether every key up to `max_key` can be rendered (see [`check_key_size`]).
+    pub fn check(&self, max_key: u64) -> Result<(), String> {
+        if self.min == self.max {
+            return check_key_size(self.min, max_key);
+        }
+        check_key_size(8, max_key)?;
+        check_key_size(self.max, u64::MAX)
+    }
+
+    /// Mean bytes per key.
+    pub fn mean(&self) -> u32 {
+        self.min + (self.max - self.min) / 2
+    }
+
+    /// The length of `key`'s rendering: `min` for a fixed size; in a range, drawn uniformly by a
+    /// hash of the key, so every lookup renders the key the load wrote.
+    pub fn len_of(&self, key: u64) -> u32 {
+        let span = u64::from(self.max - self.min) + 1;
+        self.min + (mix(key) % span) as u32
+    }
+
+    /// Renders `key` into `out` (cleared first). A fixed size renders as [`render_key`]; in a
+    /// range, the key's 8 big-endian bytes (which keep the order of u64s) are followed by filler
+    /// bytes derived from the key up to [`KeySize::len_of`].
+    pub fn render(&self, key: u64, out: &mut Vec<u8>) {
+        if self.min == self.max {
+            return render_key(key, self.min, out);
+        }
+        out.clear();
+        out.extend_from_slice(&key.to_be_bytes());
+        let len = self.len_of(key) as usize;
+        let mut state = key ^ 0x6b65_7973;
+        while out.len() < len {
+            state = mix(state);
+            let take = (len - out.len()).min(8);
+            out.extend(state.to_le_bytes().iter().take(take));
+        }
+    }
+
+    /// The inverse of [`KeySize::render`]; None for bytes it could not have produced.
+    pub fn parse_key(&self, bytes: &[u8]) -> Option<u64> {
+        if self.min == self.max {
+            return parse_key(bytes, self.min);
+        }
+        let key = u64::from_be_bytes(bytes.get(..8)?.try_into().ok()?);
+        let mut again = Vec::new();
+        self.render(key, &mut again);
+        (again == bytes).then_some(key)
+    }
+}
+
+impl std::fmt::Display for KeySize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.min == self.max {
+            write!(f, "{}", self.min)
+        } else {
+            write!(f, "{}..{}", self.min, self.max)
+        }
+    }
+}
+
+/// splitmix64's finaliser.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
 /// The inverse of [`render_key`]; None for bytes it could not have produced.
 pub fn parse_key(bytes: &[u8], key_size: u32) -> Option<u64> {
     if bytes.len() != key_size as usize {
@@ -138,7 +243,7 @@ pub struct Dataset {
     pub source: String,
     /// Sorted, unique.
     pub keys: Vec<u64>,
-    pub key_size: u32,
+    pub key_size: KeySize,
     pub value_size: u32,
     pub seed: u64,
 }
@@ -146,7 +251,7 @@ pub struct Dataset {
 impl Dataset {
     /// Bytes of user data (keys and values).
     pub fn data_bytes(&self) -> u64 {
-        self.keys.len() as u64 * u64::from(self.key_size + self.value_size)
+        self.keys.len() as u64 * u64::from(self.key_size.mean() + self.value_size)
     }
 }
 
@@ -300,7 +405,7 @@ pub fn load(dir: &Path, data: &Dataset, opts: Options, progress: bool) -> Result
     for chunk in order.chunks(BATCH_ENTRIES) {
         let mut batch = WriteBatch::new();
         for &key in chunk {
-            render_key(key, data.key_size, &mut k);
+            data.key_size.render(key, &mut k);
             value_of(key, data.value_size, &mut v);
             batch.put(&k, &v);
         }
@@ -379,6 +484,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn key_size_ranges_render_every_length_in_order_and_parse_back() {
+        assert_eq!(KeySize::parse("24"), Ok(KeySize::fixed(24)));
+        let ks = KeySize { min: 8, max: 24 };
+        assert_eq!(KeySize::parse("8..24"), Ok(ks));
+        assert!(KeySize::parse("4..24").is_err() && KeySize::parse("24..8").is_err());
+        let mut lens = std::collections::BTreeSet::new();
+        let mut prev: Option<Vec<u8>> = None;
+        for key in (0..2_000u64).map(|i| i * 0x0001_0000_0001) {
+            let mut out = Vec::new();
+            ks.render(key, &mut out);
+            assert!((8..=24).contains(&out.len()));
+            lens.insert(out.len());
+            assert_eq!(ks.parse_key(&out), Some(key));
+            assert!(prev.as_ref().is_none_or(|p| *p < out), "order at {key}");
+            prev = Some(out);
+        }
+        assert_eq!(lens.len(), 17, "every length of the range occurs");
     }
 
     #[test]

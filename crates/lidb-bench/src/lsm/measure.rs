@@ -8,7 +8,7 @@ use lidb_lsm::{Db, ReadStats, Source};
 use serde::Serialize;
 
 use super::Error;
-use super::load::{render_key, value_of};
+use super::load::{KeySize, value_of};
 use crate::progress;
 use crate::timing::percentile;
 
@@ -31,7 +31,7 @@ pub struct Label<'a> {
 pub fn lookups(
     db: &Db,
     keys: &[u64],
-    key_size: u32,
+    key_size: KeySize,
     value_size: u32,
     label: Label<'_>,
     show: Option<&str>,
@@ -40,7 +40,7 @@ pub fn lookups(
     let (mut k, mut want) = (Vec::new(), Vec::new());
     let mut out = Vec::with_capacity(keys.len());
     for (i, &key) in keys.iter().enumerate() {
-        render_key(key, key_size, &mut k);
+        key_size.render(key, &mut k);
         value_of(key, value_size, &mut want);
         let t = Instant::now();
         let traced = db.get_traced(&k)?;

@@ -27,8 +27,9 @@ use std::path::{Path, PathBuf};
 
 use lidb_index::{Family, Params};
 use lidb_lsm::{Db, Granularity, IndexOptions};
+use lidb_lsm::{IndexKind, Unclustered};
 
-pub use load::{Dataset, Engine};
+pub use load::{Dataset, Engine, KeySize};
 
 /// Which experiment to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,7 +59,8 @@ impl Experiment {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub data: Dataset,
-    pub families: Vec<Family>,
+    /// Index configurations: clustered families, `+keys` variants, unclustered kinds.
+    pub families: Vec<IndexChoice>,
     pub boundaries: Vec<u64>,
     pub engine: Engine,
     /// Timed point lookups per configuration (pareto, granularity, levels); range lookups (range).
@@ -76,7 +78,7 @@ pub struct Config {
 
 impl Config {
     /// Every (family, boundary) pair, families outermost.
-    pub fn configurations(&self) -> Vec<(Family, u64)> {
+    pub fn configurations(&self) -> Vec<(IndexChoice, u64)> {
         self.families
             .iter()
             .flat_map(|&f| self.boundaries.iter().map(move |&b| (f, b)))
@@ -284,12 +286,57 @@ impl Drop for WorkDir {
     }
 }
 
+/// One index configuration of the tables (the LSM study's Figure 5): a clustered family, the
+/// same with mapped keys retained (`pgm+keys`, its Figure 7 (C), (F), (I)), or an unclustered
+/// index (`alex`, `lipp`, `dili`, `lits`; `family` is then unused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexChoice {
+    pub family: Family,
+    pub kind: IndexKind,
+}
+
+impl IndexChoice {
+    /// A clustered family alone.
+    pub fn clustered(family: Family) -> IndexChoice {
+        IndexChoice {
+            family,
+            kind: IndexKind::Clustered,
+        }
+    }
+
+    /// `fp`, `pgm+keys`, `alex`: what `parse` reads.
+    pub fn name(&self) -> String {
+        match self.kind {
+            IndexKind::Clustered => self.family.name().to_string(),
+            IndexKind::MappedKeys => format!("{}+keys", self.family.name()),
+            IndexKind::Unclustered(u) => u.name().to_string(),
+        }
+    }
+
+    /// A family name, a family name with `+keys`, or an unclustered kind.
+    pub fn parse(name: &str) -> Result<IndexChoice, String> {
+        if let Some(u) = Unclustered::from_name(name) {
+            return Ok(IndexChoice {
+                family: Family::Pgm,
+                kind: IndexKind::Unclustered(u),
+            });
+        }
+        let (family, kind) = match name.strip_suffix("+keys") {
+            Some(f) => (f, IndexKind::MappedKeys),
+            None => (name, IndexKind::Clustered),
+        };
+        let family = Family::from_name(family).map_err(|e| e.to_string())?;
+        Ok(IndexChoice { family, kind })
+    }
+}
+
 /// The index options of one configuration (family defaults besides the boundary).
-pub fn index_options(family: Family, boundary: u64) -> IndexOptions {
+pub fn index_options(choice: IndexChoice, boundary: u64) -> IndexOptions {
     IndexOptions {
-        family,
+        family: choice.family,
         params: Params::new(boundary),
         level_boundaries: Vec::new(),
+        kind: choice.kind,
     }
 }
 
@@ -310,7 +357,7 @@ pub fn each_config<T>(
     engine: Engine,
     mode: Use,
     notes: &mut Vec<String>,
-    mut f: impl FnMut(&Db, Family, u64) -> Result<T, Error>,
+    mut f: impl FnMut(&Db, IndexChoice, u64) -> Result<T, Error>,
 ) -> Result<Vec<T>, Error> {
     let configs = cfg.configurations();
     let data_id = format!(
@@ -395,12 +442,18 @@ pub fn each_config<T>(
         work.release(&dir)?;
     } else {
         for (family, b) in configs {
+            if family.kind != IndexKind::Clustered {
+                return Err(Error::Invalid(format!(
+                    "{}: level granularity takes clustered families only",
+                    family.name()
+                )));
+            }
             let name = format!("level-{sizes}-{}-{b}", family.name());
             let dir = work.path(&name);
             let what = format!(
                 "{data_id} {} index={} boundary={b}",
                 engine.describe(),
-                family
+                family.name()
             );
             let opts = engine.options(index_options(family, b));
             let loaded = load::open_or_load(&dir, &cfg.data, opts.clone(), &what, cfg.progress)?;

@@ -4,13 +4,14 @@
 //! One load per engine setup; configurations switch indexes with `Db::reindex`. Each pass is
 //! preceded by a warm-up of other keys; then `lookups` uniform existing keys are timed one by one.
 
-use lidb_index::Family;
 use lidb_lsm::Db;
 use serde::Serialize;
 
 use super::load::{Engine, granularity_name};
 use super::measure::{self, Figures, Label};
-use super::{Config, Error, TableRow, Use, WorkDir, each_config, uniform_lookups, warmup_count};
+use super::{
+    Config, Error, IndexChoice, TableRow, Use, WorkDir, each_config, uniform_lookups, warmup_count,
+};
 
 /// One configuration's point lookups. Field names are the JSON names.
 #[derive(Debug, Clone, Serialize)]
@@ -92,22 +93,23 @@ fn measure_config(
     cfg: &Config,
     db: &Db,
     engine: Engine,
-    family: Family,
+    family: IndexChoice,
     boundary: u64,
     warm: &[u64],
     timed: &[u64],
 ) -> Result<LookupRow, Error> {
+    let name = family.name();
     let label = Label {
-        index: family.name(),
+        index: &name,
         boundary,
     };
     let (ks, vs) = (cfg.data.key_size, cfg.data.value_size);
     measure::lookups(db, warm, ks, vs, label, None)?;
-    let show = format!("{} B={boundary}", family.name());
+    let show = format!("{} B={boundary}", name);
     let samples = measure::lookups(db, timed, ks, vs, label, cfg.progress.then_some(&show))?;
     let mem = db.memory_usage();
     Ok(LookupRow {
-        index: family.name().to_string(),
+        index: name.clone(),
         boundary,
         sst_size_bytes: engine.sst_size_bytes,
         granularity: granularity_name(engine.granularity).to_string(),

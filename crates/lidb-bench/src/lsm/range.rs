@@ -11,7 +11,7 @@ use std::time::Instant;
 use lidb_lsm::Db;
 use serde::Serialize;
 
-use super::load::{parse_key, render_key, value_of};
+use super::load::value_of;
 use super::measure::{Label, check};
 use super::{Config, Error, TableRow, Use, WorkDir, each_config, uniform_lookups, warmup_count};
 use crate::progress;
@@ -72,12 +72,13 @@ pub fn run(cfg: &Config, work: &WorkDir, notes: &mut Vec<String>) -> Result<Vec<
         Use::ReadOnly,
         notes,
         |db, family, b| {
+            let name = family.name();
             let label = Label {
-                index: family.name(),
+                index: &name,
                 boundary: b,
             };
             ranges(cfg, db, &warm, label, None)?;
-            let show = format!("{} B={b} ranges", family.name());
+            let show = format!("{} B={b} ranges", name);
             let (seek, scan, entries) =
                 ranges(cfg, db, &starts, label, cfg.progress.then_some(&show))?;
             let n = seek.len().max(1) as f64;
@@ -85,7 +86,7 @@ pub fn run(cfg: &Config, work: &WorkDir, notes: &mut Vec<String>) -> Result<Vec<
             let mut seek = seek;
             let seek_mean = seek.iter().sum::<f64>() / n;
             Ok(RangeRow {
-                index: family.name().to_string(),
+                index: name.clone(),
                 boundary: b,
                 range_len: cfg.range_len as u64,
                 ranges: seek.len() as u64,
@@ -119,7 +120,7 @@ fn ranges(
     let mut entries = 0u64;
     let (mut k, mut want) = (Vec::new(), Vec::new());
     for (i, &start) in starts.iter().enumerate() {
-        render_key(start, ks, &mut k);
+        ks.render(start, &mut k);
         let t0 = Instant::now();
         let mut it = db.scan(&k, None)?;
         let mut count = 0usize;
@@ -145,7 +146,7 @@ fn ranges(
         let want_key = keys.get(last).copied();
         // A range cut short by the end of the keys leaves the iterator exhausted.
         let got_key = if it.valid() {
-            parse_key(it.key(), ks)
+            ks.parse_key(it.key())
         } else {
             want_key
         };

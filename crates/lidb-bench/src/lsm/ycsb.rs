@@ -15,7 +15,7 @@ use lidb_data::{Generator, Op};
 use lidb_lsm::Db;
 use serde::Serialize;
 
-use super::load::{render_key, value_of};
+use super::load::value_of;
 use super::measure::{self, Label, check};
 use super::{Config, Error, TableRow, Use, WorkDir, each_config, uniform_lookups, warmup_count};
 use crate::progress;
@@ -99,8 +99,9 @@ pub fn run(cfg: &Config, work: &WorkDir, notes: &mut Vec<String>) -> Result<Vec<
         Use::Writes,
         notes,
         |db, family, b| {
+            let name = family.name();
             let label = Label {
-                index: family.name(),
+                index: &name,
                 boundary: b,
             };
             measure::lookups(
@@ -140,7 +141,7 @@ fn run_ops(cfg: &Config, db: &Db, label: Label<'_>) -> Result<Vec<YcsbRow>, Erro
             Op::ReadModifyWrite(r) => (4, r),
         };
         let key = record_key(keys, record);
-        render_key(key, ks, &mut k);
+        ks.render(key, &mut k);
         value_of(key, vs, &mut v);
         let t = Instant::now();
         match op {

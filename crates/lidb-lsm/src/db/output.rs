@@ -7,7 +7,7 @@ use std::path::Path;
 
 use crate::db::state::{Shared, TableHandle, table_path};
 use crate::error::{Result, corruption};
-use crate::options::{Granularity, Options};
+use crate::options::{Granularity, IndexKind, Options};
 use crate::storage::{ReadMode, Storage};
 use crate::table::builder::TableOptions;
 use crate::table::cache::PageCache;
@@ -25,6 +25,11 @@ pub(crate) fn table_options_for(opts: &Options, level: usize) -> TableOptions {
     TableOptions {
         index: per_table.then(|| (opts.index.family, opts.index.params_at(level))),
         bloom_bits_per_key: opts.bloom_bits_per_key,
+        kind: if per_table {
+            opts.index.kind
+        } else {
+            IndexKind::Clustered
+        },
     }
 }
 

@@ -17,12 +17,14 @@ use lidb_index::{Family, Params};
 
 use crate::error::{Error, Result};
 use crate::keys::{KeyMapBuilder, KeyTails};
+use crate::options::{IndexKind, Unclustered};
 use crate::storage::{Storage, WritableFile};
 use crate::table::filter::{BloomFilter, key_hash};
 use crate::table::format::{
-    FOOTER_LEN, Footer, MAX_ENTRIES, MAX_SLOT_WIDTH, MetaBlock, SLOT_HEADER_LEN, encode_slot,
-    frame_block,
+    FOOTER_LEN, FORMAT_VERSION, Footer, MAX_ENTRIES, MAX_SLOT_WIDTH, MetaBlock, SLOT_HEADER_LEN,
+    encode_slot, frame_block,
 };
+use crate::table::mapped;
 use crate::types::{EntryKind, TableMeta};
 
 /// Bytes gathered before one append to storage.
@@ -36,6 +38,10 @@ pub struct TableOptions {
     pub index: Option<(Family, Params)>,
     /// Bloom filter bits per key; 0 writes no filter.
     pub bloom_bits_per_key: u32,
+    /// Clustered (`index` alone), mapped keys retained, or unclustered: the kinds other than
+    /// `Clustered` write a mapped-keys block (table/mapped.rs). Unclustered kinds ignore
+    /// `index` (no model of a clustered family is built).
+    pub kind: IndexKind,
 }
 
 impl TableOptions {
@@ -71,7 +77,9 @@ pub struct BuildTimings {
 pub struct BuiltTable {
     pub meta: TableMeta,
     pub timings: BuildTimings,
-    /// `size_bytes()` of the index (its encoding, without the 4-byte block trailer); 0 if none.
+    /// `size_bytes()` of the index (its encoding, without the 4-byte block trailer) plus the
+    /// mapped-keys block payload, if any; 0 if neither. (The unclustered structure is built at
+    /// open; `Table::index_bytes` reports its heap size.)
     pub index_bytes: u64,
     /// `size_bytes()` of the filter encoding; 0 if none.
     pub filter_bytes: u64,
@@ -93,8 +101,12 @@ pub struct TableBuilder {
     last_key: Vec<u8>,
     keymap: KeyMapBuilder,
     tails: KeyTails,
+    /// Full keys, kept only for a LITS mapped-keys block.
+    full_keys: Vec<Vec<u8>>,
     hashes: Vec<u64>,
     padding_bytes: u64,
+    /// Payload bytes the mapped-keys block will take (0 for the clustered kind).
+    keys_block_bytes: u64,
     smallest_seq: u64,
     largest_seq: u64,
     deletions: u64,
@@ -154,8 +166,10 @@ impl TableBuilder {
             last_key: Vec::new(),
             keymap: KeyMapBuilder::new(),
             tails: KeyTails::new(),
+            full_keys: Vec::new(),
             hashes: Vec::new(),
             padding_bytes: 0,
+            keys_block_bytes: 0,
             smallest_seq: u64::MAX,
             largest_seq: 0,
             deletions: 0,
@@ -224,6 +238,14 @@ impl TableBuilder {
         self.last_key.extend_from_slice(key);
         self.keymap.observe(key);
         self.tails.push(key);
+        match self.opts.kind {
+            IndexKind::Clustered => {}
+            IndexKind::Unclustered(Unclustered::Lits) => {
+                self.full_keys.push(key.to_vec());
+                self.keys_block_bytes += 4 + key.len() as u64;
+            }
+            IndexKind::MappedKeys | IndexKind::Unclustered(_) => self.keys_block_bytes += 8,
+        }
         if self.opts.bloom_bits_per_key > 0 {
             self.hashes.push(key_hash(key));
         }
@@ -293,10 +315,16 @@ impl TableBuilder {
         self.entries
     }
 
-    /// The data region so far plus a guess of the tail (filter and meta; the index is small).
+    /// The data region so far plus a guess of the tail (filter, mapped keys and meta; the index
+    /// is small).
     pub fn estimated_file_size(&self) -> u64 {
         let filter = self.entries * u64::from(self.opts.bloom_bits_per_key) / 8;
-        self.entries * self.slot_width + filter + 2 * self.last_key.len() as u64 + 200 + FOOTER_LEN
+        self.entries * self.slot_width
+            + filter
+            + self.keys_block_bytes
+            + 2 * self.last_key.len() as u64
+            + 200
+            + FOOTER_LEN
     }
 
     pub fn slot_width(&self) -> u64 {
@@ -336,7 +364,8 @@ impl TableBuilder {
         let mut index_tag = 0u8;
         let mut index_boundary = 0u64;
         let mut index_block = Vec::new();
-        if let Some((family, params)) = &self.opts.index {
+        let clustered = !matches!(self.opts.kind, IndexKind::Unclustered(_));
+        if let Some((family, params)) = self.opts.index.as_ref().filter(|_| clustered) {
             let t = Instant::now();
             let index = lidb_index::build(*family, &images, params)?;
             timings.train = t.elapsed();
@@ -347,11 +376,27 @@ impl TableBuilder {
             index_tag = family.tag();
             index_boundary = index.boundary();
         }
+        let t = Instant::now();
+        let keys_payload = mapped::encode(
+            self.opts.kind,
+            &images,
+            self.full_keys.iter().map(Vec::as_slice),
+        );
         drop(images);
+        self.full_keys = Vec::new();
+        index_bytes += keys_payload.len() as u64;
+        let keys_block = if keys_payload.is_empty() {
+            Vec::new()
+        } else {
+            frame_block(&keys_payload)
+        };
+        drop(keys_payload);
+        timings.index_write += t.elapsed();
 
         self.append(&filter_block)?;
         let t = Instant::now();
         self.file.append(&index_block)?;
+        self.file.append(&keys_block)?;
         timings.index_write += t.elapsed();
 
         let meta = MetaBlock {
@@ -371,14 +416,19 @@ impl TableBuilder {
             deletions: self.deletions,
             smallest: std::mem::take(&mut self.smallest),
             largest: std::mem::take(&mut self.last_key),
+            index_kind: self.opts.kind.tag(),
+            keys_len: keys_block.len() as u64,
         };
         let meta_block = frame_block(&meta.encode());
+        // The index region is the index block followed by the mapped-keys block.
+        let index_len = (index_block.len() + keys_block.len()) as u64;
         let footer = Footer {
+            version: FORMAT_VERSION,
             filter_offset: data_len,
             filter_len: filter_block.len() as u64,
             index_offset: data_len + filter_block.len() as u64,
-            index_len: index_block.len() as u64,
-            meta_offset: data_len + (filter_block.len() + index_block.len()) as u64,
+            index_len,
+            meta_offset: data_len + filter_block.len() as u64 + index_len,
             meta_len: meta_block.len() as u64,
         };
         self.append(&meta_block)?;

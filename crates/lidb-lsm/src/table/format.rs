@@ -14,8 +14,12 @@ use crate::types::EntryKind;
 
 /// The footer's magic: "LIDBSST1" read big-endian, stored little-endian.
 pub const MAGIC: u64 = 0x4c49_4442_5353_5431;
-/// The only format version this build writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// The format version this build writes. Version 2 added the index kind and the mapped-keys
+/// block (two fields at the end of the meta block); it also reads version 1 (no such fields:
+/// clustered index, no mapped-keys block).
+pub const FORMAT_VERSION: u32 = 2;
+/// The first format version, still read.
+pub const FORMAT_VERSION_V1: u32 = 1;
 /// Bytes of the footer at the end of the file.
 pub const FOOTER_LEN: u64 = 64;
 /// Bytes of the footer covered by its CRC.
@@ -32,6 +36,8 @@ pub const MAX_ENTRIES: u64 = u32::MAX as u64;
 /// Where the blocks are, as the footer records them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Footer {
+    /// [`FORMAT_VERSION`] or [`FORMAT_VERSION_V1`].
+    pub version: u32,
     pub filter_offset: u64,
     pub filter_len: u64,
     pub index_offset: u64,
@@ -55,7 +61,7 @@ impl Footer {
         for f in fields {
             bytes.extend_from_slice(&f.to_le_bytes());
         }
-        bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&self.version.to_le_bytes());
         let crc = crc32c::crc32c(&bytes);
         bytes.extend_from_slice(&crc.to_le_bytes());
         bytes.extend_from_slice(&MAGIC.to_le_bytes());
@@ -76,9 +82,10 @@ impl Footer {
         if magic != MAGIC {
             return Err(format!("bad magic {magic:#018x}: not an SSTable"));
         }
-        if version != FORMAT_VERSION {
+        if version != FORMAT_VERSION && version != FORMAT_VERSION_V1 {
             return Err(format!(
-                "format version {version} is not supported (this build reads {FORMAT_VERSION})"
+                "format version {version} is not supported (this build reads \
+                 {FORMAT_VERSION_V1} and {FORMAT_VERSION})"
             ));
         }
         let covered = bytes.get(..FOOTER_CRC_COVERS).unwrap_or_default();
@@ -94,6 +101,7 @@ impl Footer {
             meta_len,
         ] = fields;
         let f = Footer {
+            version,
             filter_offset,
             filter_len,
             index_offset,
@@ -170,11 +178,22 @@ pub struct MetaBlock {
     pub deletions: u64,
     pub smallest: Vec<u8>,
     pub largest: Vec<u8>,
+    /// Version 2: [`crate::options::IndexKind::tag`] (0, clustered, in version 1).
+    pub index_kind: u8,
+    /// Version 2: bytes of the mapped-keys block (framed) at the end of the index region; 0
+    /// when absent (always in version 1).
+    pub keys_len: u64,
 }
 
 impl MetaBlock {
+    /// The version-2 encoding.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(96 + self.smallest.len() + self.largest.len());
+        self.encode_for(FORMAT_VERSION)
+    }
+
+    /// The encoding of format `version` (version 1 drops the index kind and keys length).
+    pub fn encode_for(&self, version: u32) -> Vec<u8> {
+        let mut out = Vec::with_capacity(105 + self.smallest.len() + self.largest.len());
         out.extend_from_slice(&self.number.to_le_bytes());
         out.extend_from_slice(&self.entries.to_le_bytes());
         out.extend_from_slice(&self.slot_width.to_le_bytes());
@@ -193,11 +212,21 @@ impl MetaBlock {
             out.extend_from_slice(&(key.len() as u32).to_le_bytes());
             out.extend_from_slice(key);
         }
+        if version >= FORMAT_VERSION {
+            out.push(self.index_kind);
+            out.extend_from_slice(&self.keys_len.to_le_bytes());
+        }
         out
     }
 
-    /// Decodes and checks the meta block's own invariants (not those against other blocks).
+    /// Decodes a version-2 meta block (see [`MetaBlock::decode_for`]).
     pub fn decode(payload: &[u8]) -> Result<MetaBlock, String> {
+        MetaBlock::decode_for(payload, FORMAT_VERSION)
+    }
+
+    /// Decodes the meta block of format `version` and checks its own invariants (not those
+    /// against other blocks).
+    pub fn decode_for(payload: &[u8], version: u32) -> Result<MetaBlock, String> {
         let mut r = ByteReader::new(payload);
         let m = MetaBlock {
             number: r.u64()?,
@@ -222,7 +251,14 @@ impl MetaBlock {
                 let n = r.u32()?;
                 r.bytes(u64::from(n))?.to_vec()
             },
+            index_kind: 0,
+            keys_len: 0,
         };
+        let mut m = m;
+        if version >= FORMAT_VERSION {
+            m.index_kind = r.u8()?;
+            m.keys_len = r.u64()?;
+        }
         r.finish("meta block")?;
         let width = SLOT_HEADER_LEN + u64::from(m.max_key_len) + u64::from(m.max_value_len);
         if u64::from(m.slot_width) != width || width > MAX_SLOT_WIDTH {
@@ -255,6 +291,23 @@ impl MetaBlock {
         }
         if (m.index_family_tag == 0) != (m.index_boundary == 0) {
             return Err("index family and boundary disagree".into());
+        }
+        let kind = crate::options::IndexKind::from_tag(m.index_kind)
+            .ok_or_else(|| format!("unknown index kind {}", m.index_kind))?;
+        if kind.has_keys_block() != (m.keys_len != 0) {
+            return Err(format!(
+                "index kind {} and mapped-keys block of {} bytes disagree",
+                m.index_kind, m.keys_len
+            ));
+        }
+        if m.keys_len != 0 && m.keys_len < BLOCK_TRAILER_LEN {
+            return Err(format!(
+                "mapped-keys block of {} bytes is too short",
+                m.keys_len
+            ));
+        }
+        if matches!(kind, crate::options::IndexKind::Unclustered(_)) && m.index_family_tag != 0 {
+            return Err("an unclustered table names a clustered index family".into());
         }
         Ok(m)
     }
@@ -411,6 +464,7 @@ mod tests {
     #[test]
     fn footer_round_trip_and_checks() {
         let f = Footer {
+            version: FORMAT_VERSION,
             filter_offset: 100,
             filter_len: 10,
             index_offset: 110,
@@ -450,7 +504,20 @@ mod tests {
             deletions: 2,
             smallest: b"0012".to_vec(),
             largest: b"0099".to_vec(),
+            index_kind: 1,
+            keys_len: 84,
         };
+        let v1 = MetaBlock {
+            index_kind: 0,
+            keys_len: 0,
+            ..m.clone()
+        };
+        let v1_bytes = m.encode_for(FORMAT_VERSION_V1);
+        assert_eq!(MetaBlock::decode_for(&v1_bytes, FORMAT_VERSION_V1), Ok(v1));
+        assert!(
+            MetaBlock::decode(&v1_bytes).is_err(),
+            "v1 bytes are short for v2"
+        );
         let bytes = m.encode();
         assert_eq!(MetaBlock::decode(&bytes), Ok(m.clone()));
         for len in 0..bytes.len() {

@@ -4,6 +4,10 @@
 //! bypass the page cache, so scans do not evict the pages of point lookups; they are counted in
 //! the iterator's own [`ReadStats`] ([`TableIter::stats`]).
 //!
+//! Tables with a slot index (mapped keys retained, or unclustered) seek by its lower-bound
+//! path instead: the first slot whose image is `>= image(target)` (LITS: whose key is
+//! `>= target`), then forward past keys of an equal image that are still smaller.
+//!
 //! One iterator belongs to one thread at a time (`Send`); it pins its table with an `Arc`.
 //! Invariant: while valid, `pos` is inside `[buf_start, buf_start + slots in buf)` and `cur` is
 //! the decoded, checksum-verified slot `pos`.
@@ -117,6 +121,13 @@ impl TableIter {
         }
         if target > meta.largest.as_slice() {
             return self.go_to(table.entries());
+        }
+        if let Some(p) = table.lower_bound_slot(target) {
+            self.go_to(p)?;
+            while self.valid() && self.key() < target {
+                self.go_to(self.pos + 1)?;
+            }
+            return Ok(());
         }
         let start = match table.predict(target) {
             Some((lo, hi)) if lo < hi => {

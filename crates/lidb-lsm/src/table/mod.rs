@@ -5,6 +5,8 @@
 //! - `builder`: `TableBuilder` (flush and compaction threads) and `TableOptions`.
 //! - `reader`: `Table` (immutable once open; any thread), point lookups.
 //! - `iter`: `TableIter`, seek with the index then sequential chunks.
+//! - `mapped`: the mapped-keys block and the slot indexes rebuilt from it (retained images,
+//!   or an unclustered ALEX, LIPP, DILI or LITS).
 //! - `filter`: `BloomFilter`. `cache`: `PageCache` (thread-safe LRU of pages).
 //! - `reindex` (here): rewrite a closed table's tail with another index configuration.
 
@@ -13,6 +15,7 @@ pub mod cache;
 pub mod filter;
 pub mod format;
 pub mod iter;
+pub mod mapped;
 pub mod reader;
 
 use std::path::Path;

@@ -14,6 +14,17 @@
 //! `entries` images; every slot visited by a lookup has its CRC and padding checked, so a flipped
 //! bit gives `Corruption`, never a wrong value.
 //!
+//! Tables with a mapped-keys block (format version 2; table/mapped.rs) keep a slot index in
+//! memory and read exactly the slot that holds the key:
+//!
+//! ```text
+//! mapped keys retained: index.search(image(k)) = [lo, hi) ─► binary search of the retained
+//!         images in memory ─► read ONE slot (then the next while the image repeats)
+//! unclustered (alex, lipp, dili): get(image(k)) = first slot of the image's run ─► read ONE slot
+//!         (then the next while the image repeats) ─► compare the full key
+//! unclustered (lits): get(k) = the slot ─► read ONE slot ─► compare the full key
+//! ```
+//!
 //! Ties of key images: for a present key `k` whose image is shared with no other key, the index
 //! range holds `k`'s slot. When images tie (`max_image_run > 1` in the meta block) and the binary
 //! search ends at `hi`, the key may lie in `[hi, hi - 1 + max_image_run)`, and one more read covers
@@ -28,10 +39,12 @@ use lidb_index::{Family, LearnedIndex};
 
 use crate::error::{Error, Result, corruption};
 use crate::keys::KeyMap;
+use crate::options::IndexKind;
 use crate::storage::{PAGE_SIZE, RandomAccessFile, ReadMode, Storage};
 use crate::table::cache::PageCache;
 use crate::table::filter::BloomFilter;
 use crate::table::format::{FOOTER_LEN, Footer, MetaBlock, decode_slot, unframe_block};
+use crate::table::mapped::{self, SlotIndex};
 use crate::types::{EntryKind, ReadStats, TableMeta};
 
 /// The newest version of a key, as one table holds it.
@@ -54,6 +67,9 @@ pub struct Table {
     block: MetaBlock,
     filter: Option<BloomFilter>,
     index: Option<Box<dyn LearnedIndex>>,
+    /// The retained images or unclustered index, for kinds with a mapped-keys block.
+    slots: Option<SlotIndex>,
+    kind: IndexKind,
     index_bytes: u64,
     filter_bytes: u64,
 }
@@ -106,8 +122,29 @@ impl Table {
         let (filter_raw, rest) = tail.split_at(footer.filter_len as usize);
         let (index_raw, meta_raw) = rest.split_at(footer.index_len as usize);
 
-        let block = MetaBlock::decode(unframe_block(meta_raw, "meta").map_err(&bad)?)
-            .map_err(|d| bad(format!("meta block: {d}")))?;
+        let block = MetaBlock::decode_for(
+            unframe_block(meta_raw, "meta").map_err(&bad)?,
+            footer.version,
+        )
+        .map_err(|d| bad(format!("meta block: {d}")))?;
+        // The index region: the index block, then the mapped-keys block (version 2).
+        let model_len = footer
+            .index_len
+            .checked_sub(block.keys_len)
+            .ok_or_else(|| {
+                bad(format!(
+                    "mapped-keys block of {} bytes is longer than the {}-byte index region",
+                    block.keys_len, footer.index_len
+                ))
+            })?;
+        if model_len != 0 && model_len < crate::table::format::BLOCK_TRAILER_LEN {
+            return Err(bad(format!(
+                "index block of {model_len} bytes is too short"
+            )));
+        }
+        let (index_raw, keys_raw) = index_raw.split_at(model_len as usize);
+        let kind = IndexKind::from_tag(block.index_kind)
+            .ok_or_else(|| bad(format!("unknown index kind {}", block.index_kind)))?;
         if let Some(n) = expected_number
             && n != block.number
         {
@@ -137,7 +174,7 @@ impl Table {
             Some(BloomFilter::decode(payload).map_err(|d| bad(format!("filter block: {d}")))?)
         };
 
-        let index = if footer.index_len == 0 {
+        let index = if model_len == 0 {
             if block.index_family_tag != 0 {
                 return Err(bad("the meta block names an index that is absent".into()));
             }
@@ -164,7 +201,18 @@ impl Table {
             Some(index)
         };
 
-        let index_bytes = index.as_ref().map_or(0, |i| i.size_bytes());
+        let slots = if kind.has_keys_block() {
+            let payload = unframe_block(keys_raw, "mapped-keys").map_err(&bad)?;
+            Some(
+                mapped::decode(kind, payload, block.entries, block.max_key_len)
+                    .map_err(|d| bad(format!("mapped-keys block: {d}")))?,
+            )
+        } else {
+            None
+        };
+
+        let index_bytes = index.as_ref().map_or(0, |i| i.size_bytes())
+            + slots.as_ref().map_or(0, SlotIndex::size_bytes);
         let filter_bytes = filter.as_ref().map_or(0, BloomFilter::size_bytes);
         Ok(Table {
             path: path.to_path_buf(),
@@ -182,6 +230,8 @@ impl Table {
             block,
             filter,
             index,
+            slots,
+            kind,
             index_bytes,
             filter_bytes,
         })
@@ -240,6 +290,10 @@ impl Table {
     pub fn index(&self) -> Option<&dyn LearnedIndex> {
         self.index.as_deref()
     }
+    /// Clustered, mapped keys retained, or unclustered (`Clustered` for version-1 tables).
+    pub fn index_kind(&self) -> IndexKind {
+        self.kind
+    }
 
     /// Whether `key` lies in `[smallest, largest]`.
     pub fn covers(&self, key: &[u8]) -> bool {
@@ -265,6 +319,15 @@ impl Table {
         }
         let t = Instant::now();
         let range = self.predict(key);
+        if let Some(slots) = &self.slots {
+            let image = self.block.keymap.image(key);
+            let start = slots.candidate(key, image, range);
+            stats.predict_time += t.elapsed();
+            return match start {
+                Some(p) => self.find_from(slots, key, image, p, via, stats),
+                None => Ok(None),
+            };
+        }
         stats.predict_time += t.elapsed();
         match range {
             Some((lo, hi)) => self.find_in(key, lo, hi, true, via, stats),
@@ -273,6 +336,49 @@ impl Table {
                 self.found_at(key, p, via, stats)
             }
         }
+    }
+
+    /// Reads slot `p` alone; while it holds a smaller key of the same image (a run of equal
+    /// images), the next one. One read when images are distinct.
+    fn find_from(
+        &self,
+        slots: &SlotIndex,
+        key: &[u8],
+        image: u64,
+        mut p: u64,
+        via: Via,
+        stats: &mut ReadStats,
+    ) -> Result<Option<Found>> {
+        while p < self.entries() {
+            let buf = self.read_slots(p, p + 1, via, stats)?;
+            let t = Instant::now();
+            let s = decode_slot(&buf, p).map_err(|d| corruption(&self.path, d))?;
+            stats.search_time += t.elapsed();
+            if s.key == key {
+                return Ok(Some(Found {
+                    kind: s.kind,
+                    seq: s.seq,
+                    value: s.value.to_vec(),
+                }));
+            }
+            if s.key > key || slots.exact() {
+                return Ok(None);
+            }
+            p += 1;
+            // With images in memory, stop before reading a slot of another image; without,
+            // the next slot's key decides (a larger image means a larger key).
+            if slots.image_at(p).is_some_and(|i| i != image) {
+                return Ok(None);
+            }
+        }
+        Ok(None)
+    }
+
+    /// For tables with a slot index (retained images or unclustered): the first slot whose key
+    /// may be `>= key` (every earlier slot holds a smaller key). `None` for other tables.
+    pub(crate) fn lower_bound_slot(&self, key: &[u8]) -> Option<u64> {
+        let slots = self.slots.as_ref()?;
+        Some(slots.lower_bound(key, self.block.keymap.image(key), self.entries()))
     }
 
     /// Like [`Table::get`] with `[lo, hi)` (positions of this table) supplied by the caller, e.g.

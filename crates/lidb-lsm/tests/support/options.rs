@@ -5,7 +5,7 @@ use lidb_lsm::{IndexOptions, Options};
 
 pub fn small_options(family: Family, boundary: u64) -> Options {
     Options {
-        index: IndexOptions { family, params: Params::new(boundary), level_boundaries: vec![] },
+        index: IndexOptions { family, params: Params::new(boundary), level_boundaries: vec![], kind: Default::default() },
         sst_size_bytes: 16 * 1024,
         write_buffer_bytes: 64 * 1024,
         l0_compaction_trigger: 2,
