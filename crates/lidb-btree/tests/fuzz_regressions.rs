@@ -109,3 +109,19 @@ fn a_leaf_fence_below_its_parents_separator_is_corruption_not_an_endless_scan() 
         "{errors:?}"
     );
 }
+
+#[test]
+fn a_huge_next_pid_in_the_header_allocates_nothing_for_it() {
+    // `next_pid` (header offset 72) set to 2^39 in both header copies: the open used to size
+    // the translation table by it (4 TiB); now by the pids the table names.
+    let dev = broken_tree(root, |_, _| {});
+    let mut buf = vec![0u8; 4096];
+    for slot in 0..2 {
+        dev.read(slot, &mut buf).unwrap_or_else(|e| panic!("{e}"));
+        page::put_u64(&mut buf, 72, 1 << 39);
+        page::seal(&mut buf);
+        dev.write(slot, &buf).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let errors = reads(dev);
+    assert!(errors.is_empty(), "{errors:?}");
+}
