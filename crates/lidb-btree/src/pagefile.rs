@@ -258,7 +258,10 @@ impl PageFile {
         let table = self.read_chain(page::get_u64(h, H_TABLE), PageKind::Table, slots)?;
         let blob = self.read_chain(page::get_u64(h, H_BLOB), PageKind::Blob, slots)?;
         let mut t = Tables {
-            slot_count: page::get_u64(h, H_SLOTS).max(slots).max(FIRST_DATA_SLOT),
+            // The device's length, not the header's count: slots past the device's end hold
+            // nothing the checkpoint uses (its table and chains are checked against `slots`),
+            // and a damaged count must not make the open list terabytes of free slots.
+            slot_count: slots.max(FIRST_DATA_SLOT),
             // Sized by the pids the table names, not by the header's `next_pid` (a damaged
             // header must not make the open allocate for pids no entry uses); writes grow it.
             map: Vec::new(),

@@ -125,3 +125,19 @@ fn a_huge_next_pid_in_the_header_allocates_nothing_for_it() {
     let errors = reads(dev);
     assert!(errors.is_empty(), "{errors:?}");
 }
+
+#[test]
+fn a_huge_slot_count_in_the_header_lists_no_free_slots_for_it() {
+    // The slot count (header offset 112) set to 2^40 in both copies: the open used to collect
+    // every slot up to it into the free set.
+    let dev = broken_tree(root, |_, _| {});
+    let mut buf = vec![0u8; 4096];
+    for slot in 0..2 {
+        dev.read(slot, &mut buf).unwrap_or_else(|e| panic!("{e}"));
+        page::put_u64(&mut buf, 112, 1 << 40);
+        page::seal(&mut buf);
+        dev.write(slot, &buf).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let errors = reads(dev);
+    assert!(errors.is_empty(), "{errors:?}");
+}
