@@ -5,12 +5,16 @@
 //! Each seed is one selector byte then the file: bit 0 asks the target to reseal checksums
 //! (`lidb_fuzz::prepare`), bit 1 picks the static tier's model over its key list; for
 //! `finestore`, bits 1-2 pick the file (0 log, 1 checkpoint, 2 FINESTATE) and bits 3-4 the
-//! recovery mode.
+//! recovery mode; for `btree_wal`, bits 1-2 pick the bytes (0 a record payload, 1 `WALSTATE`,
+//! 2 a log file); for `btree_page`, bit 1 picks a whole page file over one page.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use lidb_btree::{
+    BTree, LearnedStore, LearnedStoreOptions, Options as TreeOptions, PAGE_FILE_NAME,
+};
 use lidb_fine::{FineStore, FineStoreOptions};
 use lidb_index::{Family, Params};
 use lidb_kv::static_tier::{StaticTierBuilder, TierOptions, keys_path, model_path};
@@ -311,4 +315,95 @@ fn main() {
     indexes(&c);
     kv(&c);
     finestore(&c);
+    btree(&c);
+}
+
+/// A small LearnedStore (the page file must be a real file: a temporary directory): a checkpoint
+/// of 300 keys over a few leaves and an inner node, with the learned path's blob, then writes
+/// left in the log, closed cleanly (`WALSTATE`).
+fn btree(c: &Corpus) {
+    let dir = std::env::temp_dir().join(format!("lidb-gen-corpus-btree-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    let opts = LearnedStoreOptions {
+        tree: TreeOptions {
+            pool_bytes: 1 << 20,
+            direct_io: false,
+            provider_thread: false,
+            ..TreeOptions::default()
+        },
+        ..LearnedStoreOptions::default()
+    };
+    let store = LearnedStore::open(&dir, &opts).expect("open");
+    for i in 0..300 {
+        store
+            .put(
+                &key(i),
+                format!("value-{i:04}-{}", "x".repeat(40)).as_bytes(),
+            )
+            .expect("put");
+    }
+    store.delete(&key(5)).expect("delete");
+    store.checkpoint().expect("checkpoint");
+    for i in 290..310 {
+        store.put(&key(i), b"in the log").expect("put");
+    }
+    store.delete(&key(7)).expect("delete");
+    store.flush().expect("flush");
+    // The log as it stands before the close (a clean close checkpoints and starts an empty one).
+    for name in dir_names(&dir) {
+        if !name.ends_with(".log") {
+            continue;
+        }
+        let bytes = fs::read(dir.join(&name)).expect("read");
+        c.put("btree_wal", &name, Some(4), &bytes);
+        c.put(
+            "btree_wal",
+            &format!("{name}.torn"),
+            Some(4),
+            &bytes[..bytes.len() - 5],
+        );
+        for (i, record) in parse_log(&bytes)
+            .expect("log")
+            .records
+            .iter()
+            .enumerate()
+            .take(4)
+        {
+            c.put("btree_wal", &format!("{name}.{i}"), Some(0), record);
+        }
+    }
+    store.close().expect("close");
+    let state = fs::read(dir.join("WALSTATE")).expect("read WALSTATE");
+    c.put("btree_wal", "WALSTATE", Some(2), &state);
+    let pages = fs::read(dir.join(PAGE_FILE_NAME)).expect("read pages");
+    eprintln!("btree: page file of {} bytes", pages.len());
+    c.put("btree_page", "file", Some(2), &pages);
+    let mut kinds_seen = Vec::new();
+    for (slot, page) in pages.chunks_exact(4096).enumerate() {
+        let kind = page.get(6).copied().unwrap_or(0);
+        if kind != 0 && !kinds_seen.contains(&kind) {
+            kinds_seen.push(kind);
+            c.put(
+                "btree_page",
+                &format!("slot{slot}.kind{kind}"),
+                Some(0),
+                page,
+            );
+        }
+    }
+    let tree = BTree::open(&dir.join(PAGE_FILE_NAME), &opts.tree).expect("reopen the tree");
+    let blob = tree.checkpoint_info().extra;
+    assert!(!blob.is_empty(), "the checkpoint holds the learned blob");
+    c.put("btree_learned", "blob", Some(0), &blob);
+    tree.close().expect("close");
+    fs::remove_dir_all(&dir).expect("remove the temporary directory");
+}
+
+fn dir_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<_> = fs::read_dir(dir)
+        .expect("list")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }

@@ -206,3 +206,27 @@ pub fn seal_keys(b: &mut [u8]) {
         put_u32(page, 4092, c);
     }
 }
+
+/// LearnedStore pages (docs/format/btree-pagefile.md, "Page header"): each `page_size` chunk
+/// gets the CRC of its bytes [4, page_size) at 0 (a short last chunk is left as it is).
+pub fn seal_btree_pages(b: &mut [u8], page_size: usize) {
+    for page in b.chunks_exact_mut(page_size) {
+        crc_at_front(page);
+    }
+}
+
+/// Writes `crc32c(b[4..])` at 0.
+fn crc_at_front(b: &mut [u8]) {
+    if let Some(body) = b.get(4..) {
+        let crc = crc32c::crc32c(body);
+        put_u32(b, 0, crc);
+    }
+}
+
+/// LearnedStore's `WALSTATE` (docs/format/btree-wal.md): the CRC of every byte before the last
+/// four.
+pub fn seal_btree_wal_state(b: &mut [u8]) {
+    if let Some(n) = b.len().checked_sub(4) {
+        crc_at(b, 0, n);
+    }
+}

@@ -25,6 +25,8 @@
 //!   switch LSN, then the old logs removed) and the checkpointer thread;
 //! - `engine.rs`: [`LearnedStore`], the engine users open: the tree under the log in one
 //!   directory;
+//! - `fuzzing.rs`: entry points for the fuzz targets in `fuzz/` (hidden; the learned blob's
+//!   decoder is private);
 //! - `testing.rs`: `MemTarget`, an in-memory stand-in target for tests of the durability layer;
 //! - `learned/`: the learned leaf path: the leaf mapping table (fences, page ids, frame hints)
 //!   filled from the leaves' parents, its model (lidb-index's RadixSpline over key images), the
@@ -62,6 +64,8 @@ pub mod buffer;
 pub mod device;
 mod engine;
 mod error;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod latch;
 mod learned;
 pub mod node;

@@ -27,6 +27,8 @@ use crate::page::{self, PageKind};
 pub const NO_SLOT: u64 = u64::MAX;
 /// The first slot a page may use (slots 0 and 1 are the header copies).
 pub const FIRST_DATA_SLOT: u64 = 2;
+/// Page ids a file may use: the translation table is dense in memory (8 bytes a pid).
+const MAX_PIDS: u64 = 1 << 40;
 /// The magic bytes of a header page.
 pub const MAGIC: &[u8; 8] = b"LIDBBTRE";
 /// Where table and blob pages keep their payload.
@@ -256,8 +258,13 @@ impl PageFile {
         let table = self.read_chain(page::get_u64(h, H_TABLE), PageKind::Table, slots)?;
         let blob = self.read_chain(page::get_u64(h, H_BLOB), PageKind::Blob, slots)?;
         let mut t = Tables {
-            slot_count: page::get_u64(h, H_SLOTS).max(slots).max(FIRST_DATA_SLOT),
-            map: vec![NO_SLOT; info.next_pid.min(1 << 40) as usize],
+            // The device's length, not the header's count: slots past the device's end hold
+            // nothing the checkpoint uses (its table and chains are checked against `slots`),
+            // and a damaged count must not make the open list terabytes of free slots.
+            slot_count: slots.max(FIRST_DATA_SLOT),
+            // Sized by the pids the table names, not by the header's `next_pid` (a damaged
+            // header must not make the open allocate for pids no entry uses); writes grow it.
+            map: Vec::new(),
             ..Tables::default()
         };
         let mut seen = 0u64;
@@ -265,7 +272,12 @@ impl PageFile {
             for pair in data.chunks_exact(16) {
                 let pid = page::get_u64(pair, 0);
                 let slot = page::get_u64(pair, 8);
-                let ok = pid < info.next_pid && (FIRST_DATA_SLOT..slots).contains(&slot);
+                let ok = pid < info.next_pid
+                    && pid < MAX_PIDS
+                    && (FIRST_DATA_SLOT..slots).contains(&slot);
+                if ok && t.map.len() as u64 <= pid {
+                    t.map.resize(pid as usize + 1, NO_SLOT);
+                }
                 let entry = t.map.get_mut(pid as usize).filter(|_| ok);
                 let Some(entry) = entry else {
                     return Err(self.corrupt(format!(

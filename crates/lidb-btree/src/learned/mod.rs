@@ -20,11 +20,11 @@
 //! Lock order: the learned path holds no lock of its own while it calls the tree (the
 //! retraining threads' wake-up mutexes are taken and released around their waits only).
 
-mod blob;
+pub(crate) mod blob;
 mod image;
 mod lookup;
 mod retrain;
-mod table;
+pub(crate) mod table;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};

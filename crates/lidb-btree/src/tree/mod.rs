@@ -81,6 +81,9 @@ pub(crate) fn retry<T>(mut step: impl FnMut() -> Step<T>) -> Result<T> {
     }
 }
 
+/// The most levels a walk descends through (a tree of 4 KiB pages holds far fewer).
+const MAX_LEVELS: usize = 64;
+
 fn restart_unless(ok: bool) -> Step<()> {
     if ok { Ok(()) } else { Err(Fail::Restart) }
 }
@@ -256,7 +259,11 @@ impl Tree {
         let rv = self.root_latch.optimistic().ok_or(Fail::Restart)?;
         let mut word = self.root.load(Ordering::Relaxed);
         let mut parent = Parent::Root { version: rv };
-        for _ in 0..64 {
+        // The level of the node the walk came from: each step must go down, so a broken file
+        // whose child pointers loop (or a level that does not fall) is corruption, not a walk
+        // that restarts forever.
+        let mut parent_level: Option<u8> = None;
+        for _ in 0..=MAX_LEVELS {
             let f = match Swip::decode(word) {
                 Swip::Frame(f) => f,
                 Swip::Page(pid) => {
@@ -273,6 +280,15 @@ impl Tree {
             self.pool.count_hit();
             let words = &*frame.words;
             let lvl = node::level(words);
+            if let Some(above) = parent_level.filter(|&above| lvl >= above && !node::is_leaf(words))
+            {
+                restart_unless(frame.latch.validate(v))?;
+                self.validate_parent(parent)?;
+                return Err(Fail::Err(self.corruption(format!(
+                    "page {} of level {lvl} hangs under a node of level {above}",
+                    frame.pid()
+                ))));
+            }
             if lvl <= level || node::is_leaf(words) {
                 restart_unless(frame.latch.validate(v))?;
                 return Ok(Path {
@@ -293,8 +309,20 @@ impl Tree {
                 version: v,
                 pos,
             };
+            parent_level = Some(lvl);
         }
-        Err(Fail::Restart)
+        // Levels fell at every step, so only a root above `MAX_LEVELS` gets here.
+        self.validate_parent(parent)?;
+        Err(Fail::Err(self.corruption(format!(
+            "the tree is deeper than {MAX_LEVELS} levels"
+        ))))
+    }
+
+    fn corruption(&self, detail: String) -> Error {
+        Error::Corruption {
+            file: self.pool.file().device().name().to_path_buf(),
+            detail,
+        }
     }
 
     /// Resolves the unswizzled child `pid` of `parent`: swizzles it if resident, else reads it
@@ -312,15 +340,30 @@ impl Tree {
                 detail: format!("page {pid} is referenced by the tree but has no slot"),
             }));
         };
+        if matches!(parent, Parent::Node { frame, .. } if frame == f) {
+            // The parent names its own page (a broken file): its latch is the one wanted.
+            self.validate_parent(parent)?;
+            return Err(Fail::Err(
+                self.corruption(format!("page {pid} is its own child")),
+            ));
+        }
         let _pg = self.upgrade_parent(parent)?;
         let frame = self.pool.frame(f);
         // Only tried: between the lookup and now the frame may have been evicted and reused
         // for a page whose latch holder waits for this parent (a lock order the walk cannot
         // see). A cooling or unlinked frame is latched only briefly by an evictor.
         let _g = frame.latch.try_lock().ok_or(Fail::Restart)?;
-        if frame.pid() != pid
-            || !matches!(frame.state(), FrameState::Cooling | FrameState::Unlinked)
-        {
+        if frame.pid() != pid {
+            return Err(Fail::Restart);
+        }
+        if frame.state() == FrameState::Hot {
+            // A hot frame is swizzled into its one parent, and this parent (latched, unchanged
+            // since the walk read the page id) is not it: a broken file names the page twice.
+            return Err(Fail::Err(
+                self.corruption(format!("page {pid} is referenced by two parents")),
+            ));
+        }
+        if !matches!(frame.state(), FrameState::Cooling | FrameState::Unlinked) {
             return Err(Fail::Restart);
         }
         frame.set_state(FrameState::Hot);
@@ -438,8 +481,8 @@ impl Tree {
                 Ok((batch, upper))
             })?;
             out.extend(batch);
-            let Some(mut next) = upper else { break };
-            next.push(0);
+            let Some(next) = upper else { break };
+            let next = self.next_scan_key(&from, next)?;
             if end.is_some_and(|e| next.as_slice() >= e) {
                 break;
             }
@@ -462,12 +505,28 @@ impl Tree {
                 Ok((n, upper))
             })?;
             total += n;
-            let Some(mut next) = upper else {
+            let Some(next) = upper else {
                 return Ok(total);
             };
-            next.push(0);
-            from = next;
+            from = self.next_scan_key(&from, next)?;
         }
+    }
+
+    /// The key a leaf-by-leaf walk goes on from after the leaf it reached for `from`: the
+    /// smallest key above the leaf's upper fence. The leaf, read consistently, covers `from`,
+    /// so that key is above `from`; one that is not (a broken file whose fences disagree with
+    /// its parents) is corruption, not a walk that goes round forever.
+    fn next_scan_key(&self, from: &[u8], mut upper: Vec<u8>) -> Result<Vec<u8>> {
+        upper.push(0);
+        if upper.as_slice() <= from {
+            return Err(self.corruption(format!(
+                "a leaf reached for key {from:02x?} ends at {:02x?}, not above it",
+                upper
+                    .get(..upper.len().saturating_sub(1))
+                    .unwrap_or_default()
+            )));
+        }
+        Ok(upper)
     }
 
     /// Height of the tree (1: the root is a leaf).
