@@ -8,10 +8,10 @@
 #![no_main]
 
 use bytes::BytesMut;
-use redis_protocol::resp2::decode::decode_bytes_mut;
-use redis_protocol::resp2::types::BytesFrame;
 use libfuzzer_sys::fuzz_target;
 use lidb_server::{Limits, RequestCodec, decode_all};
+use redis_protocol::resp2::decode::decode_bytes_mut;
+use redis_protocol::resp2::types::BytesFrame;
 use tokio_util::codec::Decoder;
 
 fn limits(tiny: bool) -> Limits {
@@ -92,7 +92,10 @@ fuzz_target!(|data: &[u8]| {
             })
             .collect();
         if let Some(theirs) = theirs {
-            assert_eq!(first, &theirs, "redis-protocol decodes the first frame otherwise");
+            assert_eq!(
+                first, &theirs,
+                "redis-protocol decodes the first frame otherwise"
+            );
         }
     }
 });

@@ -155,16 +155,21 @@ pub fn seal_table(b: &mut [u8]) {
     }
     // Format version 2: the index region is the index block, then the mapped-keys block, whose
     // framed length ends the meta payload (just before the meta CRC); seal the index block too.
-    if let (Some(ioff), Some(ilen), Some(moff), Some(mlen)) =
-        (le_u64(b, f + 16), le_u64(b, f + 24), le_u64(b, f + 32), le_u64(b, f + 40))
-    {
+    if let (Some(ioff), Some(ilen), Some(moff), Some(mlen)) = (
+        le_u64(b, f + 16),
+        le_u64(b, f + 24),
+        le_u64(b, f + 32),
+        le_u64(b, f + 40),
+    ) {
         let keys_len = usize::try_from(moff.saturating_add(mlen))
             .ok()
             .and_then(|meta_end| meta_end.checked_sub(12))
             .and_then(|at| le_u64(b, at));
-        if let (Ok(ioff), Ok(ilen), Some(Ok(klen))) =
-            (usize::try_from(ioff), usize::try_from(ilen), keys_len.map(usize::try_from))
-        {
+        if let (Ok(ioff), Ok(ilen), Some(Ok(klen))) = (
+            usize::try_from(ioff),
+            usize::try_from(ilen),
+            keys_len.map(usize::try_from),
+        ) {
             let model_len = ilen.saturating_sub(klen);
             if klen >= 4 && model_len >= 4 && ioff.checked_add(model_len).is_some_and(|e| e <= f) {
                 seal_trailer(&mut b[ioff..ioff + model_len]);
