@@ -111,6 +111,22 @@ pub struct BadTail {
     pub detail: String,
 }
 
+impl BadTail {
+    /// The report line of an open that cut this tail from `log`, as every engine's recovery
+    /// report prints it.
+    pub fn cut_line(&self, log: &std::path::Path) -> String {
+        format!(
+            "recovery: {}: cut {} bytes at offset {} ({}, {} intact records dropped): {}",
+            log.display(),
+            self.bytes,
+            self.offset,
+            self.kind,
+            self.records_after,
+            self.detail
+        )
+    }
+}
+
 /// The framing of one kind of log, for the resynchronising scan.
 pub trait Framing {
     /// The whole length of the record the bytes at the start of `rest` claim to be, if its

@@ -64,16 +64,7 @@ impl std::fmt::Display for WalRecovery {
     /// One `recovery: ...` line per cut; nothing when the open cut nothing.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let (Some(t), Some(log)) = (&self.cut, &self.cut_log) {
-            writeln!(
-                f,
-                "recovery: {}: cut {} bytes at offset {} ({}, {} intact records dropped): {}",
-                log.display(),
-                t.bytes,
-                t.offset,
-                t.kind,
-                t.records_after,
-                t.detail
-            )?;
+            writeln!(f, "{}", t.cut_line(log))?;
         }
         if let Some(lost) = &self.lost {
             writeln!(

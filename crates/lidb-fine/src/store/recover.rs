@@ -48,16 +48,7 @@ impl std::fmt::Display for FineRecovery {
     /// One `recovery: ...` line per cut; nothing when the open cut nothing.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if let Some(t) = &self.cut {
-            writeln!(
-                f,
-                "recovery: {}: cut {} bytes at offset {} ({}, {} intact records dropped): {}",
-                self.log.display(),
-                t.bytes,
-                t.offset,
-                t.kind,
-                t.records_after,
-                t.detail
-            )?;
+            writeln!(f, "{}", t.cut_line(&self.log))?;
         }
         if let Some(lost) = &self.lost {
             writeln!(
