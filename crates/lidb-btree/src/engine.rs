@@ -128,20 +128,7 @@ impl CheckpointTarget for TreeTarget {
     }
 
     fn check_put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        let (max_key, max_value) = self.tree.tree().limits();
-        if key.len() > max_key {
-            return Err(Error::TooLarge(format!(
-                "key of {} bytes; the limit is {max_key} (page size / 16, at most 1024)",
-                key.len()
-            )));
-        }
-        if value.len() > max_value {
-            return Err(Error::TooLarge(format!(
-                "value of {} bytes; the limit is {max_value} (a quarter page)",
-                value.len()
-            )));
-        }
-        Ok(())
+        self.tree.tree().check_sizes(key, value)
     }
 }
 

@@ -127,6 +127,32 @@ impl BadTail {
     }
 }
 
+/// The bad tail of a log whose length at the last clean close was `closed`, given the tail the
+/// framing found (`bad`) and the end of its intact records (`valid_len`). Every byte before
+/// `closed` was synced, so no crash can tear it: a "torn" tail before it is damage, and a log
+/// whose intact records end before it (cut at a record boundary) was shortened, which is damage
+/// with nothing left to cut. Bytes after `closed` keep the framing's verdict. Used by the stores
+/// that record their log's length at a clean close (FineStore's `FINESTATE`, LearnedStore's
+/// `WALSTATE`).
+pub fn judge_clean_close(bad: Option<BadTail>, valid_len: u64, closed: u64) -> Option<BadTail> {
+    let why = format!("the log held {closed} bytes, synced, when the store was closed cleanly");
+    match bad {
+        Some(mut t) if t.offset < closed && t.kind == TailKind::Torn => {
+            t.kind = TailKind::Damage;
+            t.detail = format!("{}; damage, not a torn tail: {why}", t.detail);
+            Some(t)
+        }
+        None if valid_len < closed => Some(BadTail {
+            kind: TailKind::Damage,
+            offset: valid_len,
+            bytes: 0,
+            records_after: 0,
+            detail: format!("the log ends at offset {valid_len}, but {why}: it was shortened"),
+        }),
+        other => other,
+    }
+}
+
 /// The framing of one kind of log, for the resynchronising scan.
 pub trait Framing {
     /// The whole length of the record the bytes at the start of `rest` claim to be, if its

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use lidb_lsm::db::report::save_lost;
 use lidb_lsm::log::{LOG_HEADER_BYTES, LogWriter};
 use lidb_lsm::storage::Storage;
-use lidb_lsm::tail::{BadTail, RecoveryMode, TailKind};
+use lidb_lsm::tail::{BadTail, RecoveryMode, TailKind, judge_clean_close};
 
 use crate::error::{Error, Result};
 use crate::store::target::{CheckpointInfo, CheckpointTarget};
@@ -332,37 +332,13 @@ fn check_closed(
         let Some(log) = record_less.iter().find(|l| l.id == closed.log_id) else {
             unreachable!("found above")
         };
-        return match judge_closed(log.bad_tail.clone(), log.valid_len, closed.log_bytes) {
+        return match judge_clean_close(log.bad_tail.clone(), log.valid_len, closed.log_bytes) {
             Some(t) => Err(corruption(&log.path, t.detail)),
             None => Ok(()),
         };
     };
-    log.bad_tail = judge_closed(log.bad_tail.take(), log.valid_len, closed.log_bytes);
+    log.bad_tail = judge_clean_close(log.bad_tail.take(), log.valid_len, closed.log_bytes);
     Ok(())
-}
-
-/// The bad tail of a log whose length at the last clean close was `closed`, given the tail the
-/// framing found and the end of the intact records (lidb-fine's FineStore rule): every byte
-/// before `closed` was synced, so no crash can tear it: a "torn" tail before it is damage, and
-/// a log whose intact records end before it (cut at a record boundary) was shortened, which is
-/// damage with nothing left to cut. Bytes after `closed` keep the framing's verdict.
-fn judge_closed(bad: Option<BadTail>, valid_len: u64, closed: u64) -> Option<BadTail> {
-    let why = format!("the log held {closed} bytes, synced, when the store was closed cleanly");
-    match bad {
-        Some(mut t) if t.offset < closed && t.kind == TailKind::Torn => {
-            t.kind = TailKind::Damage;
-            t.detail = format!("{}; damage, not a torn tail: {why}", t.detail);
-            Some(t)
-        }
-        None if valid_len < closed => Some(BadTail {
-            kind: TailKind::Damage,
-            offset: valid_len,
-            bytes: 0,
-            records_after: 0,
-            detail: format!("the log ends at offset {valid_len}, but {why}: it was shortened"),
-        }),
-        other => other,
-    }
 }
 
 /// Checks invariant 3 of the module documentation over the logs to replay; returns the last

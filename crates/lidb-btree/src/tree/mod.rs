@@ -200,8 +200,8 @@ impl Tree {
         self.pool.publish_new(pid, f);
     }
 
-    /// Rejects keys and values the pages cannot hold.
-    fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
+    /// Rejects keys and values the pages cannot hold (`Error::TooLarge`, naming both sizes).
+    pub fn check_sizes(&self, key: &[u8], value: &[u8]) -> Result<()> {
         if key.len() > self.max_key {
             return Err(Error::TooLarge(format!(
                 "key of {} bytes; the limit is {} (page size / 16, at most 1024)",

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 use lidb_lsm::db::report::save_lost;
 use lidb_lsm::storage::{Storage, WritableFile};
-use lidb_lsm::tail::{BadTail, RecoveryMode, TailKind};
+use lidb_lsm::tail::{BadTail, RecoveryMode, TailKind, judge_clean_close};
 use lidb_lsm::{Error, Result};
 
 use crate::Config;
@@ -296,30 +296,11 @@ fn replay(
     Ok(())
 }
 
-/// The bad tail of a log whose length at the last clean close was `closed` (if it was closed
-/// cleanly), given the tail the framing found and the end of the intact records. Every byte
-/// before `closed` was synced, so no crash can tear it: a "torn" tail before it is damage, and
-/// a log whose intact records end before it (cut at a record boundary) was shortened, which
-/// is damage with nothing left to cut. Bytes after `closed` keep the framing's verdict.
+/// [`judge_clean_close`] for a log that may not have been closed cleanly (`closed` `None`).
 fn judge_closed(bad: Option<BadTail>, valid_len: u64, closed: Option<u64>) -> Option<BadTail> {
-    let Some(closed) = closed else {
-        return bad;
-    };
-    let why = format!("the log held {closed} bytes, synced, when the store was closed cleanly");
-    match bad {
-        Some(mut t) if t.offset < closed && t.kind == TailKind::Torn => {
-            t.kind = TailKind::Damage;
-            t.detail = format!("{}; damage, not a torn tail: {why}", t.detail);
-            Some(t)
-        }
-        None if valid_len < closed => Some(BadTail {
-            kind: TailKind::Damage,
-            offset: valid_len,
-            bytes: 0,
-            records_after: 0,
-            detail: format!("the log ends at offset {valid_len}, but {why}: it was shortened"),
-        }),
-        other => other,
+    match closed {
+        Some(closed) => judge_clean_close(bad, valid_len, closed),
+        None => bad,
     }
 }
 
