@@ -176,6 +176,14 @@ fn one_data_read_per_lookup_on_distinct_images_and_reopen_keeps_answers() {
                 "{ctx}: images beside the model"
             );
         }
+        // Opening trains an unclustered index (compaction charges it to learning time); the
+        // other kinds decode theirs.
+        assert_eq!(
+            table.unclustered_build_time() > std::time::Duration::ZERO,
+            matches!(kind, IndexKind::Unclustered(_)),
+            "{ctx}: build time {:?}",
+            table.unclustered_build_time()
+        );
         drop(table);
         let again = open(&path);
         let reads = check(&again, &model, &mut rng, &format!("{ctx} reopened"));

@@ -486,3 +486,40 @@ fn dili_shape_under_inserts() {
         "dili appends built a chain: {appended:?}"
     );
 }
+
+/// Keys shaped like tweet IDs in one SSTable (a millisecond timestamp above 22 low bits, a few
+/// keys a millisecond, milliseconds far apart): ALEX's bulk load picks a wide fanout to split
+/// the clusters, and the empty slots between them must join their neighbours instead of each
+/// becoming a data node (before, such a table of 4,009 keys built 4,667 data nodes).
+#[test]
+fn alex_bulk_load_of_narrow_clusters_keeps_few_empty_nodes() {
+    let mut rng = ChaCha8Rng::seed_from_u64(6528);
+    let mut ms = 1u64 << 40;
+    let mut keys = Vec::new();
+    for _ in 0..2_000 {
+        ms += rng.gen_range(1..5_000u64);
+        for _ in 0..rng.gen_range(1..4usize) {
+            keys.push((ms << 22) | rng.gen_range(0..1u64 << 22));
+        }
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    let pairs: Vec<(u64, u64)> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| (k, i as u64))
+        .collect();
+    let alex = Alex::bulk_load(&pairs).unwrap_or_else(|e| panic!("{e}"));
+    alex.assert_invariants();
+    let st = alex.stats();
+    eprintln!("{} keys: {st:?}, {} bytes", keys.len(), alex.size_bytes());
+    for (i, &k) in keys.iter().enumerate() {
+        assert_eq!(alex.get(k), Some(i as u64), "key {k}");
+    }
+    assert!(
+        (st.leaf_nodes as usize) < keys.len() / 2,
+        "{} data nodes for {} keys",
+        st.leaf_nodes,
+        keys.len()
+    );
+}

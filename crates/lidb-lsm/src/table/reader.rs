@@ -33,7 +33,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use lidb_index::{Family, LearnedIndex};
 
@@ -72,6 +72,10 @@ pub struct Table {
     kind: IndexKind,
     index_bytes: u64,
     filter_bytes: u64,
+    /// Time `open` spent building an unclustered index (ALEX, LIPP, DILI, LITS) from the
+    /// mapped-keys block: their training, which compaction charges to its learning time.
+    /// Zero for clustered kinds, whose model is decoded, not trained, at open.
+    unclustered_build: Duration,
 }
 
 /// Whether a slot range read goes through the page cache.
@@ -201,6 +205,7 @@ impl Table {
             Some(index)
         };
 
+        let started = Instant::now();
         let slots = if kind.has_keys_block() {
             let payload = unframe_block(keys_raw, "mapped-keys").map_err(&bad)?;
             Some(
@@ -209,6 +214,11 @@ impl Table {
             )
         } else {
             None
+        };
+        let unclustered_build = if matches!(kind, IndexKind::Unclustered(_)) {
+            started.elapsed()
+        } else {
+            Duration::ZERO
         };
 
         let index_bytes = index.as_ref().map_or(0, |i| i.size_bytes())
@@ -234,7 +244,13 @@ impl Table {
             kind,
             index_bytes,
             filter_bytes,
+            unclustered_build,
         })
+    }
+
+    /// Time `open` spent building this table's unclustered index (zero for other kinds).
+    pub fn unclustered_build_time(&self) -> Duration {
+        self.unclustered_build
     }
 
     pub fn meta(&self) -> &TableMeta {

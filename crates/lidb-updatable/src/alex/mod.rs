@@ -158,7 +158,7 @@ impl Alex {
             len: pairs.len() as u64,
             out_of_domain: 0,
         };
-        alex.root = bulk::build_subtree(&mut alex, pairs, false);
+        alex.root = bulk::build_subtree(&mut alex, pairs, false, bulk::Merge::AverageOrEmptyHalf);
         alex.link_subtree(alex.root, None, None);
         Ok(alex)
     }
