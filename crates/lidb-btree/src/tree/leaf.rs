@@ -54,6 +54,49 @@ impl Tree {
         Ok(out)
     }
 
+    /// The leaves whose ranges meet `(lower, upper]` (`None`: infinite), in key order, read
+    /// from their parents as [`Tree::leaf_parents`] does: the leaves one mapping-table slot
+    /// covers now, after splits since the table was built. Reads no leaf.
+    pub fn leaves_between(
+        &self,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) -> Result<Vec<LeafRef>> {
+        let mut out = Vec::new();
+        let mut from = lower.map_or_else(Vec::new, |l| {
+            let mut k = l.to_vec();
+            k.push(0);
+            k
+        });
+        loop {
+            let (refs, node_upper) = retry(|| self.level1_refs(&from))?;
+            for r in refs {
+                let below = lower.is_some_and(|l| r.upper.as_deref().is_some_and(|u| u <= l));
+                if below {
+                    continue; // ends at or below the range
+                }
+                let last = match (r.upper.as_deref(), upper) {
+                    (None, _) => true,
+                    (Some(_), None) => false,
+                    (Some(u), Some(up)) => u >= up,
+                };
+                out.push(r);
+                if last {
+                    return Ok(out);
+                }
+            }
+            match node_upper {
+                // The node covering `from` ends at or above it, so `from` rises each round (a
+                // damaged tree that says otherwise ends the list: it is only a hint).
+                Some(mut u) if u >= from => {
+                    u.push(0);
+                    from = u;
+                }
+                _ => return Ok(out),
+            }
+        }
+    }
+
     /// The children of the level-1 node covering `key` (or the root leaf), and that node's
     /// upper fence.
     fn level1_refs(&self, key: &[u8]) -> Step<(Vec<LeafRef>, Option<Vec<u8>>)> {
