@@ -150,3 +150,33 @@ fn splits_patch_the_table_while_learned_lookups_race_them() {
         before.slots
     );
 }
+
+/// A table built before a bulk load (one slot: the blob the checkpoint saved) meets a tree of
+/// many leaves: the first miss patches the slot with a long split list, which also wakes the
+/// full rebuild, so the model, not a binary search over the list, serves the lookups after it.
+#[test]
+fn a_long_split_list_wakes_the_full_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options();
+    opts.learned.tolerance = 1.0;
+    let store = LearnedStore::open(dir.path(), &opts).unwrap();
+    let pairs = (0..LOADED * 8).map(|i| (key(i), value(i)));
+    store.tree().bulk_load(pairs, 0.9).unwrap();
+    store.checkpoint().unwrap();
+    store.close().unwrap();
+    let store = LearnedStore::open(dir.path(), &opts).unwrap();
+    let before = store.learned_stats();
+    assert_eq!(before.slots, 1, "{before:?}");
+    assert_eq!(store.get(&key(5)).unwrap(), Some(value(5)));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while store.learned_stats().table_retrains == before.table_retrains {
+        assert!(std::time::Instant::now() < deadline, "no rebuild woke");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let after = store.learned_stats();
+    assert!(after.table_patches > before.table_patches, "{after:?}");
+    assert!(after.slots > 100, "{after:?}");
+    for i in (0..LOADED * 8).step_by(37) {
+        assert_eq!(store.get(&key(i)).unwrap(), Some(value(i)), "{i}");
+    }
+}

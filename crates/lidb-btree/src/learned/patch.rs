@@ -16,6 +16,11 @@
 //! under its latch version, do not cover the key, which is a misprediction and a walk, then a
 //! new patch; never a wrong answer.
 //!
+//! A list is a stopgap, searched by binary search over its fences: one longer than
+//! [`MAX_SPLIT_LEAVES`] means the table is far behind the tree (a slot that now holds many leaves,
+//! e.g. a table built before a bulk load), so the patch also wakes the full rebuild (unless the
+//! tolerance is infinite: retraining off), which puts those leaves back under the model.
+//!
 //! Callers: the learned path's gets and writes (`lookup.rs`), any thread: after a write that
 //! split the leaf, and after a probe of a slot's leaf that no longer covers the key. Concurrent
 //! patches of one slot each store a whole list read after their own split; the last store wins
@@ -29,6 +34,9 @@ use super::image::image;
 use super::table::{Slot, Table};
 use super::{Learned, bump};
 use crate::error::Result;
+
+/// Leaves a split list may hold before its patch wakes the full rebuild.
+pub(crate) const MAX_SPLIT_LEAVES: usize = 8;
 
 impl Slot {
     /// The slot's split list, if it has one (the guard keeps it alive while it is used).
@@ -65,6 +73,7 @@ impl Learned {
         {
             return Ok(());
         }
+        let count = leaves.len();
         let split: Vec<Slot> = leaves
             .into_iter()
             .map(|l| {
@@ -78,6 +87,9 @@ impl Learned {
         slot.split.store(Some(Arc::new(split)));
         slot.has_split.store(true, Ordering::Release);
         bump(&self.counters.table_patches);
+        if count > MAX_SPLIT_LEAVES && self.opts.tolerance.is_finite() {
+            self.retrain_table.nudge();
+        }
         Ok(())
     }
 }
