@@ -195,6 +195,7 @@ pub fn open(
     }
     logs.push(tail_log);
     let last_lsn = check_lsns(&logs, ckpt)?;
+    check_sizes(&logs, ckpt, target)?;
     report.next_lsn = ckpt.max(last_lsn).saturating_add(1);
 
     // Phase 2: replay, then writes.
@@ -338,6 +339,26 @@ fn check_closed(
         };
     };
     log.bad_tail = judge_clean_close(log.bad_tail.take(), log.valid_len, closed.log_bytes);
+    Ok(())
+}
+
+/// Checks that the target takes every write to replay (`check_put`: a writer checks it before
+/// logging, so a record the tree refuses is damage): in phase 1, so a refused record fails the
+/// open before any write is applied.
+fn check_sizes(logs: &[ReadLog], ckpt: u64, target: &dyn CheckpointTarget) -> Result<()> {
+    for log in logs {
+        for (offset, op) in log.ops.iter().filter(|(_, op)| op.lsn > ckpt) {
+            if let Err(e) = target.check_put(&op.key, op.value.as_deref().unwrap_or_default()) {
+                let detail = format!(
+                    "the record at offset {offset} (LSN {}) holds a write no writer could log \
+                     ({e}); damage (no recovery mode cuts it; `lidb repair` does not handle \
+                     this engine yet)",
+                    op.lsn
+                );
+                return Err(corruption(&log.path, detail));
+            }
+        }
+    }
     Ok(())
 }
 
