@@ -59,11 +59,7 @@ impl Learned {
             return Ok(Reached::Miss);
         };
         let split = slot.split_leaves();
-        let leaf = pick(
-            slot,
-            split.as_ref().and_then(|g| g.as_deref()).map(Vec::as_slice),
-            key,
-        );
+        let leaf = pick(slot, &split, key);
         let probe = match self.tree.probe_resident(leaf.pid, leaf.frame_hint(), key)? {
             Some(p) => p,
             None if !may_load => return Ok(Reached::NotResident),
@@ -110,11 +106,7 @@ impl Learned {
             && let Some(slot) = table.slots.get(i)
         {
             let split = slot.split_leaves();
-            let leaf = pick(
-                slot,
-                split.as_ref().and_then(|g| g.as_deref()).map(Vec::as_slice),
-                key,
-            );
+            let leaf = pick(slot, &split, key);
             match self
                 .tree
                 .put_in_leaf(leaf.pid, leaf.frame_hint(), key, value)?
@@ -151,11 +143,7 @@ impl Learned {
             && let Some(slot) = table.slots.get(i)
         {
             let split = slot.split_leaves();
-            let leaf = pick(
-                slot,
-                split.as_ref().and_then(|g| g.as_deref()).map(Vec::as_slice),
-                key,
-            );
+            let leaf = pick(slot, &split, key);
             match self.tree.delete_in_leaf(leaf.pid, leaf.frame_hint(), key)? {
                 LeafWrite::Done { frame, found } => {
                     leaf.set_frame_hint(frame);

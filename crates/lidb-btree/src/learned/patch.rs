@@ -38,19 +38,23 @@ use crate::error::Result;
 /// Leaves a split list may hold before its patch wakes the full rebuild.
 pub(crate) const MAX_SPLIT_LEAVES: usize = 8;
 
+/// A slot's split list as loaded by a lookup (the guard keeps it alive while it is used).
+pub(crate) type SplitGuard = Option<arc_swap::Guard<Option<Arc<Vec<Slot>>>>>;
+
 impl Slot {
-    /// The slot's split list, if it has one (the guard keeps it alive while it is used).
-    pub fn split_leaves(&self) -> Option<arc_swap::Guard<Option<Arc<Vec<Slot>>>>> {
+    /// The slot's split list, if it has one: one flag load when it has none.
+    pub fn split_leaves(&self) -> SplitGuard {
         self.has_split
             .load(Ordering::Acquire)
             .then(|| self.split.load())
     }
 }
 
-/// The leaf of `slot` to try for `key`: the first leaf of `split` whose upper fence is at or
-/// above the key, or the slot itself when there is no list (or the list ends below the key).
-pub(crate) fn pick<'a>(slot: &'a Slot, split: Option<&'a [Slot]>, key: &[u8]) -> &'a Slot {
-    let Some(leaves) = split else {
+/// The leaf of `slot` to try for `key`: the first leaf of its split list (`split`, from
+/// [`Slot::split_leaves`]) whose upper fence is at or above the key, or the slot itself when
+/// there is no list (or the list ends below the key).
+pub(crate) fn pick<'a>(slot: &'a Slot, split: &'a SplitGuard, key: &[u8]) -> &'a Slot {
+    let Some(leaves) = split.as_ref().and_then(|g| g.as_deref()) else {
         return slot;
     };
     let i = leaves.partition_point(|s| s.upper.as_deref().is_some_and(|u| u < key));
