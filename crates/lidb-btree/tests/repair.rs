@@ -3,7 +3,7 @@
 //! record (the bytes saved under lost/), rebuilds the learned table from the tree and
 //! checkpoints, and then the store opens normally holding exactly the writes before the damage.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::path::{Path, PathBuf};
 
