@@ -10,7 +10,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Fail, Step, Target, Tree, restart_unless, retry};
+use super::{Fail, PROBE_ATTEMPTS, Step, Target, Tree, probe_back_off, restart_unless, retry};
 use crate::buffer::{FrameState, Swip};
 use crate::error::Result;
 use crate::node;
@@ -141,7 +141,8 @@ impl Tree {
     /// wrong answer.
     pub fn probe_leaf(&self, pid: u64, frame_hint: Option<u32>, key: &[u8]) -> Result<LeafProbe> {
         let mut hint = frame_hint;
-        for _ in 0..8 {
+        for attempt in 0..PROBE_ATTEMPTS {
+            probe_back_off(attempt);
             let f = match hint
                 .take()
                 .filter(|f| (*f as usize) < self.pool.frame_count())
@@ -169,7 +170,8 @@ impl Tree {
     /// page, or not a leaf. See [`LeafGuard`].
     pub fn fix_leaf(&self, pid: u64, frame_hint: Option<u32>) -> Result<Option<LeafGuard<'_>>> {
         let mut hint = frame_hint;
-        for _ in 0..8 {
+        for attempt in 0..PROBE_ATTEMPTS {
+            probe_back_off(attempt);
             let f = match hint
                 .take()
                 .filter(|f| (*f as usize) < self.pool.frame_count())
