@@ -286,6 +286,16 @@ impl LearnedStore {
             .store(on, std::sync::atomic::Ordering::Relaxed);
     }
 
+    /// Test hook: with `true`, splits are no longer patched into the learned path's mapping
+    /// table (each waits for the full rebuild, as before the patches existed); `false` again
+    /// turns them back on. For the test that shows what the patches do.
+    #[doc(hidden)]
+    pub fn set_skip_patches_for_test(&self, on: bool) {
+        if let Some(l) = self.learned() {
+            l.set_skip_patches_for_test(on);
+        }
+    }
+
     pub fn dir(&self) -> &Path {
         &self.dir
     }

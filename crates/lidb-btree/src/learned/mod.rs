@@ -136,6 +136,9 @@ pub(crate) struct Learned {
     retrain_table: Wake,
     refit_leaves: Wake,
     stop: AtomicBool,
+    /// Test hook: splits are not patched into the table (`patch.rs`), to show what the
+    /// patches do.
+    skip_patches: AtomicBool,
 }
 
 /// Changed leaves that wake the in-leaf refit thread.
@@ -187,6 +190,7 @@ impl Learned {
             retrain_table: Wake::default(),
             refit_leaves: Wake::default(),
             stop: AtomicBool::new(false),
+            skip_patches: AtomicBool::new(false),
         });
         bump(&learned.counters.table_retrains);
         learned
@@ -245,6 +249,11 @@ impl Learned {
         {
             self.refit_leaves.nudge();
         }
+    }
+
+    /// Test hook: turns the split patches (`patch.rs`) off or on.
+    pub fn set_skip_patches_for_test(&self, on: bool) {
+        self.skip_patches.store(on, Ordering::Relaxed);
     }
 
     /// Test hook: publishes a table built from the tree whose model windows are moved by

@@ -68,6 +68,9 @@ impl Learned {
         let Some(slot) = table.slots.get(i) else {
             return Ok(());
         };
+        if self.skip_patches.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         let leaves = self
             .tree
             .leaves_between(table.lower(i), slot.upper.as_deref())?;
