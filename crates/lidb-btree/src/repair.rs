@@ -20,8 +20,8 @@ use std::path::Path;
 
 use lidb_lsm::tail::RecoveryMode;
 
-use crate::engine::{LearnedStore, LearnedStoreOptions};
-use crate::error::Result;
+use crate::engine::{LearnedStore, LearnedStoreOptions, PAGE_FILE_NAME};
+use crate::error::{Result, io_err};
 use crate::learned::LearnedSource;
 use crate::store::WalRecovery;
 
@@ -81,6 +81,9 @@ impl LearnedStore {
         let mut o = opts.clone();
         o.wal.recovery_mode = RecoveryMode::PointInTime;
         o.learned.enabled = true;
+        if let Some(size) = stored_page_size(&dir.join(PAGE_FILE_NAME))? {
+            o.tree.page_size = size;
+        }
         let store = LearnedStore::open(dir, &o)?;
         let wal = store.recovery_report().clone();
         let learned_before = store.learned_source().clone();
@@ -94,4 +97,30 @@ impl LearnedStore {
             slots,
         })
     }
+}
+
+/// The page size a header copy of the page file at `path` records, if one is readable: slot 0
+/// at offset 0, else slot 1 at each possible page size (so a repair needs no `--page-size`;
+/// the open checks the header's checksum and size after). `None`: no file, or no header copy
+/// with the magic (the open then reports what it finds with the options' page size).
+fn stored_page_size(path: &Path) -> Result<Option<usize>> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err(path)(e)),
+    };
+    let mut header = [0u8; 48];
+    let sizes = (12..=16).map(|shift| 1usize << shift);
+    for at in std::iter::once(0).chain(sizes.clone()) {
+        if file.seek(SeekFrom::Start(at as u64)).is_err() || file.read_exact(&mut header).is_err() {
+            continue;
+        }
+        let size = crate::page::get_u32(&header, 40) as usize;
+        let magic = header.get(32..40) == Some(crate::pagefile::MAGIC.as_slice());
+        if magic && (at == 0 || at == size) && sizes.clone().any(|s| s == size) {
+            return Ok(Some(size));
+        }
+    }
+    Ok(None)
 }

@@ -118,3 +118,24 @@ fn repair_of_an_intact_store_changes_no_write() {
         assert_eq!(store.get(&key(i)).unwrap(), Some(value(i)), "key {i}");
     }
 }
+
+/// The repair reads the page size from the page file's header: a store of 8 KiB pages repairs
+/// with options that say 4 KiB (as `lidb repair`, which takes no --page-size, gives).
+#[test]
+fn repair_finds_the_page_size_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut big = opts();
+    big.tree.page_size = 8192;
+    let store = LearnedStore::open(dir.path(), &big).unwrap();
+    for i in 0..300 {
+        store.put(&key(i), &value(i)).unwrap();
+    }
+    store.close().unwrap();
+    let report = LearnedStore::repair(dir.path(), &opts()).unwrap();
+    assert!(
+        report.to_string().contains("300 records replayed"),
+        "{report}"
+    );
+    let store = LearnedStore::open(dir.path(), &big).unwrap();
+    assert_eq!(store.get(&key(299)).unwrap(), Some(value(299)));
+}
