@@ -40,16 +40,28 @@ impl std::fmt::Display for RepairReport {
     /// One `repair: ...` line per step (the recovery's cut lines first).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.wal)?;
-        match &self.wal.cut {
-            None => writeln!(
+        match (&self.wal.cut, &self.wal.cut_log) {
+            (Some(t), Some(log)) => {
+                writeln!(
+                    f,
+                    "repair: {}: kept the {} records before offset {}; set aside {} bytes ({} \
+                     intact records after the damage){}",
+                    log.display(),
+                    self.wal.records_replayed,
+                    t.offset,
+                    t.bytes,
+                    t.records_after,
+                    self.wal
+                        .lost
+                        .as_ref()
+                        .map(|p| format!(" in {}", p.display()))
+                        .unwrap_or_default()
+                )?;
+            }
+            _ => writeln!(
                 f,
-                "repair: the logs are intact ({} records replayed)",
+                "repair: the logs are intact: kept {} records, set aside nothing",
                 self.wal.records_replayed
-            )?,
-            Some(t) => writeln!(
-                f,
-                "repair: the log was cut at offset {} ({} bytes; {} records replayed before it)",
-                t.offset, t.bytes, self.wal.records_replayed
             )?,
         }
         let before = match &self.learned_before {
