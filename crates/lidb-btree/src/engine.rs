@@ -79,6 +79,15 @@ pub struct TreeTarget {
 }
 
 impl TreeTarget {
+    /// The tree as a target with the learned path off (every get and write walks the tree):
+    /// what a [`BTreeStore`] over a tree on any device (the fuzz target's memory device) takes.
+    pub fn new(tree: BTree) -> TreeTarget {
+        TreeTarget {
+            tree,
+            learned: OnceLock::new(),
+        }
+    }
+
     pub fn tree(&self) -> &BTree {
         &self.tree
     }
@@ -165,10 +174,7 @@ impl LearnedStore {
         } else {
             BTree::create(&path, &opts.tree)?
         };
-        let target = TreeTarget {
-            tree,
-            learned: OnceLock::new(),
-        };
+        let target = TreeTarget::new(tree);
         let store = BTreeStore::open(storage, dir, target, opts.wal.clone())?;
         if !opts.learned.enabled {
             return Ok(LearnedStore {
@@ -278,6 +284,16 @@ impl LearnedStore {
             .sabotage
             .skip_fence_check
             .store(on, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Test hook: with `true`, splits are no longer patched into the learned path's mapping
+    /// table (each waits for the full rebuild, as before the patches existed); `false` again
+    /// turns them back on. For the test that shows what the patches do.
+    #[doc(hidden)]
+    pub fn set_skip_patches_for_test(&self, on: bool) {
+        if let Some(l) = self.learned() {
+            l.set_skip_patches_for_test(on);
+        }
     }
 
     pub fn dir(&self) -> &Path {

@@ -24,7 +24,8 @@
 //!   implements, open and recovery, checkpoints (a log switch, the tree's checkpoint at the
 //!   switch LSN, then the old logs removed) and the checkpointer thread;
 //! - `engine.rs`: [`LearnedStore`], the engine users open: the tree under the log in one
-//!   directory;
+//!   directory; `repair.rs`: its offline repair (the log cut at its last good record, the
+//!   learned table rebuilt from the tree, a checkpoint);
 //! - `fuzzing.rs`: entry points for the fuzz targets in `fuzz/` (hidden; the learned blob's
 //!   decoder is private);
 //! - `testing.rs`: `MemTarget`, an in-memory stand-in target for tests of the durability layer;
@@ -71,6 +72,7 @@ mod learned;
 pub mod node;
 pub mod page;
 pub mod pagefile;
+mod repair;
 pub mod store;
 pub mod testing;
 pub mod tree;
@@ -81,6 +83,7 @@ pub use buffer::PoolStats;
 pub use device::{FileDevice, IoCounters, MemDevice, PageDevice};
 pub use engine::{LearnedOptions, LearnedStore, LearnedStoreOptions, PAGE_FILE_NAME, TreeTarget};
 pub use learned::{LearnedSource, LearnedStats};
+pub use repair::RepairReport;
 pub use tree::{LeafGuard, LeafProbe, LeafRef, LeafWrite, Tree};
 
 pub use error::{Error, Result, io_err};

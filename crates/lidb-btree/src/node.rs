@@ -142,17 +142,20 @@ impl PageRead for [AtomicU64] {
             u64::from_le_bytes(b)
         }
     }
+    /// Word by word, in place: each word's bytes in range are compared with `other`'s as they
+    /// are loaded (no copy into a buffer first; keys and fences are compared on every probe).
     fn cmp_at(&self, off: usize, len: usize, other: &[u8]) -> Ordering {
         let len = len.min(self.page_len().saturating_sub(off));
         let common = len.min(other.len());
-        let mut chunk = [0u8; 64];
         let mut done = 0;
         while done < common {
-            let n = (common - done).min(64);
-            let dst = chunk.get_mut(..n).unwrap_or_default();
-            self.read_into(off + done, dst);
+            let at = off + done;
+            let skip = at % 8;
+            let n = (8 - skip).min(common - done);
+            let word = self.word(at / 8).to_le_bytes();
+            let mine = word.get(skip..skip + n).unwrap_or_default();
             let theirs = other.get(done..done + n).unwrap_or_default();
-            match (*dst).cmp(theirs) {
+            match mine.cmp(theirs) {
                 Ordering::Equal => done += n,
                 o => return o,
             }
@@ -297,10 +300,29 @@ pub fn upper_fence<P: PageRead + ?Sized>(p: &P) -> Option<Vec<u8>> {
     fence(p, F_UPPER, N_UPPER_OFF, N_UPPER_LEN)
 }
 
-/// Whether `key` lies in the node's range `(lower, upper]`.
+/// The fence compared with `key` where it lies in the page (no copy); `None`: the fence is
+/// infinite. Reads as [`fence`] does, so it is safe under an optimistic read.
+fn fence_cmp<P: PageRead + ?Sized>(
+    p: &P,
+    flag: u8,
+    off_at: usize,
+    len_at: usize,
+    key: &[u8],
+) -> Option<Ordering> {
+    if p.byte(N_FLAGS) & flag == 0 {
+        return None;
+    }
+    let len = (p.u16_at(len_at) as usize).min(p.page_len());
+    Some(p.cmp_at(p.u32_at(off_at) as usize, len, key))
+}
+
+/// Whether `key` lies in the node's range `(lower, upper]`. Compares the fences in place: the
+/// learned path calls it on every lookup, under the frame's optimistic latch.
 pub fn covers<P: PageRead + ?Sized>(p: &P, key: &[u8]) -> bool {
-    let above = lower_fence(p).is_none_or(|l| key > l.as_slice());
-    let below = upper_fence(p).is_none_or(|u| key <= u.as_slice());
+    let above =
+        fence_cmp(p, F_LOWER, N_LOWER_OFF, N_LOWER_LEN, key).is_none_or(|o| o == Ordering::Less);
+    let below =
+        fence_cmp(p, F_UPPER, N_UPPER_OFF, N_UPPER_LEN, key).is_none_or(|o| o != Ordering::Less);
     above && below
 }
 

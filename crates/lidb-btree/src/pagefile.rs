@@ -15,7 +15,7 @@
 //! 4. The table lock is a leaf of the lock order: it is taken under frame latches, never the
 //!    other way round, and no I/O happens while it is held.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -27,7 +27,7 @@ use crate::page::{self, PageKind};
 pub const NO_SLOT: u64 = u64::MAX;
 /// The first slot a page may use (slots 0 and 1 are the header copies).
 pub const FIRST_DATA_SLOT: u64 = 2;
-/// Page ids a file may use: the translation table is dense in memory (8 bytes a pid).
+/// Page ids a file may use (ids are never reused, so they stay far below this).
 const MAX_PIDS: u64 = 1 << 40;
 /// The magic bytes of a header page.
 pub const MAGIC: &[u8; 8] = b"LIDBBTRE";
@@ -66,8 +66,10 @@ pub struct CheckpointInfo {
 
 #[derive(Debug, Default)]
 struct Tables {
-    /// pid -> slot, `NO_SLOT` for a page never written (or freed).
-    map: Vec<u64>,
+    /// pid -> slot of every page written and not freed. Sparse (a map, not a vector indexed by
+    /// pid): ids of merged-away pages are never reused, and a damaged entry or header naming
+    /// a pid near 2^40 must cost one entry, not terabytes.
+    map: BTreeMap<u64, u64>,
     current: Vec<bool>,
     durable: Vec<bool>,
     /// Slots below `slot_count` free in both `current` and `durable` (allocation in O(log n)).
@@ -262,9 +264,9 @@ impl PageFile {
             // nothing the checkpoint uses (its table and chains are checked against `slots`),
             // and a damaged count must not make the open list terabytes of free slots.
             slot_count: slots.max(FIRST_DATA_SLOT),
-            // Sized by the pids the table names, not by the header's `next_pid` (a damaged
-            // header must not make the open allocate for pids no entry uses); writes grow it.
-            map: Vec::new(),
+            // One entry per pid the table names, whatever the pids (a damaged header or entry
+            // must not make the open allocate for pids no entry uses).
+            map: BTreeMap::new(),
             ..Tables::default()
         };
         let mut seen = 0u64;
@@ -275,16 +277,18 @@ impl PageFile {
                 let ok = pid < info.next_pid
                     && pid < MAX_PIDS
                     && (FIRST_DATA_SLOT..slots).contains(&slot);
-                if ok && t.map.len() as u64 <= pid {
-                    t.map.resize(pid as usize + 1, NO_SLOT);
-                }
-                let entry = t.map.get_mut(pid as usize).filter(|_| ok);
-                let Some(entry) = entry else {
+                if !ok {
                     return Err(self.corrupt(format!(
-                        "translation entry page {pid} -> slot {slot} out of range"
+                        "translation entry page {pid} -> slot {slot} out of range (next page \
+                         id {}, {slots} slots)",
+                        info.next_pid
                     )));
-                };
-                *entry = slot;
+                }
+                if let Some(first) = t.map.insert(pid, slot) {
+                    return Err(self.corrupt(format!(
+                        "translation table maps page {pid} twice (slots {first} and {slot})"
+                    )));
+                }
                 Tables::set(&mut t.current, slot, true);
                 Tables::set(&mut t.durable, slot, true);
                 seen += 1;
@@ -339,17 +343,14 @@ impl PageFile {
 
     /// Whether page `pid` has a slot (was written back at least once and not freed).
     pub fn has_slot(&self, pid: u64) -> bool {
-        self.tables_read()
-            .map
-            .get(pid as usize)
-            .is_some_and(|s| *s != NO_SLOT)
+        self.tables_read().map.contains_key(&pid)
     }
 
     /// Reads page `pid` into `buf` and checks it is a node (leaf or inner) with that id.
     /// `Ok(None)` when the page has no slot.
     pub fn read_page(&self, pid: u64, buf: &mut [u8]) -> Result<Option<PageKind>> {
-        let slot = self.tables_read().map.get(pid as usize).copied();
-        let Some(slot) = slot.filter(|s| *s != NO_SLOT) else {
+        let slot = self.tables_read().map.get(&pid).copied();
+        let Some(slot) = slot else {
             return Ok(None);
         };
         self.dev.read(slot, buf)?;
@@ -377,14 +378,7 @@ impl PageFile {
             return Err(e);
         }
         let mut t = self.tables_write();
-        let i = pid as usize;
-        if t.map.len() <= i {
-            t.map.resize(i + 1, NO_SLOT);
-        }
-        let old = t.map.get(i).copied().unwrap_or(NO_SLOT);
-        if let Some(e) = t.map.get_mut(i) {
-            *e = slot;
-        }
+        let old = t.map.insert(pid, slot).unwrap_or(NO_SLOT);
         t.release_current(old);
         Ok(())
     }
@@ -392,10 +386,7 @@ impl PageFile {
     /// Forgets page `pid` (merged away); its slot is free once no checkpoint references it.
     pub fn free_page(&self, pid: u64) {
         let mut t = self.tables_write();
-        let old = t.map.get(pid as usize).copied().unwrap_or(NO_SLOT);
-        if let Some(e) = t.map.get_mut(pid as usize) {
-            *e = NO_SLOT;
-        }
+        let old = t.map.remove(&pid).unwrap_or(NO_SLOT);
         t.release_current(old);
     }
 
@@ -446,12 +437,11 @@ impl PageFile {
             let t = self.tables_read();
             let mut bytes = Vec::new();
             let mut n = 0u64;
-            for (pid, slot) in t.map.iter().enumerate() {
-                if *slot != NO_SLOT {
-                    bytes.extend_from_slice(&(pid as u64).to_le_bytes());
-                    bytes.extend_from_slice(&slot.to_le_bytes());
-                    n += 1;
-                }
+            // In pid order, as the format has always written them.
+            for (pid, slot) in &t.map {
+                bytes.extend_from_slice(&pid.to_le_bytes());
+                bytes.extend_from_slice(&slot.to_le_bytes());
+                n += 1;
             }
             (n, bytes)
         };

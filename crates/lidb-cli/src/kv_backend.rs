@@ -299,8 +299,8 @@ fn open_tree(
         .map_err(|e| match e {
             lidb_btree::Error::Corruption { .. } => format!(
                 "{e}\n(`--recovery-mode point-in-time` opens the intact prefix of a damaged log \
-                 and saves the rest under {}/lost/; `lidb repair` does not rebuild {engine} \
-                 stores)",
+                 and saves the rest under {}/lost/; `lidb repair --engine {engine}` does that \
+                 and rebuilds the learned table)",
                 dir.display()
             ),
             e => e.to_string(),

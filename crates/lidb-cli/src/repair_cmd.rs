@@ -1,7 +1,9 @@
 //! `lidb repair`: rebuilds a store that does not open from what reads cleanly (lidb_lsm::repair
-//! for lsm, lidb_kv::repair for the tiered engines, `FineStore::repair` for finedex), sets aside
-//! in DIR/lost/ what does not, and prints what it kept and what it set aside on stdout.
-//! LearnedStore (learnedstore, btree) has no repair yet: it is refused with what to do instead.
+//! for lsm, lidb_kv::repair for the tiered engines, `FineStore::repair` for finedex,
+//! `LearnedStore::repair` for learnedstore and btree), sets aside in DIR/lost/ what does not,
+//! and prints what it kept and what it set aside on stdout. LearnedStore's repair cuts a damaged
+//! last log at its last good record, rebuilds the learned table from the tree and checkpoints;
+//! damage it cannot cut (an earlier log, an LSN gap, the page file) is its open's error.
 
 use std::sync::Arc;
 
@@ -37,19 +39,25 @@ pub fn run(a: RepairArgs, given: &[String]) -> Result<(), CliError> {
             dir.display()
         )));
     }
+    let tree_store = dir.join(lidb_btree::PAGE_FILE_NAME).exists();
     if a.store.engine == "learnedstore" || a.store.engine == "btree" {
-        return Err(CliError::Usage(format!(
-            "--engine: lidb repair does not rebuild {engine} stores yet; open it with `lidb kv \
-             --engine {engine} --db {dir} --recovery-mode point-in-time`, which keeps the intact \
-             prefix of a damaged log and saves the rest under {dir}/lost/",
-            engine = a.store.engine,
-            dir = dir.display()
-        )));
+        if !tree_store {
+            return Err(CliError::Usage(format!(
+                "--db: {} holds no LearnedStore (no {})",
+                dir.display(),
+                lidb_btree::PAGE_FILE_NAME
+            )));
+        }
+        // The page size comes from the page file; buffered I/O for the one-off repair.
+        let mut opts = lidb_btree::LearnedStoreOptions::default();
+        opts.tree.direct_io = false;
+        print!("{}", lidb_btree::LearnedStore::repair(dir, &opts)?);
+        return Ok(());
     }
-    if dir.join(lidb_btree::PAGE_FILE_NAME).exists() {
+    if tree_store {
         return Err(CliError::Usage(format!(
-            "--engine: {} holds a LearnedStore (it has {}), which lidb repair does not rebuild \
-             yet; see `lidb kv --engine learnedstore --recovery-mode point-in-time`",
+            "--engine: {} holds a LearnedStore (it has {}); name its engine (learnedstore or \
+             btree)",
             dir.display(),
             lidb_btree::PAGE_FILE_NAME
         )));

@@ -29,7 +29,7 @@ fn repair_makes_a_damaged_store_open(engine: &str) {
     ));
     let _ = std::fs::remove_dir_all(&dir);
     write_and_kill(&dir, engine);
-    let log = if engine == "lsm" {
+    let log = if engine == "lsm" || engine == "learnedstore" {
         biggest(&dir, ".log")
     } else if engine == "finedex" {
         dir.join("log-000001")
@@ -105,6 +105,11 @@ fn lidb_repair_makes_a_damaged_lsm_tier_store_open() {
 #[test]
 fn lidb_repair_makes_a_damaged_finedex_store_open() {
     repair_makes_a_damaged_store_open("finedex");
+}
+
+#[test]
+fn lidb_repair_makes_a_damaged_learnedstore_open() {
+    repair_makes_a_damaged_store_open("learnedstore");
 }
 
 #[test]

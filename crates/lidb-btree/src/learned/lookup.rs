@@ -1,13 +1,17 @@
 //! The learned path's operations: predict the slot, check it against the table's fences (no
-//! I/O), reach the leaf by its frame hint or page id (loading it UNLINKED if needed), check the
-//! leaf's own fences, answer; on any mismatch count a misprediction and walk the tree.
+//! I/O), pick the slot's leaf (the slot's own, or the one of its split list covering the key,
+//! `patch.rs`), reach it by its frame hint or page id (loading it UNLINKED if needed), check the
+//! leaf's own fences, answer; on any mismatch count a misprediction, patch the slot when its
+//! leaf no longer covers the key, and walk the tree. A write that split its leaf patches the
+//! slot after the tree's walk.
 //!
 //! Callers: the engine's target (`engine.rs`), any thread. The table snapshot is held only for
 //! the lookup; no lock is held while the tree is called.
 
 use std::sync::atomic::Ordering;
 
-use super::table::SlotFind;
+use super::patch::pick;
+use super::table::{SlotFind, Table};
 use super::{Learned, bump};
 use crate::error::Result;
 use crate::tree::{LeafProbe, LeafWrite};
@@ -54,29 +58,41 @@ impl Learned {
             self.mispredicted();
             return Ok(Reached::Miss);
         };
-        let probe = match self.tree.probe_resident(slot.pid, slot.frame_hint(), key)? {
+        let split = slot.split_leaves();
+        let leaf = pick(slot, &split, key);
+        let probe = match self.tree.probe_resident(leaf.pid, leaf.frame_hint(), key)? {
             Some(p) => p,
             None if !may_load => return Ok(Reached::NotResident),
             None => {
                 bump(&self.counters.unlinked_loads);
-                self.tree.probe_leaf(slot.pid, None, key)?
+                self.tree.probe_leaf(leaf.pid, None, key)?
             }
         };
         match probe {
             LeafProbe::Found { value, frame } => {
-                slot.set_frame_hint(frame);
+                leaf.set_frame_hint(frame);
                 bump(&self.counters.hits);
                 Ok(Reached::Answer(Some(value)))
             }
             LeafProbe::Absent { frame } => {
-                slot.set_frame_hint(frame);
+                leaf.set_frame_hint(frame);
                 bump(&self.counters.hits);
                 Ok(Reached::Answer(None))
             }
             LeafProbe::Miss => {
                 self.mispredicted();
+                self.patch_after_miss(&table, key);
                 Ok(Reached::Miss)
             }
+        }
+    }
+
+    /// Patches the slot whose table fences cover `key` (its leaf split or merged since the
+    /// table was built). A failed patch leaves the slot as it was: the tree walk that follows
+    /// reports any I/O error it meets.
+    fn patch_after_miss(&self, table: &Table, key: &[u8]) {
+        if let SlotFind::Slot(i) = table.find(key) {
+            let _ = self.patch(table, i);
         }
     }
 
@@ -85,15 +101,18 @@ impl Learned {
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         let table = self.table.load();
         let found = table.find(key);
+        let mut patch = None;
         if let SlotFind::Slot(i) = found
             && let Some(slot) = table.slots.get(i)
         {
+            let split = slot.split_leaves();
+            let leaf = pick(slot, &split, key);
             match self
                 .tree
-                .put_in_leaf(slot.pid, slot.frame_hint(), key, value)?
+                .put_in_leaf(leaf.pid, leaf.frame_hint(), key, value)?
             {
                 LeafWrite::Done { frame, .. } => {
-                    slot.set_frame_hint(frame);
+                    leaf.set_frame_hint(frame);
                     bump(&self.counters.learned_writes);
                     self.mark_changed(&table, i);
                     return Ok(());
@@ -101,11 +120,17 @@ impl Learned {
                 LeafWrite::Miss => self.mispredicted(),
                 LeafWrite::Full => {}
             }
+            // The leaf split under the walk below (Full), or had split or merged before (Miss).
+            patch = Some(i);
         } else {
             self.mispredicted();
         }
         bump(&self.counters.fallbacks);
         self.tree.put(key, value)?;
+        if let Some(i) = patch {
+            // A failed patch leaves the slot as it was (the next miss tries again).
+            let _ = self.patch(&table, i);
+        }
         self.mark_changed(&table, table.slot_of(key));
         Ok(())
     }
@@ -117,9 +142,11 @@ impl Learned {
         if let SlotFind::Slot(i) = table.find(key)
             && let Some(slot) = table.slots.get(i)
         {
-            match self.tree.delete_in_leaf(slot.pid, slot.frame_hint(), key)? {
+            let split = slot.split_leaves();
+            let leaf = pick(slot, &split, key);
+            match self.tree.delete_in_leaf(leaf.pid, leaf.frame_hint(), key)? {
                 LeafWrite::Done { frame, found } => {
-                    slot.set_frame_hint(frame);
+                    leaf.set_frame_hint(frame);
                     bump(&self.counters.learned_writes);
                     if found {
                         self.mark_changed(&table, i);

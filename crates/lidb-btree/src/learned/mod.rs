@@ -5,6 +5,7 @@
 //! - `image.rs`: the order-preserving u64 image of a key the model sees;
 //! - `table.rs`: the mapping table (fences, page ids, frame hints) and its model;
 //! - `lookup.rs`: gets, puts and deletes through the table, the fence checks, the fallback;
+//! - `patch.rs`: after a split, the leaves of one slot's range hung on the slot (no rebuild);
 //! - `retrain.rs`: the two background threads (table + model; in-leaf models) and publication;
 //! - `blob.rs`: the table and model saved with each checkpoint (docs/format/btree-learned.md).
 //!
@@ -23,6 +24,7 @@
 pub(crate) mod blob;
 mod image;
 mod lookup;
+mod patch;
 mod retrain;
 pub(crate) mod table;
 
@@ -59,6 +61,8 @@ pub struct LearnedStats {
     pub smos: u64,
     /// Mapping table + model rebuilds published (the one at open included).
     pub table_retrains: u64,
+    /// Slots patched with the leaves their range holds after a split (`patch.rs`).
+    pub table_patches: u64,
     /// In-leaf model refits.
     pub leaf_refits: u64,
     /// Time spent building tables and models (listing the leaves included), in nanoseconds.
@@ -91,6 +95,7 @@ struct Counters {
     unlinked_loads: AtomicU64,
     learned_writes: AtomicU64,
     table_retrains: AtomicU64,
+    table_patches: AtomicU64,
     leaf_refits: AtomicU64,
     training_ns: AtomicU64,
 }
@@ -131,6 +136,9 @@ pub(crate) struct Learned {
     retrain_table: Wake,
     refit_leaves: Wake,
     stop: AtomicBool,
+    /// Test hook: splits are not patched into the table (`patch.rs`), to show what the
+    /// patches do.
+    skip_patches: AtomicBool,
 }
 
 /// Changed leaves that wake the in-leaf refit thread.
@@ -182,6 +190,7 @@ impl Learned {
             retrain_table: Wake::default(),
             refit_leaves: Wake::default(),
             stop: AtomicBool::new(false),
+            skip_patches: AtomicBool::new(false),
         });
         bump(&learned.counters.table_retrains);
         learned
@@ -209,6 +218,7 @@ impl Learned {
             learned_writes: get(&c.learned_writes),
             smos: self.tree.smo_count(),
             table_retrains: get(&c.table_retrains),
+            table_patches: get(&c.table_patches),
             leaf_refits: get(&c.leaf_refits),
             training_ns: get(&c.training_ns),
             slots: table.slots.len() as u64,
@@ -239,6 +249,11 @@ impl Learned {
         {
             self.refit_leaves.nudge();
         }
+    }
+
+    /// Test hook: turns the split patches (`patch.rs`) off or on.
+    pub fn set_skip_patches_for_test(&self, on: bool) {
+        self.skip_patches.store(on, Ordering::Relaxed);
     }
 
     /// Test hook: publishes a table built from the tree whose model windows are moved by

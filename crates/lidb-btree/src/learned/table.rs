@@ -12,10 +12,13 @@
 //!    whose image is at least the key's image.
 //!
 //! A table is immutable once published except for its frame hints (relaxed atomics, checked
-//! against the frame's page id before use: the paper's lazy update) and its changed-leaf
-//! marks (read by the in-leaf retraining thread).
+//! against the frame's page id before use: the paper's lazy update), its changed-leaf marks
+//! (read by the in-leaf retraining thread) and its split lists (`patch.rs`: the leaves a slot's
+//! range holds after splits, swapped in whole; slots, fences and the model never change).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+use arc_swap::ArcSwapOption;
 
 use lidb_index::{Family, LearnedIndex, Params};
 
@@ -30,20 +33,55 @@ const NO_FRAME: u32 = u32::MAX;
 #[derive(Debug)]
 pub(crate) struct Slot {
     pub upper: Option<Vec<u8>>,
+    /// `upper`'s image under the table's prefix (`u64::MAX` for the last slot): the search
+    /// compares images first and reads `upper`'s bytes only on a tie.
+    image: u64,
     pub pid: u64,
     frame: AtomicU32,
     /// Written through since the last in-leaf refit (the refit thread's work list).
     pub changed: AtomicBool,
+    /// The leaves this slot's range held when last patched after a split (`patch.rs`), in key
+    /// order, each a slot of its own (whose own list stays empty); `has_split` says whether to
+    /// look (set after the list is stored), so a lookup of an unsplit slot loads one flag.
+    pub(super) split: ArcSwapOption<Vec<Slot>>,
+    pub(super) has_split: AtomicBool,
 }
 
 impl Slot {
+    /// A slot for `leaf`, whose upper fence's image is `image`.
+    pub(super) fn new(leaf: LeafRef, image: u64) -> Slot {
+        Slot {
+            upper: leaf.upper,
+            image,
+            pid: leaf.pid,
+            frame: AtomicU32::new(leaf.frame.unwrap_or(NO_FRAME)),
+            changed: AtomicBool::new(false),
+            split: ArcSwapOption::empty(),
+            has_split: AtomicBool::new(false),
+        }
+    }
+
     pub fn frame_hint(&self) -> Option<u32> {
         let f = self.frame.load(Ordering::Relaxed);
         (f != NO_FRAME).then_some(f)
     }
 
+    /// Stores the hint only when it changed: a lookup that found the leaf where the hint said
+    /// writes nothing to the shared slot.
     pub fn set_frame_hint(&self, f: u32) {
-        self.frame.store(f, Ordering::Relaxed);
+        if self.frame.load(Ordering::Relaxed) != f {
+            self.frame.store(f, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether the slot's upper fence is below `key` (whose image is `key_image`): the images
+    /// decide unless they tie (the image is order-preserving up to ties).
+    fn ends_below(&self, key: &[u8], key_image: u64) -> bool {
+        match self.image.cmp(&key_image) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Greater => false,
+            std::cmp::Ordering::Equal => self.upper.as_deref().is_some_and(|u| u < key),
+        }
     }
 }
 
@@ -78,7 +116,19 @@ impl Table {
             .iter()
             .map(|s| s.upper.as_ref().map_or(0, |k| k.capacity() as u64))
             .sum();
-        slots + keys + self.prefix.capacity() as u64 + self.model.size_bytes()
+        let split: u64 = self
+            .slots
+            .iter()
+            .filter_map(|s| s.split.load_full())
+            .map(|v| {
+                let keys: u64 = v
+                    .iter()
+                    .map(|s| s.upper.as_ref().map_or(0, |k| k.capacity() as u64))
+                    .sum();
+                (v.capacity() * std::mem::size_of::<Slot>()) as u64 + keys
+            })
+            .sum();
+        slots + keys + split + self.prefix.capacity() as u64 + self.model.size_bytes()
     }
 
     /// A table over `leaves` (from `Tree::leaf_parents`) with a model of `error_bound` slots.
@@ -104,12 +154,8 @@ impl Table {
         }
         let slots = leaves
             .into_iter()
-            .map(|l| Slot {
-                upper: l.upper,
-                pid: l.pid,
-                frame: AtomicU32::new(l.frame.unwrap_or(NO_FRAME)),
-                changed: AtomicBool::new(false),
-            })
+            .zip(images)
+            .map(|(l, image)| Slot::new(l, image))
             .collect();
         Ok(Table {
             slots,
@@ -151,7 +197,8 @@ impl Table {
     /// fence. Never reads a leaf.
     pub fn find(&self, key: &[u8]) -> SlotFind {
         let n = self.slots.len();
-        let b = self.model.search(image(&self.prefix, key));
+        let key_image = image(&self.prefix, key);
+        let b = self.model.search(key_image);
         let shift = |x: u64| {
             (x as i64)
                 .saturating_add(self.shift_for_test)
@@ -161,11 +208,15 @@ impl Table {
         let Some(window) = self.slots.get(lo..hi) else {
             return SlotFind::Miss;
         };
-        let i = lo + window.partition_point(|s| s.upper.as_deref().is_some_and(|u| u < key));
+        let i = lo + window.partition_point(|s| s.ends_below(key, key_image));
         if i >= hi {
             return SlotFind::Miss; // every slot of the window ends below the key
         }
-        if self.lower(i).is_some_and(|l| l >= key) {
+        let starts_below = i
+            .checked_sub(1)
+            .and_then(|p| self.slots.get(p))
+            .is_none_or(|s| s.ends_below(key, key_image));
+        if !starts_below {
             return SlotFind::Miss; // the window starts above the key
         }
         SlotFind::Slot(i)

@@ -104,7 +104,8 @@ fn refused(file: &Path, t: &BadTail, mode: RecoveryMode) -> Error {
         _ => {
             "acknowledged writes may follow it; open with --recovery-mode point-in-time \
              (`WalOptions::recovery_mode`) to keep only what precedes it (the bytes cut are \
-             saved to lost/ first; `lidb repair` does not handle this engine yet)"
+             saved to lost/ first), or run `lidb repair`, which does that and rebuilds the \
+             learned table"
         }
     };
     corruption(
@@ -182,7 +183,7 @@ pub fn open(
         if let Some(t) = &log.bad_tail {
             let detail = format!(
                 "{}; damage: a later log holds records, so this one was synced whole before \
-                 them (no recovery mode cuts it; `lidb repair` does not handle this engine yet)",
+                 them (no recovery mode cuts it, nor does `lidb repair`)",
                 t.detail
             );
             return Err(corruption(&log.path, detail));
@@ -195,6 +196,7 @@ pub fn open(
     }
     logs.push(tail_log);
     let last_lsn = check_lsns(&logs, ckpt)?;
+    check_sizes(&logs, ckpt, target)?;
     report.next_lsn = ckpt.max(last_lsn).saturating_add(1);
 
     // Phase 2: replay, then writes.
@@ -341,6 +343,25 @@ fn check_closed(
     Ok(())
 }
 
+/// Checks that the target takes every write to replay (`check_put`: a writer checks it before
+/// logging, so a record the tree refuses is damage): in phase 1, so a refused record fails the
+/// open before any write is applied.
+fn check_sizes(logs: &[ReadLog], ckpt: u64, target: &dyn CheckpointTarget) -> Result<()> {
+    for log in logs {
+        for (offset, op) in log.ops.iter().filter(|(_, op)| op.lsn > ckpt) {
+            if let Err(e) = target.check_put(&op.key, op.value.as_deref().unwrap_or_default()) {
+                let detail = format!(
+                    "the record at offset {offset} (LSN {}) holds a write no writer could log \
+                     ({e}); damage (no recovery mode cuts it, nor does `lidb repair`)",
+                    op.lsn
+                );
+                return Err(corruption(&log.path, detail));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Checks invariant 3 of the module documentation over the logs to replay; returns the last
 /// LSN logged (0 if none).
 fn check_lsns(logs: &[ReadLog], ckpt: u64) -> Result<u64> {
@@ -354,7 +375,7 @@ fn check_lsns(logs: &[ReadLog], ckpt: u64) -> Result<u64> {
                     &log.path,
                     format!(
                         "the record at offset {offset} has LSN {lsn}, but {why}; damage (no \
-                         recovery mode cuts it; `lidb repair` does not handle this engine yet)"
+                         recovery mode cuts it, nor does `lidb repair`)"
                     ),
                 )
             };

@@ -10,7 +10,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::{Fail, Step, Target, Tree, restart_unless, retry};
+use super::{Fail, PROBE_ATTEMPTS, Step, Target, Tree, probe_back_off, restart_unless, retry};
 use crate::buffer::{FrameState, Swip};
 use crate::error::Result;
 use crate::node;
@@ -52,6 +52,49 @@ impl Tree {
             });
         }
         Ok(out)
+    }
+
+    /// The leaves whose ranges meet `(lower, upper]` (`None`: infinite), in key order, read
+    /// from their parents as [`Tree::leaf_parents`] does: the leaves one mapping-table slot
+    /// covers now, after splits since the table was built. Reads no leaf.
+    pub fn leaves_between(
+        &self,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) -> Result<Vec<LeafRef>> {
+        let mut out = Vec::new();
+        let mut from = lower.map_or_else(Vec::new, |l| {
+            let mut k = l.to_vec();
+            k.push(0);
+            k
+        });
+        loop {
+            let (refs, node_upper) = retry(|| self.level1_refs(&from))?;
+            for r in refs {
+                let below = lower.is_some_and(|l| r.upper.as_deref().is_some_and(|u| u <= l));
+                if below {
+                    continue; // ends at or below the range
+                }
+                let last = match (r.upper.as_deref(), upper) {
+                    (None, _) => true,
+                    (Some(_), None) => false,
+                    (Some(u), Some(up)) => u >= up,
+                };
+                out.push(r);
+                if last {
+                    return Ok(out);
+                }
+            }
+            match node_upper {
+                // The node covering `from` ends at or above it, so `from` rises each round (a
+                // damaged tree that says otherwise ends the list: it is only a hint).
+                Some(mut u) if u >= from => {
+                    u.push(0);
+                    from = u;
+                }
+                _ => return Ok(out),
+            }
+        }
     }
 
     /// The children of the level-1 node covering `key` (or the root leaf), and that node's
@@ -98,7 +141,8 @@ impl Tree {
     /// wrong answer.
     pub fn probe_leaf(&self, pid: u64, frame_hint: Option<u32>, key: &[u8]) -> Result<LeafProbe> {
         let mut hint = frame_hint;
-        for _ in 0..8 {
+        for attempt in 0..PROBE_ATTEMPTS {
+            probe_back_off(attempt);
             let f = match hint
                 .take()
                 .filter(|f| (*f as usize) < self.pool.frame_count())
@@ -126,7 +170,8 @@ impl Tree {
     /// page, or not a leaf. See [`LeafGuard`].
     pub fn fix_leaf(&self, pid: u64, frame_hint: Option<u32>) -> Result<Option<LeafGuard<'_>>> {
         let mut hint = frame_hint;
-        for _ in 0..8 {
+        for attempt in 0..PROBE_ATTEMPTS {
+            probe_back_off(attempt);
             let f = match hint
                 .take()
                 .filter(|f| (*f as usize) < self.pool.frame_count())

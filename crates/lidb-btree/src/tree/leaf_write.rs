@@ -9,7 +9,7 @@
 //! at which its fences were checked, so a leaf that changed (split, merged, evicted, reused)
 //! between the check and the write is a restart, never a write to the wrong leaf.
 
-use super::{Fail, Step, Tree, restart_unless};
+use super::{Fail, PROBE_ATTEMPTS, Step, Tree, probe_back_off, restart_unless};
 use crate::buffer::FrameState;
 use crate::error::Result;
 use crate::node;
@@ -94,7 +94,8 @@ impl Tree {
     ) -> Result<LeafWrite> {
         let mut hint = frame_hint.filter(|f| (*f as usize) < self.pool.frame_count());
         let mut buf = Vec::new();
-        for _ in 0..8 {
+        for attempt in 0..PROBE_ATTEMPTS {
+            probe_back_off(attempt);
             let f = match hint.take().or_else(|| self.pool.lookup(pid)) {
                 Some(f) => f,
                 None => match self.pool.load(pid, self)? {

@@ -68,16 +68,35 @@ pub(crate) fn retry<T>(mut step: impl FnMut() -> Step<T>) -> Result<T> {
             Ok(v) => return Ok(v),
             Err(Fail::Err(e)) => return Err(e),
             Err(Fail::Restart) => {
-                if spins < 8 {
-                    for _ in 0..(1u32 << spins) {
-                        std::hint::spin_loop();
-                    }
-                    spins += 1;
-                } else {
-                    std::thread::yield_now();
-                }
+                back_off(spins);
+                spins = spins.saturating_add(1);
             }
         }
+    }
+}
+
+/// The wait before restart number `restarts` (from 0): a spin doubling from 1 to 128 rounds,
+/// then a yield, so a latch holder that lost its core gets it back.
+pub(crate) fn back_off(restarts: u32) {
+    if restarts < 8 {
+        for _ in 0..(1u32 << restarts) {
+            std::hint::spin_loop();
+        }
+    } else {
+        std::thread::yield_now();
+    }
+}
+
+/// Attempts of a probe or write of one leaf by page id before it gives up (a miss, then the
+/// tree walk); between attempts [`probe_back_off`] waits.
+pub(crate) const PROBE_ATTEMPTS: u32 = 8;
+
+/// The wait before attempt `attempt` of a leaf probe: none before the first, then spins of
+/// 1, 4, 16 and 64 rounds, then yields. Without it a probe gave up after eight quick tries while
+/// a preempted writer (the in-leaf refit) held the leaf, and counted a misprediction.
+pub(crate) fn probe_back_off(attempt: u32) {
+    if attempt > 0 {
+        back_off(2 * (attempt - 1));
     }
 }
 

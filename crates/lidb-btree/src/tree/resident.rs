@@ -5,7 +5,7 @@
 //! Callers: the learned path's `get_if_in_memory`, any thread. Optimistic reads only: no latch
 //! is taken, no shared word written.
 
-use super::{Fail, Step, Tree, restart_unless, retry};
+use super::{Fail, PROBE_ATTEMPTS, Step, Tree, probe_back_off, restart_unless, retry};
 use crate::buffer::{FrameState, Swip};
 use crate::error::Result;
 use crate::node;
@@ -20,7 +20,8 @@ impl Tree {
         key: &[u8],
     ) -> Result<Option<LeafProbe>> {
         let mut hint = frame_hint.filter(|f| (*f as usize) < self.pool.frame_count());
-        for _ in 0..8 {
+        for attempt in 0..PROBE_ATTEMPTS {
+            probe_back_off(attempt);
             let Some(f) = hint.take().or_else(|| self.pool.lookup(pid)) else {
                 return Ok(None);
             };
