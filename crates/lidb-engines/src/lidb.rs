@@ -254,14 +254,15 @@ mod tests {
     }
 
     #[test]
-    fn lsm_fitted_to_a_budget_gives_its_cache_what_the_indexes_leave() {
+    fn lsm_fitted_to_a_budget_gives_its_cache_what_the_indexes_leave()
+    -> Result<(), Box<dyn std::error::Error>> {
         let dir = temp_dir("budget");
         let budget = 2 << 20;
         let mut cfg = EngineConfig::new(dir.clone());
         cfg.memory_budget_bytes = Some(budget);
         cfg.memtable_bytes = 1 << 20;
         cfg.background = false;
-        let e = LsmEngine::open(&cfg).expect("open");
+        let e = LsmEngine::open(&cfg)?;
         assert_eq!(
             e.db.block_cache_capacity_bytes(),
             budget,
@@ -269,19 +270,16 @@ mod tests {
         );
         let value = vec![3u8; 1000];
         for i in 0..20_000u64 {
-            e.put(&i.to_be_bytes(), &value).expect("put");
+            e.put(&i.to_be_bytes(), &value)?;
         }
-        e.flush().expect("flush");
+        e.flush()?;
         // Fill the cache with reads before fitting, so the fit has to evict.
         for i in 0..20_000u64 {
-            assert_eq!(
-                e.get(&i.to_be_bytes()).expect("get").as_deref(),
-                Some(&value[..])
-            );
+            assert_eq!(e.get(&i.to_be_bytes())?.as_deref(), Some(&value[..]));
         }
         let resident = e.memory().resident_bytes();
         assert!(resident > 0, "tables have indexes and filters");
-        let BudgetFit::Resized(plan) = e.fit_memory_budget(budget).expect("fit") else {
+        let BudgetFit::Resized(plan) = e.fit_memory_budget(budget)? else {
             panic!("lsm resizes its cache");
         };
         assert_eq!(plan.resident_bytes, resident);
@@ -294,16 +292,13 @@ mod tests {
         );
         // Reads still answer, and the cache never grows past its share.
         for i in (0..20_000u64).step_by(3) {
-            assert_eq!(
-                e.get(&i.to_be_bytes()).expect("get").as_deref(),
-                Some(&value[..])
-            );
+            assert_eq!(e.get(&i.to_be_bytes())?.as_deref(), Some(&value[..]));
         }
         assert!(e.memory().budgeted_bytes() <= budget);
-        let reads = e.device_reads().expect("lsm counts its reads");
+        let reads = e.device_reads().ok_or("lsm counts its reads")?;
         assert!(reads.reads > 0 && reads.bytes.is_some_and(|b| b >= reads.reads));
         // A budget below the indexes is reported, the cache left empty.
-        let BudgetFit::Resized(over) = e.fit_memory_budget(resident / 2).expect("fit") else {
+        let BudgetFit::Resized(over) = e.fit_memory_budget(resident / 2)? else {
             panic!("lsm resizes its cache");
         };
         assert!(!over.fits());
@@ -311,5 +306,6 @@ mod tests {
         assert_eq!(e.memory().cache_bytes, 0);
         drop(e);
         let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
     }
 }

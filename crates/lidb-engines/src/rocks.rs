@@ -175,26 +175,24 @@ mod tests {
     }
 
     #[test]
-    fn under_a_budget_reads_are_counted_and_memory_stays_in_the_cache() {
+    fn under_a_budget_reads_are_counted_and_memory_stays_in_the_cache()
+    -> Result<(), Box<dyn std::error::Error>> {
         let dir = std::env::temp_dir().join(format!("lidb-rocks-budget-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let mut cfg = EngineConfig::new(dir.clone());
         cfg.memory_budget_bytes = Some(1 << 20);
         cfg.memtable_bytes = 1 << 20;
-        let e = RocksEngine::open(&cfg).expect("open");
+        let e = RocksEngine::open(&cfg)?;
         let value = vec![7u8; 1000];
         for i in 0..5000u64 {
-            e.put(&i.to_be_bytes(), &value).expect("put");
+            e.put(&i.to_be_bytes(), &value)?;
         }
-        e.flush().expect("flush");
-        let before = e.device_reads().expect("statistics are on").reads;
+        e.flush()?;
+        let before = e.device_reads().ok_or("statistics are on")?.reads;
         for i in (0..5000u64).step_by(7) {
-            assert_eq!(
-                e.get(&i.to_be_bytes()).expect("get").as_deref(),
-                Some(&value[..])
-            );
+            assert_eq!(e.get(&i.to_be_bytes())?.as_deref(), Some(&value[..]));
         }
-        let after = e.device_reads().expect("statistics are on");
+        let after = e.device_reads().ok_or("statistics are on")?;
         assert!(
             after.reads > before,
             "gets of flushed keys read table files"
@@ -206,12 +204,13 @@ mod tests {
             "the block cache is the budget: {m:?}"
         );
         assert_eq!(
-            e.fit_memory_budget(1 << 20).expect("fit"),
+            e.fit_memory_budget(1 << 20)?,
             BudgetFit::AtOpen {
                 budget_bytes: 1 << 20
             }
         );
         drop(e);
         let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
     }
 }
