@@ -53,6 +53,16 @@ pub struct CommonArgs {
     /// Block cache of every engine (finedex has none: ignored, with a note).
     #[arg(long, default_value = "8MiB")]
     cache: String,
+    /// One memory budget per engine for index + filters + cache (memtables stated apart):
+    /// rocksdb gets it as its block cache with index and filter blocks cached in it; lsm gives
+    /// its cache what its indexes and filters leave after the load (rows say "over" when they
+    /// alone exceed it); engines that cannot take it say so in the row. Replaces --cache.
+    #[arg(long)]
+    memory: Option<String>,
+    /// Timed 4 KiB O_DIRECT reads of the device probe run in --dir beside the engines (each
+    /// engine's p50 and mean are printed as multiples of it); 0 for no probe.
+    #[arg(long, default_value_t = 2000)]
+    device_probe_reads: usize,
     /// Buffer pool of learnedstore and btree (the other engines ignore it). The default is
     /// --cache's, so the read caches are equal; the LSMs' memtable has no counterpart in the
     /// tree: for equal total memory give the pool --cache plus --memtable.
@@ -167,6 +177,11 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
     engine.memtable_bytes = size("--memtable", &a.memtable)?;
     engine.block_cache_bytes = size("--cache", &a.cache)?;
     engine.pool_bytes = size("--pool", &a.pool)?;
+    engine.memory_budget_bytes = a
+        .memory
+        .as_deref()
+        .map(|m| size("--memory", m))
+        .transpose()?;
     engine.direct_io = a.direct_io;
     Ok(Common {
         engines: a.engine.split(',').map(|s| s.trim().to_string()).collect(),
@@ -177,6 +192,7 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
         dir: a.dir.clone(),
         keep: a.keep,
         progress: true,
+        device_probe_reads: a.device_probe_reads,
     })
 }
 
