@@ -59,6 +59,11 @@ pub struct CommonArgs {
     /// alone exceed it); engines that cannot take it say so in the row. Replaces --cache.
     #[arg(long)]
     memory: Option<String>,
+    /// Position boundary B of the learned indexes of lidb's LSM tables (lsm, and the LSMs of
+    /// learnedkv, lsm+ and lsm+tier): a lookup reads a window of about B slots, so with 1 KiB
+    /// entries B = 16 reads some 16-20 KiB and B = 2 one or two 4 KiB pages, for a larger index.
+    #[arg(long, default_value_t = 16)]
+    lsm_boundary: u64,
     /// Timed 4 KiB O_DIRECT reads of the device probe run in --dir beside the engines (each
     /// engine's p50 and mean are printed as multiples of it); 0 for no probe.
     #[arg(long, default_value_t = 2000)]
@@ -183,6 +188,12 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
         .map(|m| size("--memory", m))
         .transpose()?;
     engine.direct_io = a.direct_io;
+    if a.lsm_boundary < 2 {
+        return Err(CliError::Usage(
+            "--lsm-boundary: the position boundary is at least 2".into(),
+        ));
+    }
+    engine.lsm_boundary = a.lsm_boundary;
     Ok(Common {
         engines: a.engine.split(',').map(|s| s.trim().to_string()).collect(),
         records,
