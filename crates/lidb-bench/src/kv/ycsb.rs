@@ -21,7 +21,7 @@
 //!    carries the engine's measured memory split at the end of its phase and how it took the
 //!    budget.
 //! 6. The device's own random-read latency is probed in the run's directory in the same run
-//!    (`device_limit.rs`), and each op row's p50 and mean are also given as multiples of it.
+//!    (`crate::device_limit`), and each op row's p50 and mean are also given as multiples of it.
 
 use std::time::Instant;
 
@@ -136,7 +136,8 @@ pub struct YcsbRow {
     /// `--memory`, if given.
     pub budget_bytes: Option<u64>,
     /// How the engine took the budget: "fits", "over" (its indexes alone exceed it),
-    /// "at-open" (rocksdb), "not-applied" or "none" (no --memory).
+    /// "at-open" (rocksdb), "before-fit" (the load, before lsm is fitted), "not-applied" or
+    /// "none" (no --memory).
     pub budget: String,
     /// p50 and mean against the device's own reads (filled after every engine ran).
     #[serde(flatten)]
