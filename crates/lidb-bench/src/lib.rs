@@ -6,6 +6,8 @@
 
 pub mod btree;
 pub mod concurrent;
+pub mod device;
+pub mod device_limit;
 /// The engine trait and every engine (the lidb-engines crate, under its old path).
 pub use lidb_engines as engines;
 pub mod index_bench;

@@ -214,3 +214,51 @@ fn learnedstore_and_btree_gc_is_a_checkpoint_and_their_notes_say_what_they_ignor
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// `--memory`: every engine either fits itself to one budget for index + filters + cache or
+/// says why not. lsm resizes its cache to what its indexes and filters leave and stays within the
+/// budget under reads; rocksdb took the budget at open (its index and filter blocks inside its
+/// block cache, which never exceeds it); the others say they did not apply it.
+#[test]
+fn every_engine_fits_a_memory_budget_or_says_why_not() {
+    let budget: u64 = 1 << 20;
+    for name in engines::names() {
+        let dir =
+            std::env::temp_dir().join(format!("lidb-engines-{name}-budget-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cfg = EngineConfig {
+            memory_budget_bytes: Some(budget),
+            ..config(dir.clone())
+        };
+        let engine = engines::open(name, &cfg).unwrap();
+        let value = vec![9u8; 500];
+        for i in 0..8_000u32 {
+            engine.put(format!("k{i:06}").as_bytes(), &value).unwrap();
+        }
+        engine.flush().unwrap();
+        let fit = engine.fit_memory_budget(budget).unwrap();
+        for i in (0..8_000u32).step_by(5) {
+            let got = engine.get(format!("k{i:06}").as_bytes()).unwrap();
+            assert_eq!(got.as_deref(), Some(&value[..]), "{name} key {i}");
+        }
+        let m = engine.memory();
+        match name {
+            "lsm" => {
+                let engines::BudgetFit::Resized(plan) = fit else {
+                    panic!("lsm: {fit:?}");
+                };
+                assert!(plan.fits(), "lsm: {plan:?}");
+                assert_eq!(plan.cache_bytes, budget - plan.resident_bytes);
+                assert!(m.budgeted_bytes() <= budget, "lsm over budget: {m:?}");
+                assert!(m.cache_bytes > 0, "lsm: reads fill the cache it was given");
+            }
+            "rocksdb" => {
+                assert_eq!(fit.status(), "at-open", "rocksdb: {fit:?}");
+                assert!(m.cache_bytes <= budget, "rocksdb: {m:?}");
+            }
+            _ => assert_eq!(fit.status(), "not-applied", "{name}: {fit:?}"),
+        }
+        drop(engine);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -180,6 +180,16 @@ pub struct LsmArgs {
     /// real read). Without it, reads may be served by the OS page cache.
     #[arg(long)]
     direct_io: bool,
+    /// One memory budget for indexes + filters + cache: after each load (and re-index) the
+    /// cache gets what the indexes and filters leave; rows show its capacity and how far the
+    /// indexes alone exceed the budget [default: an 8MiB cache, indexes outside it].
+    #[arg(long)]
+    memory: Option<String>,
+    /// Timed 4 KiB O_DIRECT reads of the device probe (pareto, granularity), run in the
+    /// databases' directory in the same invocation; rows give p50 and mean as multiples of it.
+    /// 0 for no probe.
+    #[arg(long, default_value_t = 2000)]
+    device_probe_reads: usize,
     /// Keep databases in DIR (one subdirectory per load) and reuse them when a later run loads
     /// the same data with the same options [default: a temporary directory, removed at the end].
     #[arg(long)]
@@ -304,13 +314,19 @@ fn lsm_bench(a: LsmArgs) -> Result<(), CliError> {
             c.name()
         )));
     }
-    let engine = Engine::resolve(
+    let mut engine = Engine::resolve(
         data.data_bytes(),
         sst,
         write_buffer,
         granularity,
         a.direct_io,
     );
+    engine.memory_budget_bytes = a
+        .memory
+        .as_deref()
+        .map(load::parse_size)
+        .transpose()
+        .map_err(usage("--memory"))?;
     let cfg = Config {
         families,
         boundaries,
@@ -321,6 +337,7 @@ fn lsm_bench(a: LsmArgs) -> Result<(), CliError> {
         ops: a.ops,
         db_dir: a.db.clone(),
         progress: true,
+        device_probe_reads: a.device_probe_reads,
         data,
     };
     let header = config_line(&a, &cfg, exp, available);

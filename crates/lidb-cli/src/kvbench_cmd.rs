@@ -53,6 +53,11 @@ pub struct CommonArgs {
     /// Block cache of every engine (finedex has none: ignored, with a note).
     #[arg(long, default_value = "8MiB")]
     cache: String,
+    /// Position boundary B of the learned indexes of lidb's LSM tables (lsm, and the LSMs of
+    /// learnedkv, lsm+ and lsm+tier): a lookup reads a window of about B slots, so with 1 KiB
+    /// entries B = 16 reads some 16-20 KiB and B = 2 one or two 4 KiB pages, for a larger index.
+    #[arg(long, default_value_t = 16)]
+    lsm_boundary: u64,
     /// Buffer pool of learnedstore and btree (the other engines ignore it). The default is
     /// --cache's, so the read caches are equal; the LSMs' memtable has no counterpart in the
     /// tree: for equal total memory give the pool --cache plus --memtable.
@@ -92,6 +97,16 @@ pub struct YcsbArgs {
     /// Worker threads splitting each phase's operations.
     #[arg(long, default_value_t = 1)]
     threads: u32,
+    /// One memory budget per engine for index + filters + cache (memtables stated apart):
+    /// rocksdb gets it as its block cache with index and filter blocks cached in it; lsm gives
+    /// its cache what its indexes and filters leave after the load (rows say "over" when they
+    /// alone exceed it); engines that cannot take it say so in the row. Replaces --cache.
+    #[arg(long)]
+    memory: Option<String>,
+    /// Timed 4 KiB O_DIRECT reads of the device probe run in --dir beside the engines (each
+    /// engine's p50 and mean are printed as multiples of it); 0 for no probe.
+    #[arg(long, default_value_t = 2000)]
+    device_probe_reads: usize,
     /// What a read-only workload (c) runs after the load: gc (every engine, as the paper;
     /// finedex's gc is a checkpoint, which leaves its in-memory index as it was), convert
     /// (learnedkv's range-query-assisted conversion: a learned tier over the values where they
@@ -168,6 +183,12 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
     engine.block_cache_bytes = size("--cache", &a.cache)?;
     engine.pool_bytes = size("--pool", &a.pool)?;
     engine.direct_io = a.direct_io;
+    if a.lsm_boundary < 2 {
+        return Err(CliError::Usage(
+            "--lsm-boundary: the position boundary is at least 2".into(),
+        ));
+    }
+    engine.lsm_boundary = a.lsm_boundary;
     Ok(Common {
         engines: a.engine.split(',').map(|s| s.trim().to_string()).collect(),
         records,
@@ -177,6 +198,8 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
         dir: a.dir.clone(),
         keep: a.keep,
         progress: true,
+        // `lidb bench ycsb` sets these two; scan has neither a budget nor a probe yet.
+        device_probe_reads: 0,
     })
 }
 
@@ -239,7 +262,7 @@ pub(crate) fn print(
 }
 
 pub fn ycsb(a: YcsbArgs) -> Result<(), CliError> {
-    let cfg = kv::ycsb::Config {
+    let mut cfg = kv::ycsb::Config {
         workload: lidb_data::Workload::from_name(&a.workload)?,
         distribution: a
             .distribution
@@ -253,6 +276,12 @@ pub fn ycsb(a: YcsbArgs) -> Result<(), CliError> {
         settle: kv::ycsb::Settle::from_name(&a.settle).map_err(CliError::KvBench)?,
         common: common(&a.common)?,
     };
+    cfg.common.engine.memory_budget_bytes = a
+        .memory
+        .as_deref()
+        .map(|m| size("--memory", m))
+        .transpose()?;
+    cfg.common.device_probe_reads = a.device_probe_reads;
     cfg.common.check_engines().map_err(CliError::KvBench)?;
     print_config(a.common.json, &cfg.describe());
     let report = kv::ycsb::run(&cfg).map_err(CliError::KvBench)?;

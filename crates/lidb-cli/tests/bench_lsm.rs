@@ -32,6 +32,8 @@ fn run_rows(extra: &[&str]) -> (Vec<Value>, String) {
         ("--lookups", "500"),
         ("--index", "fp,pgm"),
         ("--boundary", "16"),
+        // The device probe writes a 256 MiB file: only the test of the device columns runs it.
+        ("--device-probe-reads", "0"),
     ];
     for pair in extra.chunks(2) {
         let (name, value) = (pair[0], pair[1]);
@@ -286,4 +288,62 @@ fn bad_options_fail_with_one_line() {
         assert_eq!(err.trim_end().lines().count(), 1, "{err}");
         assert!(err.contains(needle) && !err.contains("panicked"), "{err}");
     }
+}
+
+/// `--memory`: after the load every configuration's cache gets what its index and filters leave
+/// of the budget (capacity + index + filters = budget), or none with the excess reported when
+/// they alone exceed it; the device probe runs in the same invocation and each row carries the
+/// multiples (or a note says the file system refused O_DIRECT).
+#[test]
+fn pareto_under_a_memory_budget_with_device_multiples() {
+    let budget: f64 = (1u64 << 20) as f64;
+    let (rows, err) = run_rows(&[
+        "--keys",
+        "5000",
+        "--value-size",
+        "1000",
+        "--index",
+        "pgm",
+        "--boundary",
+        "2,16",
+        "--memory",
+        "1MiB",
+        "--device-probe-reads",
+        "50",
+    ]);
+    assert!(err.contains("memory=1MiB"), "{err}");
+    assert!(
+        err.contains("memory budget: resident index+filter"),
+        "{err}"
+    );
+    assert_eq!(rows.len(), 2);
+    let probed = !err.contains("no device multiples");
+    for r in &rows {
+        assert_eq!(num(r, "budget_bytes"), budget, "{r}");
+        assert_eq!(num(r, "over_budget_bytes"), 0.0, "{r}");
+        let charged =
+            num(r, "cache_capacity_bytes") + num(r, "index_bytes") + num(r, "filter_bytes");
+        assert_eq!(charged, budget, "{r}");
+        assert!(num(r, "lookup_us_p50") > 0.0, "{r}");
+        if probed {
+            let want = num(r, "lookup_us_p50") / num(r, "device_p50_us");
+            assert!((num(r, "p50_x_device") - want).abs() < 1e-9, "{r}");
+        }
+    }
+    // A budget below the indexes and filters: no cache, the excess in the row.
+    let (over, err) = run_rows(&[
+        "--keys",
+        "5000",
+        "--index",
+        "pgm",
+        "--boundary",
+        "2",
+        "--memory",
+        "4KiB",
+    ]);
+    assert!(err.contains("OVER BUDGET"), "{err}");
+    let r = &over[0];
+    assert_eq!(num(r, "cache_capacity_bytes"), 0.0, "{r}");
+    let excess = num(r, "index_bytes") + num(r, "filter_bytes") - 4096.0;
+    assert_eq!(num(r, "over_budget_bytes"), excess, "{r}");
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 const ENGINES: [&str; 5] = ["lsm", "learnedkv", "lsm+", "lsm+tier", "finedex"];
 
-const YCSB_FIELDS: [&str; 15] = [
+const YCSB_FIELDS: [&str; 32] = [
     "engine",
     "phase",
     "op",
@@ -28,6 +28,23 @@ const YCSB_FIELDS: [&str; 15] = [
     "reads_lsm",
     "reads_tier",
     "gcs",
+    "mean_us",
+    "device_reads_per_op",
+    "device_bytes_per_read",
+    "memory_bytes",
+    "index_bytes",
+    "filter_bytes",
+    "cache_bytes",
+    "memtable_bytes",
+    "budget_bytes",
+    "budget",
+    "device_p50_us",
+    "device_mean_us",
+    "p50_x_device",
+    "mean_x_device",
+    "typical_read_bytes",
+    "device_typical_p50_us",
+    "p50_x_device_typical",
 ];
 
 const SCAN_FIELDS: [&str; 6] = [
@@ -59,6 +76,10 @@ fn rows(name: &str, args: &[&str]) -> (Vec<Value>, String) {
     let mut all: Vec<&str> = args.to_vec();
     let d = dir.display().to_string();
     all.extend(["--json", "--dir", &d]);
+    // The device probe writes a 256 MiB file: only the test of the device columns runs it.
+    if args.get(1) == Some(&"ycsb") && !args.contains(&"--device-probe-reads") {
+        all.extend(["--device-probe-reads", "0"]);
+    }
     let o = lidb(&all);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "lidb {all:?} failed: {err}");
@@ -421,4 +442,76 @@ fn ycsb_learnedstore_and_btree_beside_lsm() {
         }
     }
     assert!(err.contains("ratio btree/learnedstore"), "{err}");
+}
+
+/// `--memory`: lsm fits index + filters + cache into the budget and says so in every read
+/// phase's row, learnedkv says it did not apply it; the device probe runs in the same invocation
+/// and every row carries its figures and the multiples (or a note says the file system refused
+/// O_DIRECT); lsm counts its device reads.
+#[test]
+fn ycsb_memory_budget_and_device_columns() {
+    let budget: u64 = 1 << 20;
+    let (rows, err) = rows(
+        "ycsb-memory",
+        &[
+            "bench",
+            "ycsb",
+            "--engine",
+            "lsm,learnedkv",
+            "--workload",
+            "c",
+            "--records",
+            "3000",
+            "--ops-per-phase",
+            "1000",
+            "--phases",
+            "1",
+            "--value-size",
+            "1000",
+            "--memory",
+            "1MiB",
+            "--device-probe-reads",
+            "50",
+        ],
+    );
+    assert!(err.contains("memory=1MiB"), "config line: {err}");
+    let probed = !err.contains("no device multiples");
+    for row in &rows {
+        assert_eq!(row["budget_bytes"], budget, "{row}");
+        if probed {
+            assert!(row["device_p50_us"].as_f64().unwrap() > 0.0, "{row}");
+            let x = row["p50_x_device"].as_f64().unwrap();
+            let want = row["p50_us"].as_f64().unwrap() / row["device_p50_us"].as_f64().unwrap();
+            assert!((x - want).abs() < 1e-9, "{row}");
+        }
+    }
+    let p1 = |engine: &str| {
+        rows.iter()
+            .find(|r| r["engine"] == engine && r["phase"] == 1 && r["op"] == "all")
+            .unwrap()
+            .clone()
+    };
+    let lsm = p1("lsm");
+    assert_eq!(lsm["budget"], "fits", "{lsm}");
+    let memory = lsm["memory_bytes"].as_u64().unwrap();
+    assert!(memory <= budget, "{lsm}");
+    assert_eq!(
+        memory,
+        lsm["index_bytes"].as_u64().unwrap()
+            + lsm["filter_bytes"].as_u64().unwrap()
+            + lsm["cache_bytes"].as_u64().unwrap()
+    );
+    // 3 MB of values through a cache under 1 MiB: reads reach the device.
+    assert!(lsm["device_reads_per_op"].as_f64().unwrap() > 0.1, "{lsm}");
+    assert!(
+        lsm["device_bytes_per_read"].as_f64().unwrap() >= 1000.0,
+        "{lsm}"
+    );
+    let kv = p1("learnedkv");
+    assert_eq!(kv["budget"], "not-applied", "{kv}");
+    assert!(kv["device_reads_per_op"].is_null(), "{kv}");
+    assert!(
+        err.contains("learnedkv: memory budget after P0: budget not applied"),
+        "{err}"
+    );
 }

@@ -35,7 +35,10 @@ use std::path::Path;
 
 use lidb_btree::{LearnedOptions, LearnedStore, LearnedStoreOptions, Options, PAGE_FILE_NAME};
 
-use super::{Engine, EngineConfig, EngineError, EngineResult, MemorySplit, ReadSplit, Space};
+use super::{
+    BudgetFit, DeviceReads, Engine, EngineConfig, EngineError, EngineResult, MemorySplit,
+    ReadSplit, Space,
+};
 use crate::format_size;
 
 impl From<lidb_btree::Error> for EngineError {
@@ -164,6 +167,19 @@ impl Engine for BTreeEngine {
     }
     fn read_split(&self) -> ReadSplit {
         ReadSplit::default()
+    }
+    fn device_reads(&self) -> Option<DeviceReads> {
+        let io = self.store.stats().io;
+        Some(DeviceReads {
+            reads: io.reads,
+            bytes: Some(io.bytes_read),
+        })
+    }
+    fn fit_memory_budget(&self, budget_bytes: u64) -> EngineResult<BudgetFit> {
+        let _ = budget_bytes;
+        Ok(BudgetFit::NotApplied(
+            "its buffer pool is sized at open: give it the budget with --pool".into(),
+        ))
     }
     fn notes(&self) -> Vec<String> {
         let stats = self.store.stats();

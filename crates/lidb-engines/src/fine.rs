@@ -30,7 +30,7 @@
 
 use lidb_fine::{FineStore, FineStoreOptions};
 
-use super::{Engine, EngineConfig, EngineResult, MemorySplit, ReadSplit, Space};
+use super::{BudgetFit, Engine, EngineConfig, EngineResult, MemorySplit, ReadSplit, Space};
 use crate::{format_size, human_size};
 
 pub struct FineEngine {
@@ -131,6 +131,12 @@ impl Engine for FineEngine {
     }
     fn read_split(&self) -> ReadSplit {
         ReadSplit::default()
+    }
+    fn fit_memory_budget(&self, budget_bytes: u64) -> EngineResult<BudgetFit> {
+        let _ = budget_bytes;
+        Ok(BudgetFit::NotApplied(
+            "it holds every key and value in memory; its reads never touch the device".into(),
+        ))
     }
     fn notes(&self) -> Vec<String> {
         let heap = self.store.index_stats().heap_bytes;

@@ -14,10 +14,12 @@
 //! place of the LSM's options, and `gc()` is their checkpoint too (see `btree.rs`).
 
 mod btree;
+pub mod budget;
 mod fine;
 mod lidb;
 mod size;
 
+pub use budget::{BudgetFit, CachePlan};
 pub use size::{format_size, human_size};
 
 pub use lidb::Tiering;
@@ -137,6 +139,15 @@ impl MemorySplit {
     }
 }
 
+/// Storage reads an engine issued since open (cache misses that went to a file) and the bytes
+/// they moved, where the engine counts them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceReads {
+    pub reads: u64,
+    /// None where the engine counts reads but not their bytes.
+    pub bytes: Option<u64>,
+}
+
 /// Which part answered point reads, and how many GCs ran (counters since open).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReadSplit {
@@ -184,6 +195,22 @@ pub trait Engine: Send + Sync {
     /// Bytes held in memory now, split by role (INFO's memory section).
     fn memory(&self) -> MemorySplit;
     fn read_split(&self) -> ReadSplit;
+    /// Storage reads since open (lsm: its tables' reads; rocksdb: its statistics' file reads),
+    /// or None for an engine that does not count them.
+    fn device_reads(&self) -> Option<DeviceReads> {
+        None
+    }
+    /// Fits the engine into `budget_bytes` for index + filters + cache (see [`budget`]): lidb's
+    /// LSM measures what its indexes hold and resizes its cache to the rest; RocksDB took the
+    /// budget at open ([`EngineConfig::memory_budget_bytes`]). Engines that cannot say why.
+    /// Called between phases, never timed.
+    fn fit_memory_budget(&self, budget_bytes: u64) -> EngineResult<BudgetFit> {
+        let _ = budget_bytes;
+        Ok(BudgetFit::NotApplied(format!(
+            "{} has no read cache that can be resized to a budget",
+            self.name()
+        )))
+    }
     /// What the run's notes should say of this engine: options of the [`EngineConfig`] it
     /// ignores, figures the rows have no column for (finedex's index memory). Called between
     /// phases, never timed.
@@ -229,6 +256,11 @@ pub struct EngineConfig {
     pub over_provisioning: f64,
     /// Background GC and compaction (benchmarks leave it on).
     pub background: bool,
+    /// One budget for index + filters + cache (`--memory`; see [`budget`]). RocksDB takes it
+    /// at open as its block cache with index and filter blocks inside; lidb's LSM opens with it
+    /// as its cache and is fitted after the load ([`Engine::fit_memory_budget`]). None: every
+    /// engine gets `block_cache_bytes` and keeps its indexes outside it.
+    pub memory_budget_bytes: Option<u64>,
 }
 
 impl EngineConfig {
@@ -249,6 +281,7 @@ impl EngineConfig {
             tier_page_boundary: 2,
             over_provisioning: 0.3,
             background: true,
+            memory_budget_bytes: None,
         }
     }
 }

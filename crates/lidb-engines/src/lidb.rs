@@ -6,9 +6,13 @@ use lidb_index::Params;
 use lidb_kv::{Store, StoreOptions, TierKind};
 use lidb_lsm::{Db, IndexOptions, Options};
 
-use super::{Engine, EngineConfig, EngineResult, MemorySplit, ReadSplit, Space, drain};
+use super::{
+    BudgetFit, DeviceReads, Engine, EngineConfig, EngineResult, MemorySplit, ReadSplit, Space,
+    budget, drain,
+};
 
-fn lsm_options(cfg: &EngineConfig) -> Options {
+/// lidb-lsm's options from `cfg`, with `block_cache_bytes` as the page cache.
+fn lsm_options(cfg: &EngineConfig, block_cache_bytes: u64) -> Options {
     Options {
         index: IndexOptions {
             family: cfg.lsm_index,
@@ -17,7 +21,7 @@ fn lsm_options(cfg: &EngineConfig) -> Options {
             kind: lidb_lsm::IndexKind::Clustered,
         },
         write_buffer_bytes: cfg.memtable_bytes,
-        block_cache_bytes: cfg.block_cache_bytes,
+        block_cache_bytes,
         bloom_bits_per_key: cfg.bloom_bits_per_key,
         direct_io: cfg.direct_io,
         sync: cfg.sync,
@@ -34,7 +38,14 @@ pub struct LsmEngine {
 impl LsmEngine {
     pub fn open(cfg: &EngineConfig) -> EngineResult<LsmEngine> {
         Ok(LsmEngine {
-            db: Db::open(&cfg.dir, lsm_options(cfg))?,
+            // Under a budget the cache starts with all of it and is fitted after the load.
+            db: Db::open(
+                &cfg.dir,
+                lsm_options(
+                    cfg,
+                    cfg.memory_budget_bytes.unwrap_or(cfg.block_cache_bytes),
+                ),
+            )?,
         })
     }
 }
@@ -94,6 +105,18 @@ impl Engine for LsmEngine {
             gcs: 0,
         }
     }
+    fn device_reads(&self) -> Option<DeviceReads> {
+        let r = self.db.stats().read;
+        Some(DeviceReads {
+            reads: r.data_reads,
+            bytes: Some(r.bytes_read),
+        })
+    }
+    fn fit_memory_budget(&self, budget_bytes: u64) -> EngineResult<BudgetFit> {
+        let plan = budget::plan(budget_bytes, self.memory().resident_bytes());
+        self.db.set_block_cache_bytes(plan.cache_bytes);
+        Ok(BudgetFit::Resized(plan))
+    }
 }
 
 /// Which lidb-kv engine a [`TieredEngine`] is.
@@ -126,7 +149,9 @@ impl TieredEngine {
             Tiering::LsmTier => TierKind::Lsm,
         };
         let opts = StoreOptions {
-            lsm: lsm_options(cfg),
+            // No budget here: the store's LSMs (active, frozen, tier) each have a cache of
+            // their own, made per GC generation; see `fit_memory_budget`.
+            lsm: lsm_options(cfg, cfg.block_cache_bytes),
             tier,
             over_provisioning: cfg.over_provisioning,
             auto_gc: cfg.background,
@@ -198,6 +223,14 @@ impl Engine for TieredEngine {
             gcs: s.gcs,
         }
     }
+    fn fit_memory_budget(&self, budget_bytes: u64) -> EngineResult<BudgetFit> {
+        let _ = budget_bytes;
+        Ok(BudgetFit::NotApplied(format!(
+            "{}'s LSMs (active, frozen, tier) each open a cache of their own per GC generation; \
+             they kept --cache each and their memory is printed as measured",
+            self.name()
+        )))
+    }
 }
 
 fn split_of(m: lidb_lsm::MemoryUsage) -> MemorySplit {
@@ -207,5 +240,72 @@ fn split_of(m: lidb_lsm::MemoryUsage) -> MemorySplit {
         cache_bytes: m.cache_bytes,
         memtable_bytes: m.memtable_bytes,
         data_bytes: 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("lidb-engines-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[test]
+    fn lsm_fitted_to_a_budget_gives_its_cache_what_the_indexes_leave()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = temp_dir("budget");
+        let budget = 2 << 20;
+        let mut cfg = EngineConfig::new(dir.clone());
+        cfg.memory_budget_bytes = Some(budget);
+        cfg.memtable_bytes = 1 << 20;
+        cfg.background = false;
+        let e = LsmEngine::open(&cfg)?;
+        assert_eq!(
+            e.db.block_cache_capacity_bytes(),
+            budget,
+            "opens with all of it"
+        );
+        let value = vec![3u8; 1000];
+        for i in 0..20_000u64 {
+            e.put(&i.to_be_bytes(), &value)?;
+        }
+        e.flush()?;
+        // Fill the cache with reads before fitting, so the fit has to evict.
+        for i in 0..20_000u64 {
+            assert_eq!(e.get(&i.to_be_bytes())?.as_deref(), Some(&value[..]));
+        }
+        let resident = e.memory().resident_bytes();
+        assert!(resident > 0, "tables have indexes and filters");
+        let BudgetFit::Resized(plan) = e.fit_memory_budget(budget)? else {
+            panic!("lsm resizes its cache");
+        };
+        assert_eq!(plan.resident_bytes, resident);
+        assert_eq!(plan.cache_bytes, budget - resident);
+        assert_eq!(e.db.block_cache_capacity_bytes(), budget - resident);
+        let m = e.memory();
+        assert!(
+            m.budgeted_bytes() <= budget,
+            "index+filter+cache within budget: {m:?}"
+        );
+        // Reads still answer, and the cache never grows past its share.
+        for i in (0..20_000u64).step_by(3) {
+            assert_eq!(e.get(&i.to_be_bytes())?.as_deref(), Some(&value[..]));
+        }
+        assert!(e.memory().budgeted_bytes() <= budget);
+        let reads = e.device_reads().ok_or("lsm counts its reads")?;
+        assert!(reads.reads > 0 && reads.bytes.is_some_and(|b| b >= reads.reads));
+        // A budget below the indexes is reported, the cache left empty.
+        let BudgetFit::Resized(over) = e.fit_memory_budget(resident / 2)? else {
+            panic!("lsm resizes its cache");
+        };
+        assert!(!over.fits());
+        assert_eq!(over.over_bytes, resident - resident / 2);
+        assert_eq!(e.memory().cache_bytes, 0);
+        drop(e);
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
     }
 }

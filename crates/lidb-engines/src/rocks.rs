@@ -1,10 +1,19 @@
 //! Real RocksDB (Debian's librocksdb 7.8.3 through the `rocksdb` crate), configured as the
 //! LearnedKV paper did and as lidb's engines are: 10-bit Bloom filters, the same memtable size and
 //! block cache budget, direct I/O when ours use it, values inline.
+//!
+//! Under a memory budget (`EngineConfig::memory_budget_bytes`) it runs RocksDB's documented
+//! setting for bounded memory: the budget is the block cache, index and filter blocks are cached
+//! in it (`cache_index_and_filter_blocks`) with L0's pinned (`pin_l0_filter_and_index_blocks_in_cache`),
+//! so everything it reads with lives in one bounded cache. Statistics are on in every run:
+//! device reads per operation come from its file-read tickers.
 
 use rocksdb::{BlockBasedOptions, Cache, DB, IteratorMode, Options, WriteOptions};
 
-use super::{Engine, EngineConfig, EngineError, EngineResult, MemorySplit, ReadSplit, Space};
+use super::{
+    BudgetFit, DeviceReads, Engine, EngineConfig, EngineError, EngineResult, MemorySplit,
+    ReadSplit, Space,
+};
 
 fn err(e: rocksdb::Error) -> EngineError {
     EngineError(format!("rocksdb: {e}"))
@@ -13,17 +22,27 @@ fn err(e: rocksdb::Error) -> EngineError {
 pub struct RocksEngine {
     db: DB,
     write: WriteOptions,
+    /// Holds the statistics object the database records into.
+    opts: Options,
+    /// The budget given at open, if any.
+    budget_bytes: Option<u64>,
     /// Keeps the shared cache alive as long as the database.
     _cache: Cache,
 }
 
 impl RocksEngine {
     pub fn open(cfg: &EngineConfig) -> EngineResult<RocksEngine> {
-        let cache = Cache::new_lru_cache(cfg.block_cache_bytes as usize).map_err(err)?;
+        let cache_bytes = cfg.memory_budget_bytes.unwrap_or(cfg.block_cache_bytes);
+        let cache = Cache::new_lru_cache(cache_bytes as usize).map_err(err)?;
         let mut table = BlockBasedOptions::default();
         table.set_bloom_filter(f64::from(cfg.bloom_bits_per_key), false);
         table.set_block_cache(&cache);
+        if cfg.memory_budget_bytes.is_some() {
+            table.set_cache_index_and_filter_blocks(true);
+            table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+        }
         let mut opts = Options::default();
+        opts.enable_statistics();
         opts.create_if_missing(true);
         opts.set_block_based_table_factory(&table);
         opts.set_write_buffer_size(cfg.memtable_bytes as usize);
@@ -35,6 +54,8 @@ impl RocksEngine {
         Ok(RocksEngine {
             db,
             write,
+            opts,
+            budget_bytes: cfg.memory_budget_bytes,
             _cache: cache,
         })
     }
@@ -90,8 +111,9 @@ impl Engine for RocksEngine {
             ..Space::default()
         }
     }
-    /// RocksDB's own properties: table readers' memory (indexes and filters, not split by
-    /// RocksDB), the block cache's usage and the memtables.
+    /// RocksDB's own properties: table readers' memory (indexes and filters held outside the
+    /// cache, not split by RocksDB; near 0 under a budget, where they are cached), the block
+    /// cache's usage (under a budget: index and filter blocks included) and the memtables.
     fn memory(&self) -> MemorySplit {
         let prop = |name: &str| self.db.property_int_value(name).ok().flatten().unwrap_or(0);
         MemorySplit {
@@ -101,7 +123,94 @@ impl Engine for RocksEngine {
             ..MemorySplit::default()
         }
     }
+    /// Reads of table files, from the statistics' last-level and non-last-level read tickers
+    /// (every read RocksDB's file reader issues: gets, iterators and compactions).
+    fn device_reads(&self) -> Option<DeviceReads> {
+        let text = self.opts.get_statistics()?;
+        let tick = |name: &str| ticker(&text, name);
+        Some(DeviceReads {
+            reads: tick("rocksdb.last.level.read.count")?
+                + tick("rocksdb.non.last.level.read.count")?,
+            bytes: Some(
+                tick("rocksdb.last.level.read.bytes")? + tick("rocksdb.non.last.level.read.bytes")?,
+            ),
+        })
+    }
+    fn fit_memory_budget(&self, budget_bytes: u64) -> EngineResult<BudgetFit> {
+        Ok(match self.budget_bytes {
+            Some(b) if b == budget_bytes => BudgetFit::AtOpen { budget_bytes },
+            _ => BudgetFit::NotApplied(format!(
+                "opened with a {} block cache, not this budget",
+                crate::human_size(self.budget_bytes.unwrap_or(0))
+            )),
+        })
+    }
     fn read_split(&self) -> ReadSplit {
         ReadSplit::default()
+    }
+}
+
+/// The count of ticker `name` in RocksDB's statistics text ("NAME COUNT : N" lines).
+fn ticker(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix(name)?.trim_start();
+        rest.strip_prefix("COUNT :")?.trim().parse().ok()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticker_reads_the_named_count_and_not_a_longer_name() {
+        let text = "rocksdb.block.cache.miss COUNT : 7\n\
+                    rocksdb.non.last.level.read.count COUNT : 12\n\
+                    rocksdb.last.level.read.count COUNT : 30\n\
+                    rocksdb.db.get.micros P50 : 1.0 P95 : 2.0 COUNT : 99 SUM : 5\n";
+        assert_eq!(ticker(text, "rocksdb.last.level.read.count"), Some(30));
+        assert_eq!(ticker(text, "rocksdb.non.last.level.read.count"), Some(12));
+        assert_eq!(ticker(text, "rocksdb.db.get.micros"), None);
+        assert_eq!(ticker(text, "rocksdb.missing"), None);
+    }
+
+    #[test]
+    fn under_a_budget_reads_are_counted_and_memory_stays_in_the_cache()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = std::env::temp_dir().join(format!("lidb-rocks-budget-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut cfg = EngineConfig::new(dir.clone());
+        cfg.memory_budget_bytes = Some(1 << 20);
+        cfg.memtable_bytes = 1 << 20;
+        let e = RocksEngine::open(&cfg)?;
+        let value = vec![7u8; 1000];
+        for i in 0..5000u64 {
+            e.put(&i.to_be_bytes(), &value)?;
+        }
+        e.flush()?;
+        let before = e.device_reads().ok_or("statistics are on")?.reads;
+        for i in (0..5000u64).step_by(7) {
+            assert_eq!(e.get(&i.to_be_bytes())?.as_deref(), Some(&value[..]));
+        }
+        let after = e.device_reads().ok_or("statistics are on")?;
+        assert!(
+            after.reads > before,
+            "gets of flushed keys read table files"
+        );
+        assert!(after.bytes.is_some_and(|b| b > 0));
+        let m = e.memory();
+        assert!(
+            m.cache_bytes <= 1 << 20,
+            "the block cache is the budget: {m:?}"
+        );
+        assert_eq!(
+            e.fit_memory_budget(1 << 20)?,
+            BudgetFit::AtOpen {
+                budget_bytes: 1 << 20
+            }
+        );
+        drop(e);
+        let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
     }
 }

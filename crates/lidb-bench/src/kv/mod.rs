@@ -86,6 +86,8 @@ pub struct Common {
     pub keep: bool,
     /// Draw progress bars on stderr (only shown on a terminal).
     pub progress: bool,
+    /// Timed reads of each device probe (`lidb bench ycsb`; see `crate::device_limit`); 0: none.
+    pub device_probe_reads: usize,
 }
 
 impl Common {
@@ -109,8 +111,10 @@ impl Common {
 /// The options every engine ran with, for the config line.
 pub fn describe_engine(cfg: &EngineConfig) -> String {
     format!(
-        "memtable={} cache={} pool={} page_size={} bloom_bits={} direct_io={} sync={} \
+        "memory={} memtable={} cache={} pool={} page_size={} bloom_bits={} direct_io={} sync={} \
          lsm_index={}/{} tier_index={}/{} pages over_provisioning={} background_gc={}",
+        cfg.memory_budget_bytes
+            .map_or("none".to_string(), format_size),
         format_size(cfg.memtable_bytes),
         format_size(cfg.block_cache_bytes),
         format_size(cfg.pool_bytes),

@@ -16,6 +16,12 @@
 //! 4. kops_per_s of an operation type is its count over the time the workers spent in it (sum of
 //!    its latencies / threads), as the paper's separate read and write throughputs of one mixed
 //!    phase; kops_per_s of "all" is the phase's count over its wall time.
+//! 5. Under `--memory` every engine is fitted to the budget after the load (and the settling
+//!    step) and again before each later phase, untimed (`Engine::fit_memory_budget`); each row
+//!    carries the engine's measured memory split at the end of its phase and how it took the
+//!    budget.
+//! 6. The device's own random-read latency is probed in the run's directory in the same run
+//!    (`crate::device_limit`), and each op row's p50 and mean are also given as multiples of it.
 
 use std::time::Instant;
 
@@ -25,7 +31,9 @@ use serde::Serialize;
 
 use super::hist::Histogram;
 use super::{Common, Error, Records, RunDir, describe_engine, ratio};
-use crate::engines::{self, Engine, ReadSplit, Space};
+use crate::device::DeviceMultiples;
+use crate::device_limit::{DeviceLimit, DeviceRow};
+use crate::engines::{self, BudgetFit, DeviceReads, Engine, MemorySplit, ReadSplit, Space};
 use crate::progress;
 
 /// What to run.
@@ -110,6 +118,30 @@ pub struct YcsbRow {
     pub reads_tier: u64,
     /// GCs the engine had installed by the end of the phase (since the load began).
     pub gcs: u64,
+    pub mean_us: f64,
+    /// Storage reads the engine issued during the phase over the phase's operations (all op
+    /// types together; lsm: its tables' reads, rocksdb: its statistics' file reads, which
+    /// include compactions; learnedstore and btree: pool misses), None where it has no counter.
+    pub device_reads_per_op: Option<f64>,
+    /// Bytes those reads moved, per read.
+    pub device_bytes_per_read: Option<f64>,
+    /// The engine's measured index + filter + cache bytes at the end of the phase (rocksdb under
+    /// a budget: its index and filter blocks are in cache_bytes).
+    pub memory_bytes: u64,
+    pub index_bytes: u64,
+    pub filter_bytes: u64,
+    pub cache_bytes: u64,
+    /// Outside the budget, stated separately.
+    pub memtable_bytes: u64,
+    /// `--memory`, if given.
+    pub budget_bytes: Option<u64>,
+    /// How the engine took the budget: "fits", "over" (its indexes alone exceed it),
+    /// "at-open" (rocksdb), "before-fit" (the load, before lsm is fitted), "not-applied" or
+    /// "none" (no --memory).
+    pub budget: String,
+    /// p50 and mean against the device's own reads (filled after every engine ran).
+    #[serde(flatten)]
+    pub device: DeviceMultiples,
 }
 
 /// Rows and notes on how the run went.
@@ -172,6 +204,21 @@ pub fn run(cfg: &Config) -> Result<Report, Error> {
         "engine directories under {}",
         run_dir.root().display()
     )];
+    let mut device = DeviceLimit::start(
+        run_dir.root(),
+        cfg.common.device_probe_reads,
+        cfg.common.seed,
+        &mut notes,
+    );
+    if let Some(budget) = cfg.common.engine.memory_budget_bytes {
+        notes.push(format!(
+            "--memory {}: one budget for index + filters + cache per engine, memtables outside \
+             it; rocksdb takes it as its block cache with index and filter blocks cached in it \
+             (L0's pinned); lidb's lsm gives its cache what its indexes and filters leave, \
+             fitted after the load and before each phase; engines that cannot take it say so",
+            crate::lsm::load::format_size(budget)
+        ));
+    }
     let mix = cfg.workload.mix();
     let read_only = mix.update + mix.insert + mix.read_modify_write == 0.0;
     if read_only {
@@ -207,8 +254,18 @@ pub fn run(cfg: &Config) -> Result<Report, Error> {
         };
         let engine = engines::open(name, &ecfg)?;
         let started = Instant::now();
-        let (engine_rows, settle_s) = run_engine(cfg, engine.as_ref(), read_only)?;
+        let EngineRun {
+            rows: engine_rows,
+            settle_s,
+            fit,
+        } = run_engine(cfg, engine.as_ref(), read_only)?;
         rows.extend(engine_rows);
+        if let Some(fit) = fit {
+            notes.push(format!(
+                "{name}: memory budget after P0: {}",
+                fit.describe()
+            ));
+        }
         if let Some(secs) = settle_s {
             notes.push(format!(
                 "{name}: {}() after P0 in {secs:.1} s",
@@ -228,6 +285,9 @@ pub fn run(cfg: &Config) -> Result<Report, Error> {
         run_dir.release(&dir)?;
     }
     notes.extend(ratio_notes(cfg, &rows));
+    // An engine's typical read is that of its last phase (all op types).
+    let last = |r: &YcsbRow| r.phase == cfg.phases && r.op == "all";
+    device.annotate(&mut rows, last, &mut notes);
     Ok(Report { rows, notes })
 }
 
@@ -276,19 +336,31 @@ fn ratio_notes(cfg: &Config, rows: &[YcsbRow]) -> Vec<String> {
 /// Per-type histograms of one worker or phase.
 pub(super) type Hists = [Histogram; 5];
 
-/// The engine's rows, and the seconds its settling step (`--settle`) took, if one ran.
-fn run_engine(
-    cfg: &Config,
-    engine: &dyn Engine,
-    read_only: bool,
-) -> Result<(Vec<YcsbRow>, Option<f64>), Error> {
+/// What one engine's run produced.
+struct EngineRun {
+    rows: Vec<YcsbRow>,
+    /// Seconds its settling step (`--settle`) took, if one ran.
+    settle_s: Option<f64>,
+    /// How it took the memory budget before P1, if one was given.
+    fit: Option<BudgetFit>,
+}
+
+/// Runs the load and every phase on `engine`.
+fn run_engine(cfg: &Config, engine: &dyn Engine, read_only: bool) -> Result<EngineRun, Error> {
     let name = engine.name();
     let mut rows = Vec::new();
-    let mut split = engine.read_split();
+    let budget = cfg.common.engine.memory_budget_bytes;
+    let mut since = Since::now(engine, budget);
+    // RocksDB's budget holds from the open on; lidb's is fitted after the load.
+    if let Some(b) = budget
+        && let BudgetFit::AtOpen { .. } = engine.fit_memory_budget(b)?
+    {
+        since.budget = "at-open";
+    }
 
     let c = &cfg.common;
     let (hists, wall_s) = load(engine, &c.records, cfg.record_count, c.progress)?;
-    rows.extend(phase_rows(name, 0, &hists, (wall_s, 1), engine, &mut split));
+    rows.extend(phase_rows(name, 0, &hists, (wall_s, 1), engine, &mut since));
     let mut settle_s = None;
     if read_only && cfg.settle != Settle::Nothing {
         let started = Instant::now();
@@ -298,8 +370,10 @@ fn run_engine(
             Settle::Nothing => {}
         }
         settle_s = Some(started.elapsed().as_secs_f64());
-        split = engine.read_split();
+        since.split = engine.read_split();
+        since.device = engine.device_reads();
     }
+    let mut first_fit = None;
 
     let threads = u64::from(cfg.threads);
     let mut generators = (0..threads)
@@ -313,6 +387,11 @@ fn run_engine(
         })
         .collect::<Result<Vec<_>, _>>()?;
     for phase in 1..=cfg.phases {
+        if let Some(b) = budget {
+            let fit = engine.fit_memory_budget(b)?;
+            since.budget = fit.status();
+            first_fit.get_or_insert(fit);
+        }
         let bar = cfg
             .common
             .progress
@@ -362,10 +441,38 @@ fn run_engine(
             &hists,
             (wall_s, cfg.threads),
             engine,
-            &mut split,
+            &mut since,
         ));
     }
-    Ok((rows, settle_s))
+    Ok(EngineRun {
+        rows,
+        settle_s,
+        fit: first_fit,
+    })
+}
+
+/// An engine's counters at the start of a phase, and how it took the budget.
+struct Since {
+    split: ReadSplit,
+    device: Option<DeviceReads>,
+    budget_bytes: Option<u64>,
+    budget: &'static str,
+}
+
+impl Since {
+    /// Counters now; under a budget the load runs before the first fit ("before-fit").
+    fn now(engine: &dyn Engine, budget_bytes: Option<u64>) -> Since {
+        Since {
+            split: engine.read_split(),
+            device: engine.device_reads(),
+            budget_bytes,
+            budget: if budget_bytes.is_some() {
+                "before-fit"
+            } else {
+                "none"
+            },
+        }
+    }
 }
 
 /// P0: records `0..count` in record order (hashed or permuted keys), version 0, one thread.
@@ -410,13 +517,18 @@ fn phase_rows(
     hists: &Hists,
     time: (f64, u32),
     engine: &dyn Engine,
-    split: &mut ReadSplit,
+    since: &mut Since,
 ) -> Vec<YcsbRow> {
     let space: Space = engine.space();
     let now = engine.read_split();
-    let reads_lsm = now.from_lsm.saturating_sub(split.from_lsm);
-    let reads_tier = now.from_tier.saturating_sub(split.from_tier);
-    *split = now;
+    let reads_lsm = now.from_lsm.saturating_sub(since.split.from_lsm);
+    let reads_tier = now.from_tier.saturating_sub(since.split.from_tier);
+    since.split = now;
+    let device_now = engine.device_reads();
+    let device = device_delta(since.device, device_now);
+    since.device = device_now;
+    let memory: MemorySplit = engine.memory();
+    let phase_ops: u64 = hists.iter().map(Histogram::count).sum();
     let wall_s = time.0.max(1e-9);
     let row = |op: &str, h: &Histogram| YcsbRow {
         engine: engine_name.to_string(),
@@ -439,6 +551,19 @@ fn phase_rows(
         reads_lsm,
         reads_tier,
         gcs: now.gcs,
+        mean_us: h.mean_ns() / 1e3,
+        device_reads_per_op: device.map(|d| d.reads as f64 / phase_ops.max(1) as f64),
+        device_bytes_per_read: device
+            .filter(|d| d.reads > 0)
+            .and_then(|d| Some(d.bytes? as f64 / d.reads as f64)),
+        memory_bytes: memory.budgeted_bytes(),
+        index_bytes: memory.index_bytes,
+        filter_bytes: memory.filter_bytes,
+        cache_bytes: memory.cache_bytes,
+        memtable_bytes: memory.memtable_bytes,
+        budget_bytes: since.budget_bytes,
+        budget: since.budget.to_string(),
+        device: DeviceMultiples::default(),
     };
     let mut all = Histogram::new();
     let mut rows = Vec::new();
@@ -450,6 +575,30 @@ fn phase_rows(
     }
     rows.push(row("all", &all));
     rows
+}
+
+impl DeviceRow for YcsbRow {
+    fn config(&self) -> String {
+        self.engine.clone()
+    }
+    fn typical_read_bytes(&self) -> Option<f64> {
+        self.device_bytes_per_read
+    }
+    fn latency_us(&self) -> (f64, f64) {
+        (self.p50_us, self.mean_us)
+    }
+    fn set_device(&mut self, device: DeviceMultiples) {
+        self.device = device;
+    }
+}
+
+/// Reads between two snapshots of an engine's device counters (None if either is missing).
+fn device_delta(before: Option<DeviceReads>, after: Option<DeviceReads>) -> Option<DeviceReads> {
+    let (b, a) = (before?, after?);
+    Some(DeviceReads {
+        reads: a.reads.saturating_sub(b.reads),
+        bytes: a.bytes.zip(b.bytes).map(|(x, y)| x.saturating_sub(y)),
+    })
 }
 
 /// One worker thread of a phase.
@@ -558,9 +707,11 @@ impl Worker<'_> {
 }
 
 impl Report {
-    /// The rows for people: throughput and latency per (engine, phase, op), then Table 1's space
-    /// split and the read split per (engine, phase).
+    /// The rows for people: throughput and latency per (engine, phase, op) with the device
+    /// multiples, then Table 1's space split and the read split, then memory and device reads,
+    /// per (engine, phase).
     pub fn table(&self) -> String {
+        let opt = |v: Option<f64>, digits: usize| v.map_or("-".into(), |x| format!("{x:.digits$}"));
         let ops: Vec<Vec<String>> = self
             .rows
             .iter()
@@ -572,15 +723,17 @@ impl Report {
                     r.ops.to_string(),
                     format!("{:.1}", r.kops_per_s),
                     format!("{:.1}", r.p50_us),
+                    format!("{:.1}", r.mean_us),
                     format!("{:.1}", r.p99_us),
                     format!("{:.1}", r.p999_us),
+                    opt(r.device.p50_x_device, 2),
+                    opt(r.device.mean_x_device, 2),
+                    opt(r.device.p50_x_device_typical, 2),
                 ]
             })
             .collect();
-        let space: Vec<Vec<String>> = self
-            .rows
-            .iter()
-            .filter(|r| r.op == "all")
+        let per_phase = || self.rows.iter().filter(|r| r.op == "all");
+        let space: Vec<Vec<String>> = per_phase()
             .map(|r| {
                 vec![
                     r.engine.clone(),
@@ -595,9 +748,37 @@ impl Report {
                 ]
             })
             .collect();
+        let memory: Vec<Vec<String>> = per_phase()
+            .map(|r| {
+                vec![
+                    r.engine.clone(),
+                    format!("P{}", r.phase),
+                    r.index_bytes.to_string(),
+                    r.filter_bytes.to_string(),
+                    r.cache_bytes.to_string(),
+                    r.memory_bytes.to_string(),
+                    r.memtable_bytes.to_string(),
+                    r.budget_bytes.map_or("-".into(), |b| b.to_string()),
+                    r.budget.clone(),
+                    opt(r.device_reads_per_op, 3),
+                    opt(r.device_bytes_per_read, 0),
+                ]
+            })
+            .collect();
         let mut out = crate::table::render(
             &[
-                "engine", "phase", "op", "ops", "kops/s", "p50_us", "p99_us", "p999_us",
+                "engine",
+                "phase",
+                "op",
+                "ops",
+                "kops/s",
+                "p50_us",
+                "mean_us",
+                "p99_us",
+                "p999_us",
+                "p50_x_dev4k",
+                "mean_x_dev4k",
+                "p50_x_dev_typ",
             ],
             &ops,
         );
@@ -615,6 +796,23 @@ impl Report {
                 "gcs",
             ],
             &space,
+        ));
+        out.push('\n');
+        out.push_str(&crate::table::render(
+            &[
+                "engine",
+                "phase",
+                "index_bytes",
+                "filter_bytes",
+                "cache_bytes",
+                "memory_bytes",
+                "memtable_bytes",
+                "budget_bytes",
+                "budget",
+                "dev_reads/op",
+                "bytes/dev_read",
+            ],
+            &memory,
         ));
         out
     }

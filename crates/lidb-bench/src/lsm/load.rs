@@ -264,8 +264,14 @@ pub struct Engine {
     pub direct_io: bool,
     /// Whether the sizes were scaled down to the data (the user set neither).
     pub scaled: bool,
+    /// `--memory`: one budget for indexes + filters + cache. The database opens with all of it
+    /// as its cache and is fitted before each configuration is measured ([`super::fit_budget`]).
+    /// None: the fixed 8 MiB cache, indexes outside it.
+    pub memory_budget_bytes: Option<u64>,
 }
 
+/// The cache without `--memory`.
+pub const DEFAULT_CACHE_BYTES: u64 = 8 * MIB;
 /// The papers' 64 MiB tables and write buffer.
 pub const PAPER_SST_BYTES: u64 = 64 * MIB;
 /// Smallest table size scaling picks.
@@ -297,11 +303,13 @@ impl Engine {
             granularity,
             direct_io,
             scaled,
+            memory_budget_bytes: None,
         }
     }
 
-    /// The engine options for `index`: leveling, ratio 10, 10-bit Bloom filters, 8 MiB cache,
-    /// compactions inline (no background thread; see the module doc).
+    /// The engine options for `index`: leveling, ratio 10, 10-bit Bloom filters, 8 MiB cache
+    /// (the budget under `--memory`), compactions inline (no background thread; see the module
+    /// doc).
     pub fn options(&self, index: IndexOptions) -> Options {
         Options {
             index,
@@ -309,7 +317,7 @@ impl Engine {
             sst_size_bytes: self.sst_size_bytes,
             write_buffer_bytes: self.write_buffer_bytes,
             bloom_bits_per_key: 10,
-            block_cache_bytes: 8 * MIB,
+            block_cache_bytes: self.memory_budget_bytes.unwrap_or(DEFAULT_CACHE_BYTES),
             direct_io: self.direct_io,
             background_compaction: false,
             ..Options::default()
@@ -328,7 +336,7 @@ impl Engine {
 
     pub fn describe(&self) -> String {
         format!(
-            "sst_size={} write_buffer={}{} granularity={} direct_io={} bloom_bits=10 cache=8MiB size_ratio=10",
+            "sst_size={} write_buffer={}{} granularity={} direct_io={} bloom_bits=10 {} size_ratio=10",
             format_size(self.sst_size_bytes),
             format_size(self.write_buffer_bytes),
             if self.scaled {
@@ -337,7 +345,14 @@ impl Engine {
                 ""
             },
             granularity_name(self.granularity),
-            self.direct_io
+            self.direct_io,
+            match self.memory_budget_bytes {
+                Some(b) => format!(
+                    "memory={} (index+filters+cache; the cache gets what the indexes leave)",
+                    format_size(b)
+                ),
+                None => format!("cache={}", format_size(DEFAULT_CACHE_BYTES)),
+            }
         )
     }
 }

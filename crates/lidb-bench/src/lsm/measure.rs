@@ -87,6 +87,7 @@ pub fn check(key: u64, got: Option<&[u8]>, want: &[u8], label: Label<'_>) -> Res
 pub struct Figures {
     pub lookups: u64,
     pub lookup_us_mean: f64,
+    pub lookup_us_p50: f64,
     pub lookup_us_p99: f64,
     /// Physical reads per lookup (page-cache misses of the engine's own cache).
     pub reads_per_lookup: f64,
@@ -124,6 +125,7 @@ impl Figures {
             predict_us: per_us(total.predict_time),
             io_us: per_us(total.io_time),
             search_us: per_us(total.search_time),
+            lookup_us_p50: percentile(&mut us, 50.0),
             lookup_us_p99: percentile(&mut us, 99.0),
         }
     }

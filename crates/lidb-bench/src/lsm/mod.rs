@@ -74,6 +74,9 @@ pub struct Config {
     pub db_dir: Option<PathBuf>,
     /// Draw progress bars on stderr (only shown on a terminal).
     pub progress: bool,
+    /// Timed reads of each device probe (point-lookup experiments; `crate::device_limit`); 0:
+    /// none.
+    pub device_probe_reads: usize,
 }
 
 impl Config {
@@ -233,7 +236,16 @@ fn setup_name(r: &pareto::LookupRow) -> String {
 pub fn run(experiment: Experiment, cfg: &Config) -> Result<Report, Error> {
     let work = WorkDir::new(cfg.db_dir.clone())?;
     let mut notes = Vec::new();
-    let rows = match experiment {
+    let lookups = matches!(experiment, Experiment::Pareto | Experiment::Granularity);
+    let mut device = lookups.then(|| {
+        crate::device_limit::DeviceLimit::start(
+            &work.root,
+            cfg.device_probe_reads,
+            cfg.data.seed,
+            &mut notes,
+        )
+    });
+    let mut rows = match experiment {
         Experiment::Pareto => Rows::Lookup(pareto::run(cfg, &work, &mut notes)?),
         Experiment::Granularity => Rows::Lookup(granularity::run(cfg, &work, &mut notes)?),
         Experiment::Compaction => Rows::Compaction(compaction::run(cfg, &work, &mut notes)?),
@@ -241,6 +253,9 @@ pub fn run(experiment: Experiment, cfg: &Config) -> Result<Report, Error> {
         Experiment::Range => Rows::Range(range::run(cfg, &work, &mut notes)?),
         Experiment::Ycsb => Rows::Ycsb(ycsb::run(cfg, &work, &mut notes)?),
     };
+    if let (Some(device), Rows::Lookup(rows)) = (device.as_mut(), &mut rows) {
+        device.annotate(rows, |_| true, &mut notes);
+    }
     Ok(Report { rows, notes })
 }
 
@@ -419,6 +434,7 @@ pub fn each_config<T>(
                         d = d.reindex(idx.clone())?;
                         indexed = Some(idx);
                     }
+                    fit_budget(&d, engine, &config_name(family, b), notes);
                     let r = f(&d, family, b);
                     db = Some(d);
                     r
@@ -430,6 +446,7 @@ pub fn each_config<T>(
                     if indexed.as_ref() != Some(&idx) {
                         d = d.reindex(idx)?;
                     }
+                    fit_budget(&d, engine, &config_name(family, b), notes);
                     let r = f(&d, family, b);
                     d.close()?;
                     load::wipe(&run_dir)?;
@@ -459,6 +476,7 @@ pub fn each_config<T>(
             let loaded = load::open_or_load(&dir, &cfg.data, opts.clone(), &what, cfg.progress)?;
             load_note(notes, &name, &loaded);
             let result = if mode == Use::ReadOnly {
+                fit_budget(&loaded.db, engine, &config_name(family, b), notes);
                 f(&loaded.db, family, b)
             } else {
                 loaded.db.close()?;
@@ -471,6 +489,7 @@ pub fn each_config<T>(
                         ..opts
                     },
                 )?;
+                fit_budget(&d, engine, &config_name(family, b), notes);
                 let r = f(&d, family, b);
                 d.close()?;
                 load::wipe(&run_dir)?;
@@ -481,6 +500,38 @@ pub fn each_config<T>(
         }
     }
     Ok(out)
+}
+
+/// "pgm B=16", naming a configuration in notes.
+fn config_name(family: IndexChoice, boundary: u64) -> String {
+    format!("{} B={boundary}", family.name())
+}
+
+/// Fits `db` to the engine's memory budget, if it has one: measures its indexes and filters and
+/// gives the cache the rest (`lidb_engines::budget`); says how in `notes`. Untimed.
+pub fn fit_budget(db: &Db, engine: Engine, what: &str, notes: &mut Vec<String>) -> Fit {
+    let Some(budget) = engine.memory_budget_bytes else {
+        return Fit::default();
+    };
+    let m = db.memory_usage();
+    let plan = lidb_engines::budget::plan(budget, m.index_bytes + m.filter_bytes);
+    db.set_block_cache_bytes(plan.cache_bytes);
+    notes.push(format!("{what}: memory budget: {}", plan.describe()));
+    Fit {
+        budget_bytes: Some(budget),
+        cache_capacity_bytes: plan.cache_bytes,
+        over_budget_bytes: plan.over_bytes,
+    }
+}
+
+/// How a configuration took the budget (all zero and None without `--memory`). JSON names.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct Fit {
+    pub budget_bytes: Option<u64>,
+    /// The cache's capacity after the fit (0 without a budget: see the engine's 8 MiB).
+    pub cache_capacity_bytes: u64,
+    /// How far the indexes and filters alone exceed the budget (0 when within it).
+    pub over_budget_bytes: u64,
 }
 
 /// Options for a copy the configuration writes to: compactions in the background, as in

@@ -161,6 +161,18 @@ impl Db {
         state::stats(&self.shared)
     }
 
+    /// Resizes the page cache to `bytes` (evicting least recently used pages down to it), for a
+    /// caller sharing one memory budget between the indexes and the cache. `Options` keeps the
+    /// size the database was opened with.
+    pub fn set_block_cache_bytes(&self, bytes: u64) {
+        self.shared.cache.set_capacity(bytes);
+    }
+
+    /// The page cache's capacity now.
+    pub fn block_cache_capacity_bytes(&self) -> u64 {
+        self.shared.cache.capacity_bytes()
+    }
+
     /// What opening found and repaired (torn WAL tails, replayed records).
     pub fn recovery_report(&self) -> RecoveryReport {
         lock(&self.shared.recovery).clone()

@@ -7,7 +7,9 @@
 //!
 //! Invariants: `usage_bytes() <= capacity_bytes()` after every call; usage is the sum of the
 //! lengths of the cached pages (each at most `PAGE_SIZE`; the last page of a file may be shorter).
-//! A page larger than the capacity is not cached.
+//! A page larger than the capacity is not cached. The capacity lives under the same lock as the
+//! pages, so [`PageCache::set_capacity`] (a benchmark giving the cache what the indexes leave of a
+//! memory budget) evicts down to the new capacity before any other call sees it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -24,6 +26,7 @@ struct Inner {
     lru: BTreeMap<u64, PageKey>,
     tick: u64,
     usage_bytes: u64,
+    capacity_bytes: u64,
 }
 
 impl Inner {
@@ -44,20 +47,33 @@ impl Inner {
             self.usage_bytes -= page.len() as u64;
         }
     }
+
+    /// Evicts least recently used pages until `extra` more bytes fit within the capacity.
+    fn evict_for(&mut self, extra: u64) {
+        while self.usage_bytes + extra > self.capacity_bytes {
+            let Some((_, victim)) = self.lru.pop_first() else {
+                break;
+            };
+            if let Some((p, _)) = self.pages.remove(&victim) {
+                self.usage_bytes -= p.len() as u64;
+            }
+        }
+    }
 }
 
 /// An LRU cache of table pages, bounded in bytes.
 #[derive(Debug)]
 pub struct PageCache {
-    capacity_bytes: u64,
     inner: Mutex<Inner>,
 }
 
 impl PageCache {
     pub fn new(capacity_bytes: u64) -> PageCache {
         PageCache {
-            capacity_bytes,
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(Inner {
+                capacity_bytes,
+                ..Inner::default()
+            }),
         }
     }
 
@@ -82,17 +98,10 @@ impl PageCache {
         let len = bytes.len() as u64;
         let mut inner = self.lock();
         inner.remove((table, page));
-        if len > self.capacity_bytes {
+        if len > inner.capacity_bytes {
             return;
         }
-        while inner.usage_bytes + len > self.capacity_bytes {
-            let Some((_, victim)) = inner.lru.pop_first() else {
-                break;
-            };
-            if let Some((p, _)) = inner.pages.remove(&victim) {
-                inner.usage_bytes -= p.len() as u64;
-            }
-        }
+        inner.evict_for(len);
         inner.tick += 1;
         let tick = inner.tick;
         inner.pages.insert((table, page), (bytes, tick));
@@ -118,7 +127,14 @@ impl PageCache {
     }
 
     pub fn capacity_bytes(&self) -> u64 {
-        self.capacity_bytes
+        self.lock().capacity_bytes
+    }
+
+    /// Makes the capacity `bytes`, evicting least recently used pages until the usage fits.
+    pub fn set_capacity(&self, bytes: u64) {
+        let mut inner = self.lock();
+        inner.capacity_bytes = bytes;
+        inner.evict_for(0);
     }
 
     /// Pages cached.
@@ -174,5 +190,31 @@ mod tests {
         // Replacing a page does not double-count it.
         cache.insert(2, 0, page(50, 4));
         assert_eq!(cache.usage_bytes(), 50);
+    }
+
+    #[test]
+    fn set_capacity_evicts_least_recently_used_down_to_it_and_grows() {
+        let cache = PageCache::new(4 * PAGE_SIZE);
+        for p in 0..4 {
+            cache.insert(1, p, page(PAGE_SIZE as usize, p as u8));
+        }
+        // Page 0 becomes the most recently used; 1 and 2 are the oldest.
+        assert!(cache.get(1, 0).is_some());
+        cache.set_capacity(2 * PAGE_SIZE);
+        assert_eq!(cache.capacity_bytes(), 2 * PAGE_SIZE);
+        assert_eq!(cache.usage_bytes(), 2 * PAGE_SIZE);
+        assert!(cache.get(1, 1).is_none() && cache.get(1, 2).is_none());
+        assert!(cache.get(1, 3).is_some() && cache.get(1, 0).is_some());
+        // Grown again, it holds more pages than before without evicting.
+        cache.set_capacity(5 * PAGE_SIZE);
+        for p in 10..13 {
+            cache.insert(1, p, page(PAGE_SIZE as usize, 9));
+        }
+        assert_eq!(cache.usage_bytes(), 5 * PAGE_SIZE);
+        // Zero caches nothing.
+        cache.set_capacity(0);
+        assert!(cache.is_empty());
+        cache.insert(1, 20, page(1, 1));
+        assert!(cache.is_empty());
     }
 }
