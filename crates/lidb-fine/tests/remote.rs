@@ -195,9 +195,11 @@ fn old_regions_are_reclaimed_only_when_every_live_client_moved_on() {
     let ix = loaded(2_000, Config::default());
     let t0 = Instant::now();
     let barrier = Barrier::new(&ix, Duration::from_secs(10));
-    let a = barrier.register(t0);
-    let b = barrier.register(t0);
+    let a = barrier.register();
+    let b = barrier.register();
     assert_ne!(a, b);
+    let silent = barrier.register();
+    assert_ne!(silent, a);
     barrier.ack(a, 1, t0);
     barrier.ack(b, 1, t0);
     let old_id = ix.remote_layout().regions[0].id();
@@ -229,6 +231,17 @@ fn old_regions_are_reclaimed_only_when_every_live_client_moved_on() {
     assert!(freed > 0, "b never acked v3 and stalled reclamation");
     let s = barrier.stats();
     assert_eq!((s.clients, s.timed_out, s.retained), (1, 1, 0), "{s:?}");
+
+    // A client that never fetched a layout (`silent`) never held anything back; one whose
+    // connection closed stops counting at once.
+    ix.retrain_models();
+    let v4 = barrier.sync(&ix).version;
+    let c = barrier.register();
+    barrier.ack(c, v3, t0 + Duration::from_secs(20));
+    barrier.ack(a, v4, t0 + Duration::from_secs(20));
+    assert_eq!(barrier.reclaim(t0 + Duration::from_secs(20)), 0);
+    barrier.forget(c);
+    assert!(barrier.reclaim(t0 + Duration::from_secs(20)) > 0);
 }
 
 /// Writers update trained keys with increasing generations and insert gap keys (tiny bins: level

@@ -115,19 +115,20 @@ impl Barrier {
         self.state().layout.version
     }
 
-    /// A new client id, counted as having taken nothing yet (version 0).
-    pub fn register(&self, now: Instant) -> u64 {
+    /// A new client id. The client counts from its first [`Barrier::ack`] (its first layout
+    /// fetch): a client that never reads trained data (on-server mode) never holds regions back,
+    /// and regions retired before its first fetch are tagged with versions it already has.
+    pub fn register(&self) -> u64 {
         let mut st = self.state();
         let id = st.next_client;
         st.next_client += 1;
-        st.clients.insert(
-            id,
-            Client {
-                acked: 0,
-                last_seen: now,
-            },
-        );
         id
+    }
+
+    /// Client `id` is gone (its connection closed): it stops counting. If it comes back, its
+    /// next layout fetch counts it again; a read of a region reclaimed meanwhile answers stale.
+    pub fn forget(&self, id: u64) {
+        self.state().clients.remove(&id);
     }
 
     /// Client `id` took layout `version` (a fetch or an ACK). An unknown id (timed out, or from
