@@ -19,6 +19,8 @@ pub enum WireError {
     NoShard { key: u64 },
     /// The shard map is unusable (overlapping ranges, no servers).
     ShardMap { detail: String },
+    /// The durable server's store refused a write or did not open.
+    Store(lidb_lsm::Error),
     /// An operation kept meeting torn or stale reads past its retry bound.
     Retries { key: u64, tries: u32 },
 }
@@ -40,6 +42,7 @@ impl fmt::Display for WireError {
             WireError::WrongShard { key } => write!(f, "key {key} is outside the server's range"),
             WireError::NoShard { key } => write!(f, "no server of the shard map owns key {key}"),
             WireError::ShardMap { detail } => write!(f, "bad shard map: {detail}"),
+            WireError::Store(e) => write!(f, "fine server store: {e}"),
             WireError::Retries { key, tries } => {
                 write!(f, "key {key}: still torn or stale after {tries} tries")
             }
@@ -51,6 +54,7 @@ impl std::error::Error for WireError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             WireError::Io(e) => Some(e),
+            WireError::Store(e) => Some(e),
             _ => None,
         }
     }

@@ -4,13 +4,15 @@
 //!
 //! - `codec/`: frames, requests, replies, the layout (pure, fuzzed);
 //! - `server/`: [`Server`]: accept, connections (remote reads and pipeline ops), reclaimer;
-//! - `client/`: [`Client`]: shard map, cached layouts, gets, writes, modes, counters.
+//! - `client/`: [`Client`]: shard map, cached layouts, gets, writes, modes, counters;
+//! - `bench.rs`: `lidb fine bench`, YCSB through clients per mode, every answer checked.
 //!
 //! Threads: a [`Server`] owns its threads (see `server/mod.rs`); a [`Client`] belongs to one
 //! thread. Nothing here uses `unsafe`.
 
 #![forbid(unsafe_code)]
 
+pub mod bench;
 pub mod client;
 pub mod codec;
 mod error;

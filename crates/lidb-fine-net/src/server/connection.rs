@@ -9,7 +9,7 @@ use std::net::TcpStream;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use lidb_fine::{BinOp, FineIndex, RemoteLayout};
+use lidb_fine::{BinAnswer, BinOp, FineIndex, RemoteLayout};
 
 use super::Shared;
 use crate::codec::consts::*;
@@ -234,47 +234,52 @@ fn key_op(shared: &Shared, addr: BinAddr, key: u64, op: BinOp, status: &mut u8) 
         return Payload::Empty;
     }
     shared.counters.pipeline_ops.fetch_add(1, Ordering::Relaxed);
-    let ix = &shared.index;
-    let value = if addr.region == 0 {
-        shared.counters.by_key.fetch_add(1, Ordering::Relaxed);
-        match op {
-            BinOp::Search => ix.get(key),
-            BinOp::Insert(v) => ix.insert(key, v),
-            BinOp::Update(v) => ix.update(key, v),
-            BinOp::Remove => ix.remove(key),
-            _ => None,
-        }
+    let region = if addr.region == 0 {
+        None
     } else {
-        let region = shared.barrier.lookup(addr.region);
-        let answer = match &region {
-            Some(r) => ix.at_bin(r, u64::from(addr.position), key, op),
-            None => {
-                // Reclaimed: a throwaway region cannot be made; go by key.
-                let v = match op {
-                    BinOp::Search => ix.get(key),
-                    BinOp::Insert(v) => ix.insert(key, v),
-                    BinOp::Update(v) => ix.update(key, v),
-                    BinOp::Remove => ix.remove(key),
-                    _ => None,
-                };
-                lidb_fine::BinAnswer {
-                    value: v,
-                    at_address: false,
+        shared.barrier.lookup(addr.region)
+    };
+    let at = region.as_ref().map(|r| (r, u64::from(addr.position)));
+    let answer = match (&shared.durable, op) {
+        (Some(d), BinOp::Insert(_) | BinOp::Update(_) | BinOp::Remove) => {
+            match d.write(&shared.index, at, key, op) {
+                Ok(a) => a,
+                Err(e) => {
+                    *status = STATUS_BAD_REQUEST;
+                    return Payload::Message(format!("write not applied: {e}"));
                 }
             }
-        };
-        if answer.at_address {
-            shared.counters.at_address.fetch_add(1, Ordering::Relaxed);
-        } else {
-            shared.counters.by_key.fetch_add(1, Ordering::Relaxed);
+        }
+        _ => match at {
+            Some((r, pos)) => shared.index.at_bin(r, pos, key, op),
+            None => BinAnswer {
+                value: by_key(&shared.index, key, op),
+                at_address: false,
+            },
+        },
+    };
+    if answer.at_address && addr.region != 0 {
+        shared.counters.at_address.fetch_add(1, Ordering::Relaxed);
+    } else {
+        shared.counters.by_key.fetch_add(1, Ordering::Relaxed);
+        if addr.region != 0 {
+            // The address was retired, reclaimed or wrong: the op ran by key; refresh.
             *status = STATUS_RETIRED;
         }
-        answer.value
-    };
+    }
     if !matches!(op, BinOp::Search) {
         shared.sync_if_newer();
     }
-    Payload::Value(value)
+    Payload::Value(answer.value)
+}
+
+fn by_key(ix: &FineIndex, key: u64, op: BinOp) -> Option<u64> {
+    match op {
+        BinOp::Insert(v) => ix.insert(key, v),
+        BinOp::Update(v) => ix.update(key, v),
+        BinOp::Remove => ix.remove(key),
+        _ => ix.get(key),
+    }
 }
 
 fn wire_layout(shared: &Shared, l: &RemoteLayout) -> WireLayout {

@@ -15,6 +15,7 @@
 //! replies, so the reply that follows a retraining already announces it.
 
 mod connection;
+mod durable;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -22,7 +23,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use lidb_fine::{Barrier, BarrierStats, FineIndex};
+use lidb_fine::{Barrier, BarrierStats, Config, FineIndex};
+
+use durable::Durable;
 
 use crate::error::WireError;
 
@@ -72,6 +75,8 @@ pub(crate) struct Shared {
     pub counters: ServerCounters,
     pub stop: AtomicBool,
     pub sync_lock: Mutex<()>,
+    /// The store writes are logged to first (a durable server), if any.
+    pub durable: Option<Durable>,
 }
 
 impl Shared {
@@ -98,9 +103,31 @@ pub struct Server {
 }
 
 impl Server {
-    /// Serves `index` on `listen` (for example `127.0.0.1:0`).
+    /// Serves `index` on `listen` (for example `127.0.0.1:0`), in memory only.
     pub fn start(
         index: Arc<FineIndex>,
+        listen: &str,
+        cfg: ServerConfig,
+    ) -> Result<Server, WireError> {
+        Server::start_with(index, None, listen, cfg)
+    }
+
+    /// Serves the FineStore in `dir` (created if absent): the index is rebuilt from it, and
+    /// every write is logged there before it is applied and acknowledged (with `sync`, synced).
+    pub fn start_durable(
+        dir: &std::path::Path,
+        sync: bool,
+        index_cfg: Config,
+        listen: &str,
+        cfg: ServerConfig,
+    ) -> Result<Server, WireError> {
+        let (durable, index) = Durable::open(dir, sync, index_cfg)?;
+        Server::start_with(index, Some(durable), listen, cfg)
+    }
+
+    fn start_with(
+        index: Arc<FineIndex>,
+        durable: Option<Durable>,
         listen: &str,
         cfg: ServerConfig,
     ) -> Result<Server, WireError> {
@@ -122,6 +149,7 @@ impl Server {
             counters: ServerCounters::default(),
             stop: AtomicBool::new(false),
             sync_lock: Mutex::new(()),
+            durable,
         });
         let conns = Arc::new(Mutex::new(Vec::new()));
         let accept = {

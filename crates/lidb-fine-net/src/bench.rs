@@ -1,0 +1,298 @@
+//! `lidb fine bench`: YCSB workloads through [`Client`]s against fine-wire servers, per mode,
+//! with throughput, latency percentiles and round trips per operation (issue 12; paper 004,
+//! section 5.7).
+//!
+//! Runs on the calling thread plus one thread per client thread; spawned servers listen on
+//! 127.0.0.1 only. Every answer is checked: a value is always [`value_of`] its key, a read of
+//! a record the thread knows exists must find it, a scan must start at its start record. A
+//! wrong answer is counted and the run fails after its rows are printed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use lidb_data::ycsb::{Generator, Op, Workload, record_key};
+use lidb_fine::{Config, FineIndex};
+
+use crate::client::{Client, Mode};
+use crate::error::WireError;
+use crate::server::{Server, ServerConfig};
+
+/// The value every run stores under `key`, so any answer can be checked without a model.
+pub fn value_of(key: u64) -> u64 {
+    key.rotate_left(17) ^ 0x5bd1_e995
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Servers to use (when `spawn_servers` is 0).
+    pub servers: Vec<String>,
+    /// Start this many servers on 127.0.0.1 per run (each bulk-loaded with its range).
+    pub spawn_servers: u32,
+    pub clients: u32,
+    pub threads: u32,
+    pub workloads: Vec<Workload>,
+    pub records: u64,
+    pub ops: u64,
+    pub modes: Vec<Mode>,
+    pub seed: u64,
+    pub index: Config,
+}
+
+/// One output row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub mode: &'static str,
+    pub workload: &'static str,
+    /// "all", "read", "update", "insert", "scan" or "rmw".
+    pub op: &'static str,
+    pub ops: u64,
+    pub kops_per_s: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub round_trips_per_op: f64,
+    pub wrong: u64,
+}
+
+const KINDS: [&str; 5] = ["read", "update", "insert", "scan", "rmw"];
+
+#[derive(Debug, Default)]
+struct Samples {
+    ns: [Vec<u64>; 5],
+    round_trips: [u64; 5],
+    wrong: u64,
+    first_wrong: Option<String>,
+}
+
+/// The key ranges of `k` shards splitting the u64 domain evenly.
+pub fn shard_ranges(k: u32) -> Vec<(u64, u64)> {
+    let k = u64::from(k.max(1));
+    let width = u64::MAX / k;
+    (0..k)
+        .map(|i| {
+            let lo = i * width;
+            let hi = if i + 1 == k { u64::MAX } else { lo + width - 1 };
+            (lo, hi)
+        })
+        .collect()
+}
+
+fn spawn(cfg: &BenchConfig) -> Result<Vec<Server>, WireError> {
+    let mut keys: Vec<u64> = (0..cfg.records).map(record_key).collect();
+    keys.sort_unstable();
+    keys.dedup();
+    shard_ranges(cfg.spawn_servers)
+        .into_iter()
+        .map(|(lo, hi)| {
+            let entries: Vec<(u64, u64)> = keys
+                .iter()
+                .filter(|k| (lo..=hi).contains(*k))
+                .map(|&k| (k, value_of(k)))
+                .collect();
+            let ix = FineIndex::bulk_load(&entries, cfg.index.clone())
+                .map_err(|e| WireError::malformed(format!("bulk load: {e}")))?;
+            let scfg = ServerConfig {
+                shard_lo: lo,
+                shard_hi: hi,
+                ..ServerConfig::default()
+            };
+            Server::start(Arc::new(ix), "127.0.0.1:0", scfg)
+        })
+        .collect()
+}
+
+/// Inserts every record through one client, then asks the servers to retrain (external servers).
+fn load(addrs: &[String], records: u64) -> Result<(), WireError> {
+    let mut c = Client::connect(addrs, Mode::OnServer, Duration::from_secs(5))?;
+    for r in 0..records {
+        let k = record_key(r);
+        c.insert(k, value_of(k))?;
+    }
+    c.retrain_all()
+}
+
+/// Runs every (workload, mode); `progress` gets a line now and then.
+pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>, WireError> {
+    if cfg.spawn_servers == 0 && !cfg.servers.is_empty() {
+        progress(&format!("loading {} records", cfg.records));
+        load(&cfg.servers, cfg.records)?;
+    }
+    let mut rows = Vec::new();
+    for &w in &cfg.workloads {
+        for &mode in &cfg.modes {
+            let servers = if cfg.spawn_servers > 0 {
+                spawn(cfg)?
+            } else {
+                Vec::new()
+            };
+            let addrs: Vec<String> = if servers.is_empty() {
+                cfg.servers.clone()
+            } else {
+                servers.iter().map(|s| s.addr().to_string()).collect()
+            };
+            rows.extend(run_one(cfg, &addrs, w, mode, progress)?);
+            for s in servers {
+                s.shutdown();
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn run_one(
+    cfg: &BenchConfig,
+    addrs: &[String],
+    w: Workload,
+    mode: Mode,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<Row>, WireError> {
+    let threads = u64::from(cfg.clients.max(1)) * u64::from(cfg.threads.max(1));
+    let per_thread = cfg.ops / threads;
+    let done = Arc::new(AtomicU64::new(0));
+    let mut clients = Vec::new();
+    for _ in 0..threads {
+        clients.push(Client::connect(addrs, mode, Duration::from_secs(5))?);
+    }
+    let started = Instant::now();
+    let handles: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(t, client)| {
+            let done = Arc::clone(&done);
+            let (records, seed) = (cfg.records, cfg.seed ^ (t as u64).wrapping_mul(0x9e37));
+            std::thread::spawn(move || drive(client, w, records, per_thread, seed, &done))
+        })
+        .collect();
+    let total = per_thread * threads;
+    let mut last = Instant::now();
+    while !handles.iter().all(|h| h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(50));
+        if last.elapsed() >= Duration::from_secs(1) {
+            last = Instant::now();
+            progress(&format!(
+                "{} {}: {}/{} ops",
+                mode.name(),
+                w.name(),
+                done.load(Ordering::Relaxed),
+                total
+            ));
+        }
+    }
+    let secs = started.elapsed().as_secs_f64().max(1e-9);
+    let mut all = Samples::default();
+    for h in handles {
+        let s = h
+            .join()
+            .map_err(|_| WireError::malformed("a client thread panicked"))??;
+        for (into, from) in all.ns.iter_mut().zip(&s.ns) {
+            into.extend_from_slice(from);
+        }
+        for (into, from) in all.round_trips.iter_mut().zip(s.round_trips) {
+            *into += from;
+        }
+        all.wrong += s.wrong;
+        if all.first_wrong.is_none() {
+            all.first_wrong = s.first_wrong;
+        }
+    }
+    if let Some(first) = &all.first_wrong {
+        progress(&format!("wrong answer: {first}"));
+    }
+    Ok(rows_of(mode, w, &mut all, secs))
+}
+
+fn rows_of(mode: Mode, w: Workload, s: &mut Samples, secs: f64) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut every: Vec<u64> = s.ns.iter().flatten().copied().collect();
+    let rt_all: u64 = s.round_trips.iter().sum();
+    let mut push = |op: &'static str, ns: &mut Vec<u64>, rt: u64, wrong: u64| {
+        if ns.is_empty() {
+            return;
+        }
+        ns.sort_unstable();
+        let pct = |p: f64| {
+            let i = ((ns.len() as f64 - 1.0) * p).round() as usize;
+            ns.get(i).copied().unwrap_or(0) as f64 / 1_000.0
+        };
+        rows.push(Row {
+            mode: mode.name(),
+            workload: w.name(),
+            op,
+            ops: ns.len() as u64,
+            kops_per_s: ns.len() as f64 / secs / 1_000.0,
+            p50_us: pct(0.5),
+            p99_us: pct(0.99),
+            round_trips_per_op: rt as f64 / ns.len() as f64,
+            wrong,
+        });
+    };
+    push("all", &mut every, rt_all, s.wrong);
+    for (i, kind) in KINDS.iter().enumerate() {
+        if let Some(ns) = s.ns.get_mut(i) {
+            push(kind, ns, s.round_trips.get(i).copied().unwrap_or(0), 0);
+        }
+    }
+    rows
+}
+
+fn drive(
+    mut c: Client,
+    w: Workload,
+    records: u64,
+    ops: u64,
+    seed: u64,
+    done: &AtomicU64,
+) -> Result<Samples, WireError> {
+    let mut g = Generator::new(w, records, None, seed)
+        .map_err(|e| WireError::malformed(format!("workload: {e}")))?;
+    let mut s = Samples::default();
+    for _ in 0..ops {
+        let op = g.next_op();
+        let rt0 = c.stats().round_trips;
+        let t0 = Instant::now();
+        let (kind, ok) = match op {
+            Op::Read(r) => {
+                let k = record_key(r);
+                (0, c.get(k)? == Some(value_of(k)))
+            }
+            Op::Update(r) => {
+                let k = record_key(r);
+                (1, c.update(k, value_of(k))? == Some(value_of(k)))
+            }
+            Op::Insert(r) => {
+                let k = record_key(r);
+                let old = c.insert(k, value_of(k))?;
+                (2, old.is_none_or(|v| v == value_of(k)))
+            }
+            Op::Scan { start, len } => {
+                let k = record_key(start);
+                let got = c.range(k, u64::MAX, len)?;
+                let ok = got.first().is_some_and(|e| e.0 == k)
+                    && got.iter().all(|&(a, b)| b == value_of(a));
+                (3, ok)
+            }
+            Op::ReadModifyWrite(r) => {
+                let k = record_key(r);
+                let read = c.get(k)?;
+                let old = c.update(k, value_of(k))?;
+                (4, read == Some(value_of(k)) && old == Some(value_of(k)))
+            }
+        };
+        let ns = t0.elapsed().as_nanos() as u64;
+        if let Some(v) = s.ns.get_mut(kind) {
+            v.push(ns);
+        }
+        if let Some(rt) = s.round_trips.get_mut(kind) {
+            *rt += c.stats().round_trips - rt0;
+        }
+        if !ok {
+            s.wrong += 1;
+            if s.first_wrong.is_none() {
+                s.first_wrong = Some(format!("{op:?} in {}", w.name()));
+            }
+        }
+        done.fetch_add(1, Ordering::Relaxed);
+    }
+    Ok(s)
+}
