@@ -42,6 +42,10 @@ pub struct ServeArgs {
     /// With --dir: acknowledge a write only once it is synced to the log.
     #[arg(long)]
     sync: bool,
+    /// Bulk-load the first N YCSB records whose keys fall in --range (values as `lidb fine
+    /// bench` checks them), so they are trained data; in memory only (not with --dir).
+    #[arg(long)]
+    preload_ycsb: Option<String>,
     /// Seconds a silent client keeps counting for reclamation of old regions.
     #[arg(long, default_value_t = 10.0)]
     client_timeout: f64,
@@ -49,7 +53,8 @@ pub struct ServeArgs {
 
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Servers to use, comma-separated (they are loaded with --records records first).
+    /// Servers to use, comma-separated: started with `--preload-ycsb` equal to --records, or
+    /// else loaded here by inserts (then most records sit in level bins, not trained data).
     #[arg(long)]
     servers: Option<String>,
     /// Start this many servers on 127.0.0.1 for each run instead (bulk-loaded: trained data).
@@ -118,12 +123,23 @@ fn serve(a: ServeArgs) -> Result<(), CliError> {
         client_timeout: Duration::from_secs_f64(a.client_timeout),
         ..ServerConfig::default()
     };
+    let preload = a
+        .preload_ycsb
+        .as_deref()
+        .map(|n| count("--preload-ycsb", n))
+        .transpose()?;
     let server = match &a.dir {
+        Some(_) if preload.is_some() => {
+            return Err(CliError::Usage(
+                "--preload-ycsb is for in-memory servers (no --dir)".into(),
+            ));
+        }
         Some(dir) => Server::start_durable(dir, a.sync, Config::default(), &a.listen, cfg),
         None if a.sync => return Err(CliError::Usage("--sync needs --dir".into())),
         None => {
-            let ix =
-                FineIndex::new(Config::default()).map_err(|e| CliError::Serve(e.to_string()))?;
+            let entries = bench::preload_entries(preload.unwrap_or(0), lo, hi);
+            let ix = FineIndex::bulk_load(&entries, Config::default())
+                .map_err(|e| CliError::Serve(e.to_string()))?;
             Server::start(Arc::new(ix), &a.listen, cfg)
         }
     }
