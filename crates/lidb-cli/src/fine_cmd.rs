@@ -74,7 +74,8 @@ pub struct BenchArgs {
     /// Operations per run, split between all client threads (K and M suffixes).
     #[arg(long, default_value = "100K")]
     ops: String,
-    /// Modes, comma-separated: pipeline, on-server.
+    /// Modes, comma-separated: pipeline, on-server, locks (pipeline inside a remote layout
+    /// lock that the servers' retraining takes exclusively; only with --spawn-servers).
     #[arg(long, default_value = "pipeline,on-server")]
     mode: String,
     #[arg(long, default_value_t = 42)]
@@ -170,8 +171,8 @@ fn bench_run(a: BenchArgs) -> Result<(), CliError> {
         .map(|m| {
             Mode::parse(m.trim()).ok_or_else(|| {
                 CliError::Usage(format!(
-                    "--mode: \"{m}\": built modes are pipeline and on-server (on-client and \
-                     locks are not built yet)"
+                    "--mode: \"{m}\": built modes are pipeline, on-server and locks (on-client \
+                     is not built yet)"
                 ))
             })
         })
@@ -184,6 +185,11 @@ fn bench_run(a: BenchArgs) -> Result<(), CliError> {
         .map(|s| s.split(',').map(|x| x.trim().to_string()).collect())
         .unwrap_or_default();
     let spawn = a.spawn_servers.unwrap_or(0);
+    if spawn == 0 && modes.contains(&Mode::Locks) {
+        return Err(CliError::Usage(
+            "--mode locks needs --spawn-servers (the servers must retrain under the lock)".into(),
+        ));
+    }
     if (spawn == 0) == servers.is_empty() {
         return Err(CliError::Usage(
             "give exactly one of --servers ADDR,.. and --spawn-servers K (K >= 1)".into(),
@@ -213,7 +219,8 @@ fn bench_run(a: BenchArgs) -> Result<(), CliError> {
     let header = format!(
         "# lidb fine bench: cores={cores} servers={} clients={} threads={} records={records} \
          ops={ops} workload={} mode={} seed={}; network=loopback TCP; round trips include \
-         layout fetches",
+         layout fetches (and LOCK/UNLOCK in locks mode); spawned servers retrain on a thread \
+         every 5 ms",
         if spawn > 0 {
             format!("spawned:{spawn}")
         } else {

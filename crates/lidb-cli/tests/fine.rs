@@ -168,7 +168,14 @@ fn fine_bench_drives_two_shard_processes_and_checks_every_answer() {
     );
     // Bad usage is one line and a non-zero exit.
     let bad = Command::new(env!("CARGO_BIN_EXE_lidb"))
-        .args(["fine", "bench", "--mode", "locks", "--spawn-servers", "1"])
+        .args([
+            "fine",
+            "bench",
+            "--mode",
+            "on-client",
+            "--spawn-servers",
+            "1",
+        ])
         .output()
         .unwrap();
     assert!(!bad.status.success());

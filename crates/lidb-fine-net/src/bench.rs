@@ -79,16 +79,25 @@ pub fn shard_ranges(k: u32) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn spawn(cfg: &BenchConfig) -> Result<Vec<Server>, WireError> {
+fn spawn(cfg: &BenchConfig, mode: Mode) -> Result<Vec<Server>, WireError> {
     shard_ranges(cfg.spawn_servers)
         .into_iter()
         .map(|(lo, hi)| {
             let entries = preload_entries(cfg.records, lo, hi);
-            let ix = FineIndex::bulk_load(&entries, cfg.index.clone())
+            // Model retraining runs on a server thread every 5 ms in every mode (writers never
+            // retrain), so the modes differ only in how clients stay consistent with it: in
+            // locks mode that thread retrains under the exclusive remote layout lock.
+            let index_cfg = Config {
+                model_retrain_after_nested: 0,
+                ..cfg.index.clone()
+            };
+            let ix = FineIndex::bulk_load(&entries, index_cfg)
                 .map_err(|e| WireError::malformed(format!("bulk load: {e}")))?;
             let scfg = ServerConfig {
                 shard_lo: lo,
                 shard_hi: hi,
+                retrain_every: Some(Duration::from_millis(5)),
+                layout_locks: mode == Mode::Locks,
                 ..ServerConfig::default()
             };
             Server::start(Arc::new(ix), "127.0.0.1:0", scfg)
@@ -138,7 +147,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>
     for &w in &cfg.workloads {
         for &mode in &cfg.modes {
             let servers = if cfg.spawn_servers > 0 {
-                spawn(cfg)?
+                spawn(cfg, mode)?
             } else {
                 Vec::new()
             };

@@ -176,25 +176,38 @@ fn model_based(mode: Mode) {
     let seed: u64 = rand::random();
     println!("seed {seed} mode {mode:?}");
     let split = 16_000u64;
-    let a = server(index((0..2_000u64).map(|k| k * 8), tiny()), 0, split - 1);
-    let b = server(
-        index((2_000..4_000u64).map(|k| k * 8), tiny()),
-        split,
-        u64::MAX,
-    );
+    let locks = mode == Mode::Locks;
+    // Locks mode: writers never retrain, the servers' retraining takes the exclusive layout
+    // lock; the others: writers retrain too.
+    let cfg = |lo, hi| ServerConfig {
+        shard_lo: lo,
+        shard_hi: hi,
+        retrain_every: locks.then_some(Duration::from_millis(2)),
+        layout_locks: locks,
+        ..ServerConfig::default()
+    };
+    let icfg = Config {
+        model_retrain_after_nested: if locks { 0 } else { 1 },
+        ..tiny()
+    };
+    let a_ix = index((0..2_000u64).map(|k| k * 8), icfg.clone());
+    let b_ix = index((2_000..4_000u64).map(|k| k * 8), icfg);
+    let a = Arc::new(Server::start(a_ix, "127.0.0.1:0", cfg(0, split - 1)).unwrap());
+    let b = Arc::new(Server::start(b_ix, "127.0.0.1:0", cfg(split, u64::MAX)).unwrap());
     let addrs = vec![a.addr().to_string(), b.addr().to_string()];
     let stop = Arc::new(AtomicBool::new(false));
     let deadline = Instant::now() + Duration::from_secs(4);
-    let retrainers: Vec<_> = [Arc::clone(a.index()), Arc::clone(b.index())]
+    // Every model retrained every 3 ms (in locks mode under the exclusive layout lock).
+    let retrainers: Vec<_> = [Arc::clone(&a), Arc::clone(&b)]
         .into_iter()
-        .map(|ix| {
+        .map(|s| {
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || {
                 for _ in 0..1_000 {
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    ix.retrain_models();
+                    s.retrain_now();
                     std::thread::sleep(Duration::from_millis(3));
                 }
             })
@@ -246,6 +259,11 @@ fn pipeline_clients_match_a_btreemap_while_servers_retrain() {
 #[test]
 fn on_server_clients_match_a_btreemap_while_servers_retrain() {
     model_based(Mode::OnServer);
+}
+
+#[test]
+fn locks_clients_match_a_btreemap_while_servers_retrain_under_the_lock() {
+    model_based(Mode::Locks);
 }
 
 #[test]

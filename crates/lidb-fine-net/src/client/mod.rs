@@ -36,6 +36,10 @@ pub const MAX_TRIES: u32 = 8;
 pub enum Mode {
     Pipeline,
     OnServer,
+    /// Pipeline ops, each inside a remote shared lock of the server's layout (LOCK before,
+    /// UNLOCK after: 2 more round trips) instead of relying on the extended RCU barrier; the
+    /// server retrains under the exclusive lock (paper 004, Figure 20).
+    Locks,
 }
 
 impl Mode {
@@ -43,6 +47,7 @@ impl Mode {
         match self {
             Mode::Pipeline => "pipeline",
             Mode::OnServer => "on-server",
+            Mode::Locks => "locks",
         }
     }
 
@@ -50,6 +55,7 @@ impl Mode {
         match s {
             "pipeline" => Some(Mode::Pipeline),
             "on-server" => Some(Mode::OnServer),
+            "locks" => Some(Mode::Locks),
             _ => None,
         }
     }
@@ -174,6 +180,28 @@ impl Client {
     /// The value of `key`.
     pub fn get(&mut self, key: u64) -> Result<Option<u64>, WireError> {
         let i = self.shard_of(key)?;
+        self.locked(i, |c| c.get_in(i, key))
+    }
+
+    /// Runs `f` inside the remote layout lock of shard `i` in [`Mode::Locks`], else just runs
+    /// it. The lock is given back even when `f` fails (a broken connection releases it too).
+    fn locked<T>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(&mut Client) -> Result<T, WireError>,
+    ) -> Result<T, WireError> {
+        if self.mode != Mode::Locks {
+            return f(self);
+        }
+        ok(self.call(i, &Request::Lock)?)?;
+        let out = f(self);
+        let unlocked = self.call(i, &Request::Unlock).and_then(ok);
+        let out = out?;
+        unlocked?;
+        Ok(out)
+    }
+
+    fn get_in(&mut self, i: usize, key: u64) -> Result<Option<u64>, WireError> {
         if self.mode == Mode::OnServer {
             return self.op_by_key(
                 i,
@@ -267,6 +295,15 @@ impl Client {
         make: impl Fn(BinAddr) -> Request,
     ) -> Result<Option<u64>, WireError> {
         let i = self.shard_of(key)?;
+        self.locked(i, |c| c.write_in(i, key, make))
+    }
+
+    fn write_in(
+        &mut self,
+        i: usize,
+        key: u64,
+        make: impl Fn(BinAddr) -> Request,
+    ) -> Result<Option<u64>, WireError> {
         if self.mode == Mode::OnServer {
             return self.op_by_key(i, key, make(BinAddr::default()));
         }

@@ -41,6 +41,8 @@ pub enum Request {
         version: u64,
     },
     Retrain,
+    Lock,
+    Unlock,
     Read {
         items: Vec<ReadItem>,
     },
@@ -131,6 +133,8 @@ impl Request {
             Request::Layout { .. } => OP_LAYOUT,
             Request::Ack { .. } => OP_ACK,
             Request::Retrain => OP_RETRAIN,
+            Request::Lock => OP_LOCK,
+            Request::Unlock => OP_UNLOCK,
             Request::Read { .. } => OP_READ,
             Request::Search { .. } => OP_SEARCH,
             Request::Insert { .. } => OP_INSERT,
@@ -163,7 +167,7 @@ pub fn encode_request(id: u64, req: &Request, out: &mut Vec<u8>) {
             put_u64(out, client_id);
             put_u64(out, version);
         }
-        Request::Retrain => {}
+        Request::Retrain | Request::Lock | Request::Unlock => {}
         Request::Read { ref items } => {
             put_u16(out, items.len() as u16);
             for it in items {
@@ -219,6 +223,8 @@ fn decode_request_rest(c: &mut Cursor<'_>) -> Result<Request, WireError> {
             version: c.u64("version")?,
         },
         OP_RETRAIN => Request::Retrain,
+        OP_LOCK => Request::Lock,
+        OP_UNLOCK => Request::Unlock,
         OP_READ => {
             let n = c.u16("read count")?;
             if n > MAX_READ_ITEMS {
@@ -451,7 +457,7 @@ fn decode_payload(op: u8, c: &mut Cursor<'_>) -> Result<Payload, WireError> {
             shard_hi: c.u64("shard hi")?,
         },
         OP_LAYOUT => Payload::Layout(decode_layout(c)?),
-        OP_ACK | OP_RETRAIN => Payload::Empty,
+        OP_ACK | OP_RETRAIN | OP_LOCK | OP_UNLOCK => Payload::Empty,
         OP_READ => {
             let mut results = Vec::new();
             while c.remaining() > 0 {

@@ -23,6 +23,8 @@ fn requests() -> Vec<Request> {
             version: 4,
         },
         Request::Retrain,
+        Request::Lock,
+        Request::Unlock,
         Request::Read {
             items: vec![
                 ReadItem {

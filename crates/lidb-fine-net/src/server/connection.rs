@@ -26,26 +26,31 @@ pub(super) fn serve(stream: TcpStream, shared: &Shared) {
     let Ok(w) = stream.try_clone() else { return };
     let mut reader = BufReader::new(stream);
     let mut writer = BufWriter::new(w);
-    let mut client = 0u64;
-    let mut last_touch = Instant::now();
-    serve_frames(
-        shared,
-        &mut reader,
-        &mut writer,
-        &mut client,
-        &mut last_touch,
-    );
-    if client != 0 {
-        shared.barrier.forget(client);
+    let mut session = Session {
+        client: 0,
+        last_touch: Instant::now(),
+        shares: 0,
+    };
+    serve_frames(shared, &mut reader, &mut writer, &mut session);
+    if session.client != 0 {
+        shared.barrier.forget(session.client);
     }
+    shared.lease.release(session.shares);
+}
+
+/// What a connection knows of its client.
+struct Session {
+    client: u64,
+    last_touch: Instant,
+    /// Shares of the remote layout lock this client holds (released when it closes).
+    shares: u64,
 }
 
 fn serve_frames(
     shared: &Shared,
     reader: &mut BufReader<TcpStream>,
     writer: &mut BufWriter<TcpStream>,
-    client: &mut u64,
-    last_touch: &mut Instant,
+    session: &mut Session,
 ) {
     let (mut body, mut out, mut frame) = (Vec::new(), Vec::new(), Vec::new());
     loop {
@@ -53,7 +58,7 @@ fn serve_frames(
             return;
         }
         let (reply, close) = match decode_request(&body) {
-            Ok((id, req)) => (answer(shared, id, req, client, last_touch), false),
+            Ok((id, req)) => (answer(shared, id, req, session), false),
             Err((Some(id), e)) => {
                 shared.counters.malformed.fetch_add(1, Ordering::Relaxed);
                 (
@@ -96,13 +101,7 @@ fn bad_request(shared: &Shared, id: u64, op: u8, msg: &str) -> Reply {
     }
 }
 
-fn answer(
-    shared: &Shared,
-    id: u64,
-    req: Request,
-    client: &mut u64,
-    last_touch: &mut Instant,
-) -> Reply {
+fn answer(shared: &Shared, id: u64, req: Request, session: &mut Session) -> Reply {
     let op = req.op();
     let mut status = STATUS_OK;
     let payload = match req {
@@ -113,7 +112,7 @@ fn answer(
             } else {
                 client_id
             };
-            *client = id;
+            session.client = id;
             Payload::Hello {
                 client_id: id,
                 shard_lo: shared.cfg.shard_lo,
@@ -130,6 +129,18 @@ fn answer(
         }
         Request::Ack { client_id, version } => {
             shared.barrier.ack(client_id, version, Instant::now());
+            Payload::Empty
+        }
+        Request::Lock => {
+            shared.lease.share();
+            session.shares += 1;
+            Payload::Empty
+        }
+        Request::Unlock => {
+            if session.shares > 0 {
+                session.shares -= 1;
+                shared.lease.release(1);
+            }
             Payload::Empty
         }
         Request::Retrain => {
@@ -160,9 +171,9 @@ fn answer(
         }
         Request::Remove { addr, key } => key_op(shared, addr, key, BinOp::Remove, &mut status),
     };
-    if op >= OP_SEARCH && *client != 0 && last_touch.elapsed() >= TOUCH_EVERY {
-        *last_touch = Instant::now();
-        shared.barrier.touch(*client, *last_touch);
+    if op >= OP_SEARCH && session.client != 0 && session.last_touch.elapsed() >= TOUCH_EVERY {
+        session.last_touch = Instant::now();
+        shared.barrier.touch(session.client, session.last_touch);
     }
     Reply {
         id,

@@ -16,6 +16,7 @@
 
 mod connection;
 mod durable;
+mod lease;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -26,6 +27,7 @@ use std::time::{Duration, Instant};
 use lidb_fine::{Barrier, BarrierStats, Config, FineIndex};
 
 use durable::Durable;
+use lease::Lease;
 
 use crate::error::WireError;
 
@@ -39,6 +41,12 @@ pub struct ServerConfig {
     pub client_timeout: Duration,
     /// How often the reclaimer thread runs.
     pub reclaim_every: Duration,
+    /// Run model retraining on a server thread this often (for an index built with
+    /// `model_retrain_after_nested: 0`, whose writers never retrain); `None`: none.
+    pub retrain_every: Option<Duration>,
+    /// The locks mode: that thread retrains under the exclusive remote layout lock, which
+    /// clients of `Mode::Locks` hold shared around each operation.
+    pub layout_locks: bool,
 }
 
 impl Default for ServerConfig {
@@ -48,6 +56,8 @@ impl Default for ServerConfig {
             shard_hi: u64::MAX,
             client_timeout: Duration::from_secs(10),
             reclaim_every: Duration::from_millis(50),
+            retrain_every: None,
+            layout_locks: false,
         }
     }
 }
@@ -77,6 +87,8 @@ pub(crate) struct Shared {
     pub sync_lock: Mutex<()>,
     /// The store writes are logged to first (a durable server), if any.
     pub durable: Option<Durable>,
+    /// The remote layout lock (locks mode).
+    pub lease: Lease,
 }
 
 impl Shared {
@@ -150,6 +162,7 @@ impl Server {
             stop: AtomicBool::new(false),
             sync_lock: Mutex::new(()),
             durable,
+            lease: Lease::default(),
         });
         let conns = Arc::new(Mutex::new(Vec::new()));
         let accept = {
@@ -164,11 +177,20 @@ impl Server {
                 .name("fine-reclaim".into())
                 .spawn(move || reclaim_loop(&shared))?
         };
+        let mut threads = vec![accept, reclaimer];
+        if let Some(every) = shared.cfg.retrain_every {
+            let shared = Arc::clone(&shared);
+            threads.push(
+                std::thread::Builder::new()
+                    .name("fine-retrain".into())
+                    .spawn(move || retrain_loop(&shared, every))?,
+            );
+        }
         Ok(Server {
             addr,
             shared,
             conns,
-            threads: vec![accept, reclaimer],
+            threads,
         })
     }
 
@@ -186,6 +208,18 @@ impl Server {
 
     pub fn barrier_stats(&self) -> BarrierStats {
         self.shared.barrier.stats()
+    }
+
+    /// Retrains every model now (in locks mode under the exclusive layout lock) and announces
+    /// the new layout version.
+    pub fn retrain_now(&self) {
+        let shared = &self.shared;
+        if shared.cfg.layout_locks {
+            shared.lease.exclusive(|| shared.index.retrain_models());
+        } else {
+            shared.index.retrain_models();
+        }
+        shared.sync_if_newer();
     }
 
     /// Test hook: tear the next `n` region copies (a write to the region halfway through each).
@@ -239,6 +273,20 @@ fn accept_loop(listener: &TcpListener, shared: &Arc<Shared>, conns: &Mutex<Vec<T
         let _ = std::thread::Builder::new()
             .name("fine-conn".into())
             .spawn(move || connection::serve(stream, &shared));
+    }
+}
+
+fn retrain_loop(shared: &Shared, every: Duration) {
+    while !shared.stop.load(Ordering::Acquire) {
+        std::thread::sleep(every);
+        if shared.cfg.layout_locks {
+            shared
+                .lease
+                .exclusive(|| shared.index.retrain_models_if_wanted());
+        } else {
+            shared.index.retrain_models_if_wanted();
+        }
+        shared.sync_if_newer();
     }
 }
 
