@@ -352,3 +352,44 @@ fn malformed_frames_close_the_connection_and_the_server_lives_on() {
     let mut c = connect(&[&s], Mode::Pipeline);
     assert_eq!(c.get(4).unwrap(), Some(5));
 }
+
+#[test]
+fn a_client_killed_holding_a_layout_lock_does_not_stall_retraining() {
+    let ix = index((0..1_000u64).map(|k| k * 2), Config::default());
+    let cfg = ServerConfig {
+        layout_locks: true,
+        ..ServerConfig::default()
+    };
+    let s = Arc::new(Server::start(ix, "127.0.0.1:0", cfg).unwrap());
+    // A client takes a share of the layout lock, then hangs.
+    let mut raw = TcpStream::connect(s.addr()).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut body = Vec::new();
+    lidb_fine_net::codec::encode_request(1, &lidb_fine_net::codec::Request::Lock, &mut body);
+    let mut frame = Vec::new();
+    encode_frame(&body, &mut frame);
+    raw.write_all(&frame).unwrap();
+    let mut reply = [0u8; 8 + 18];
+    raw.read_exact(&mut reply).unwrap();
+    // A retraining now waits for that share...
+    let (tx, rx) = std::sync::mpsc::channel();
+    let retrainer = {
+        let s = Arc::clone(&s);
+        std::thread::spawn(move || {
+            s.retrain_now();
+            tx.send(()).unwrap();
+        })
+    };
+    assert!(
+        rx.recv_timeout(Duration::from_millis(200)).is_err(),
+        "retraining did not wait for a held layout lock"
+    );
+    // ...until the client is killed: its connection closes and its share is given back.
+    drop(raw);
+    assert!(
+        rx.recv_timeout(Duration::from_secs(5)).is_ok(),
+        "a dead client's share stalled retraining"
+    );
+    retrainer.join().unwrap();
+    assert_eq!(s.barrier_stats().version, 2);
+}
