@@ -8,9 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use lidb_data::ycsb::Workload;
 use lidb_fine::{Config, FineIndex};
-use lidb_fine_net::bench::{self, BenchConfig};
+use lidb_fine_net::bench::{self, BenchConfig, BenchWorkload};
 use lidb_fine_net::server::{Server, ServerConfig};
 use lidb_fine_net::{Mode, WireError};
 
@@ -65,7 +64,7 @@ pub struct BenchArgs {
     clients: u32,
     #[arg(long, default_value_t = 2)]
     threads: u32,
-    /// YCSB workloads, comma-separated: a..f.
+    /// Workloads, comma-separated: a..f (YCSB), insert (only inserts of records not loaded).
     #[arg(long, default_value = "c")]
     workload: String,
     /// Records loaded (K and M suffixes).
@@ -163,8 +162,9 @@ fn bench_run(a: BenchArgs) -> Result<(), CliError> {
     let workloads = a
         .workload
         .split(',')
-        .map(|w| Workload::from_name(w.trim()))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|w| BenchWorkload::parse(w.trim()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| CliError::Usage(format!("--workload: {e}")))?;
     let modes = a
         .mode
         .split(',')

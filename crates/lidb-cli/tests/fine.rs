@@ -181,3 +181,38 @@ fn fine_bench_drives_two_shard_processes_and_checks_every_answer() {
     assert!(!bad.status.success());
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--mode"));
 }
+
+#[test]
+fn fine_bench_spawns_shards_for_the_insert_workload_in_pipeline_and_locks_modes() {
+    let out = Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .args(["fine", "bench", "--spawn-servers", "2", "--records", "1000"])
+        .args([
+            "--ops",
+            "1000",
+            "--workload",
+            "insert,c",
+            "--mode",
+            "pipeline,locks",
+        ])
+        .arg("--json")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let rt = |mode: &str, w: &str| {
+        let row = rows
+            .iter()
+            .find(|r| r["mode"] == mode && r["workload"] == w && r["op"] == "all")
+            .unwrap_or_else(|| panic!("no row {mode} {w}: {rows:?}"));
+        assert_eq!(row["wrong"], 0, "{row}");
+        row["round_trips_per_op"].as_f64().unwrap()
+    };
+    // An insert reads its window, then sends the op to the bin; locks adds LOCK and UNLOCK.
+    assert!((rt("pipeline", "insert") - 2.0).abs() < 0.05, "{rows:?}");
+    assert!((rt("locks", "insert") - 4.0).abs() < 0.05, "{rows:?}");
+    assert!(rt("pipeline", "c") <= 1.05, "{rows:?}");
+}

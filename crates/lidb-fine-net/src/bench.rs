@@ -23,6 +23,34 @@ pub fn value_of(key: u64) -> u64 {
     key.rotate_left(17) ^ 0x5bd1_e995
 }
 
+/// A workload of the bench: a YCSB core workload, or `insert` (only inserts of records not
+/// loaded, each thread its own: the heavy-insert case of the paper's Figure 20).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BenchWorkload {
+    Ycsb(Workload),
+    Insert,
+}
+
+impl BenchWorkload {
+    pub fn name(self) -> &'static str {
+        match self {
+            BenchWorkload::Ycsb(w) => w.name(),
+            BenchWorkload::Insert => "insert",
+        }
+    }
+
+    /// `a`..`f` or `insert`.
+    pub fn parse(s: &str) -> Result<BenchWorkload, String> {
+        if s == "insert" {
+            return Ok(BenchWorkload::Insert);
+        }
+        Workload::from_name(s)
+            .map(BenchWorkload::Ycsb)
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
@@ -32,7 +60,7 @@ pub struct BenchConfig {
     pub spawn_servers: u32,
     pub clients: u32,
     pub threads: u32,
-    pub workloads: Vec<Workload>,
+    pub workloads: Vec<BenchWorkload>,
     pub records: u64,
     pub ops: u64,
     pub modes: Vec<Mode>,
@@ -168,7 +196,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>
 fn run_one(
     cfg: &BenchConfig,
     addrs: &[String],
-    w: Workload,
+    w: BenchWorkload,
     mode: Mode,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<Row>, WireError> {
@@ -186,7 +214,8 @@ fn run_one(
         .map(|(t, client)| {
             let done = Arc::clone(&done);
             let (records, seed) = (cfg.records, cfg.seed ^ (t as u64).wrapping_mul(0x9e37));
-            std::thread::spawn(move || drive(client, w, records, per_thread, seed, &done))
+            let lane = (t as u64, threads);
+            std::thread::spawn(move || drive(client, w, records, per_thread, seed, lane, &done))
         })
         .collect();
     let total = per_thread * threads;
@@ -232,7 +261,7 @@ fn run_one(
     Ok(rows_of(mode, w, &mut all, secs))
 }
 
-fn rows_of(mode: Mode, w: Workload, s: &mut Samples, secs: f64) -> Vec<Row> {
+fn rows_of(mode: Mode, w: BenchWorkload, s: &mut Samples, secs: f64) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut every: Vec<u64> = s.ns.iter().flatten().copied().collect();
     let rt_all: u64 = s.round_trips.iter().sum();
@@ -266,19 +295,33 @@ fn rows_of(mode: Mode, w: Workload, s: &mut Samples, secs: f64) -> Vec<Row> {
     rows
 }
 
+/// The next op of one client thread: YCSB's, or for `insert` the thread's next fresh record
+/// (`lane`: this thread's index and the thread count, so threads never insert the same one).
+fn next_op(g: &mut Generator, w: BenchWorkload, records: u64, lane: (u64, u64), i: u64) -> Op {
+    match w {
+        BenchWorkload::Insert => Op::Insert(records + lane.0 + i * lane.1),
+        _ => g.next_op(),
+    }
+}
+
 fn drive(
     mut c: Client,
-    w: Workload,
+    w: BenchWorkload,
     records: u64,
     ops: u64,
     seed: u64,
+    lane: (u64, u64),
     done: &AtomicU64,
 ) -> Result<Samples, WireError> {
-    let mut g = Generator::new(w, records, None, seed)
+    let ycsb = match w {
+        BenchWorkload::Ycsb(y) => y,
+        _ => Workload::A,
+    };
+    let mut g = Generator::new(ycsb, records, None, seed)
         .map_err(|e| WireError::malformed(format!("workload: {e}")))?;
     let mut s = Samples::default();
-    for _ in 0..ops {
-        let op = g.next_op();
+    for i in 0..ops {
+        let op = next_op(&mut g, w, records, lane, i);
         let rt0 = c.stats().round_trips;
         let t0 = Instant::now();
         let (kind, ok) = match op {
