@@ -21,8 +21,6 @@ pub enum WireError {
     ShardMap { detail: String },
     /// The durable server's store refused a write or did not open.
     Store(lidb_lsm::Error),
-    /// An operation kept meeting torn or stale reads past its retry bound.
-    Retries { key: u64, tries: u32 },
 }
 
 impl WireError {
@@ -43,9 +41,6 @@ impl fmt::Display for WireError {
             WireError::NoShard { key } => write!(f, "no server of the shard map owns key {key}"),
             WireError::ShardMap { detail } => write!(f, "bad shard map: {detail}"),
             WireError::Store(e) => write!(f, "fine server store: {e}"),
-            WireError::Retries { key, tries } => {
-                write!(f, "key {key}: still torn or stale after {tries} tries")
-            }
         }
     }
 }
