@@ -17,13 +17,12 @@
 //! - `remote/`: trained-data regions, the remote layout, level-bin ops and the extended RCU
 //!   barrier for remote clients (docs/format/fine-wire.md).
 //!
-//! Lock order: a writer holds its node's region latch and then one record's lock
-//! (`remote/words.rs`), or one record's lock alone (creating a gap), or one child bin's latch,
-//! or a level-bin set's root latch and then its child bins' latches in id order (`bins.rs`); a
-//! writer that triggers model retraining has released those first. Model retraining holds
-//! `retrain_lock`, and under it one region latch at a time (retiring a node) or one record's
-//! lock at a time (moving it); statistics take one set's latches at a time. Readers and remote
-//! copies hold none. So there is no lock cycle.
+//! Lock order: a writer holds one record's lock (its write counted in its node's region words,
+//! `remote/words.rs`, which are counters, not locks), or one child bin's latch, or a level-bin
+//! set's root latch and then its child bins' latches in id order (`bins.rs`); a writer that
+//! triggers model retraining has released those first. Model retraining holds `retrain_lock`,
+//! and under it one record's lock at a time (moving it); statistics take one set's latches at a
+//! time. Readers and remote copies hold none. So there is no lock cycle.
 //!
 //! Everything is safe Rust: keys, values and versions are 8-byte atomics.
 
@@ -50,7 +49,7 @@ pub use error::{FineError, Result};
 pub use index::{FineIndex, ModelRetrain};
 pub use remote::{
     Barrier, BarrierStats, BinAnswer, BinOp, RETIRED, RemoteLayout, TrainedRegion,
-    WORDS_PER_RECORD, copy_is_valid, predict_window,
+    WORDS_PER_RECORD, WRITING, copy_is_valid, predict_window,
 };
 pub use retrainer::Retrainer;
 pub use stats::FineStats;

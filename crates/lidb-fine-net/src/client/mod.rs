@@ -9,7 +9,7 @@
 //! and [`Mode::OnServer`] (every op one RPC routed by key on the server, as EMT).
 //!
 //! Invariants:
-//! 1. A get answers from trained data only from a validated copy (head == tail, even, not
+//! 1. A get answers from trained data only from a validated copy (head == tail, no WRITING, not
 //!    retired), so a torn or retired copy never becomes an answer.
 //! 2. A reply announcing a layout version above the cached one makes the next read fetch the
 //!    layout first; a STALE or RETIRED answer does so at once.

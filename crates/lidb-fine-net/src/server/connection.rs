@@ -221,7 +221,7 @@ fn take_tear(shared: &Shared) -> bool {
 }
 
 /// The test hook: rewrites the region's first record with its own value halfway through the
-/// copy (a real write, so the version word moves, though no value changes).
+/// copy (a real write, so the version words move, though no value changes).
 fn tear_copy(
     index: &FineIndex,
     r: &lidb_fine::TrainedRegion,

@@ -3,7 +3,8 @@
 //! index code, the model layout clients predict positions with, pipeline operations that start
 //! at a level bin address, and the extended RCU barrier (`barrier.rs`).
 //!
-//! - `words.rs`: a region's version word and the lock-free copy of its record words;
+//! - `words.rs`: a region's version words (writes started, finished; RETIRED) and the lock-free
+//!   copy of its record words;
 //! - `barrier.rs`: per-version client acks with timeouts, retained old regions, reclamation;
 //! - this file: [`TrainedRegion`], [`RemoteLayout`], and [`FineIndex::at_bin`].
 //!
@@ -26,7 +27,7 @@ use crate::index::FineIndex;
 use crate::node::{Home, Node};
 
 pub use barrier::{Barrier, BarrierStats};
-pub use words::{RETIRED, WORDS_PER_RECORD, copy_is_valid};
+pub use words::{RETIRED, WORDS_PER_RECORD, WRITING, copy_is_valid};
 
 /// The trained data array of one top-level model node, as a region of words.
 #[derive(Debug, Clone)]
