@@ -9,6 +9,7 @@ mod btree_cmd;
 mod concurrent_cmd;
 mod data_cmd;
 mod error;
+mod fine_cmd;
 mod index_cmd;
 mod kv_backend;
 mod kv_cmd;
@@ -62,6 +63,11 @@ enum Command {
     /// bench btree` the LearnedStore paper's.
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
+    /// FineStore across machines (docs/format/fine-wire.md): `lidb fine serve` serves a FINEdex
+    /// shard whose trained data clients read remotely; `lidb fine bench` drives YCSB through
+    /// the client library per mode (pipeline, on-server).
+    #[command(subcommand)]
+    Fine(fine_cmd::FineCommand),
 }
 
 fn main() -> ExitCode {
@@ -79,6 +85,7 @@ fn main() -> ExitCode {
         Command::Bench(cmd) => bench_cmd::run(cmd),
         Command::Repair(args) => repair_cmd::run(args, &given("repair")),
         Command::Serve(args) => serve_cmd::run(args, &given("serve")),
+        Command::Fine(cmd) => fine_cmd::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -173,9 +173,23 @@ impl FineIndex {
         may_insert: bool,
         op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
     ) -> Option<u64> {
+        self.write_from(key, may_insert, op, None)
+    }
+
+    /// [`FineIndex::write`] whose first try starts at `start`: a top-level node and the position
+    /// of the record that holds `key` or whose gap does (checked by the caller); later tries,
+    /// after a model retraining moved that record, start from the current layout.
+    pub(crate) fn write_from(
+        &self,
+        key: u64,
+        may_insert: bool,
+        op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
+        start: Option<(&Node, usize)>,
+    ) -> Option<u64> {
         let mut backoff = Backoff::default();
+        let mut start = start;
         loop {
-            match self.try_write(key, may_insert, op) {
+            match self.try_write(key, may_insert, op, start.take()) {
                 Ok(old) => return old,
                 // A model retraining moved the record this key reached (`op` did not run); the
                 // layout with its copy is about to be published.
@@ -189,19 +203,29 @@ impl FineIndex {
         key: u64,
         may_insert: bool,
         op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
+        start: Option<(&Node, usize)>,
     ) -> std::result::Result<Option<u64>, Moved> {
         let (old, depth, retrain_ns) = {
             let layout = self.layout.load();
-            let Some((_, top)) = layout.node_for(key) else {
-                return Ok(None);
+            let top: &Node = match start {
+                Some((n, _)) => n,
+                None => match layout.node_for(key) {
+                    Some((_, top)) => top,
+                    None => return Ok(None),
+                },
             };
             let mut node: &Node = top;
+            let mut first = start.and_then(|(n, pos)| n.home_at(pos, key));
             let mut depth = 0u32;
             loop {
-                match node.home(key) {
+                let home = match first.take() {
+                    Some(h) => Some(h),
+                    None => node.home(key),
+                };
+                match home {
                     None => return Ok(None),
                     Some(Home::Record(r)) => {
-                        let m = r.modify(op)?;
+                        let m = node.region.write(|| r.modify(op))?;
                         if m.removed {
                             let removed = top.removed_records.fetch_add(1, Relaxed) + 1;
                             let due = self.cfg.model_retrain_after_nested > 0
@@ -324,7 +348,7 @@ impl FineIndex {
                 nodes.push(Arc::clone(node));
             }
         }
-        let layout = Layout::from_nodes(nodes);
+        let layout = Layout::from_nodes(nodes, old.version + 1);
         let report = ModelRetrain {
             nodes_retrained: retrained,
             records,
@@ -363,6 +387,9 @@ impl FineIndex {
             .map(|((r, _), _)| r.key)
             .collect();
         let mut plan = plan_nodes(&keys, &self.cfg);
+        // Remote readers of this node's trained data must learn it is old before any record
+        // moves (docs/format/fine-wire.md, invariant 3).
+        node.region.retire();
         // The copy phase: from here writers of this node's keys wait for the publication.
         let mut copies = Vec::with_capacity(keys.len());
         let mut revived = false;

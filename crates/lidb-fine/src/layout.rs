@@ -22,6 +22,8 @@ use crate::record::Record;
 pub(crate) struct Layout {
     firsts: Vec<u64>,
     nodes: Vec<Arc<Node>>,
+    /// 1 for the bulk-loaded layout, one more for each model retraining that replaced it.
+    pub version: u64,
 }
 
 impl Layout {
@@ -31,16 +33,20 @@ impl Layout {
         let plan = plan_nodes(&keys, cfg);
         let mut nodes = Vec::new();
         build_nodes(keys, records, plan, &mut nodes);
-        Layout::from_nodes(nodes)
+        Layout::from_nodes(nodes, 1)
     }
 
     /// A layout over nodes already in key order.
-    pub fn from_nodes(nodes: Vec<Arc<Node>>) -> Layout {
+    pub fn from_nodes(nodes: Vec<Arc<Node>>, version: u64) -> Layout {
         let firsts = nodes
             .iter()
             .map(|n| n.keys().first().copied().unwrap_or(0))
             .collect();
-        Layout { firsts, nodes }
+        Layout {
+            firsts,
+            nodes,
+            version,
+        }
     }
 
     /// The node a key belongs to and its position.

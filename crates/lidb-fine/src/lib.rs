@@ -13,13 +13,16 @@
 //! - `index.rs`: [`FineIndex`], point operations and model retraining (publication by `ArcSwap`);
 //! - `scan.rs`: ordered range scans; `stats.rs`: structure figures and the load factor;
 //! - `retrainer.rs`: an optional background thread for model retraining;
-//! - `store/`: [`FineStore`], byte keys and values over the index, its log and checkpoints.
+//! - `store/`: [`FineStore`], byte keys and values over the index, its log and checkpoints;
+//! - `remote/`: trained-data regions, the remote layout, level-bin ops and the extended RCU
+//!   barrier for remote clients (docs/format/fine-wire.md).
 //!
-//! Lock order: a writer holds one record's lock, or one child bin's latch, or a level-bin set's
-//! root latch and then its child bins' latches in id order (`bins.rs`); a writer that triggers
-//! model retraining has released those first. Model retraining holds `retrain_lock` and no other
-//! lock; statistics take one set's latches at a time. Readers hold none. So there is no lock
-//! cycle.
+//! Lock order: a writer holds one record's lock (its write counted in its node's region words,
+//! `remote/words.rs`, which are counters, not locks), or one child bin's latch, or a level-bin
+//! set's root latch and then its child bins' latches in id order (`bins.rs`); a writer that
+//! triggers model retraining has released those first. Model retraining holds `retrain_lock`,
+//! and under it one record's lock at a time (moving it); statistics take one set's latches at a
+//! time. Readers and remote copies hold none. So there is no lock cycle.
 //!
 //! Everything is safe Rust: keys, values and versions are 8-byte atomics.
 
@@ -34,6 +37,7 @@ mod layout;
 mod model;
 mod node;
 mod record;
+mod remote;
 mod retrainer;
 mod scan;
 mod seqlock;
@@ -43,6 +47,10 @@ mod store;
 pub use config::Config;
 pub use error::{FineError, Result};
 pub use index::{FineIndex, ModelRetrain};
+pub use remote::{
+    Barrier, BarrierStats, BinAnswer, BinOp, RETIRED, RemoteLayout, TrainedRegion,
+    WORDS_PER_RECORD, WRITING, copy_is_valid, predict_window,
+};
 pub use retrainer::Retrainer;
 pub use stats::FineStats;
 pub use store::{FineRecovery, FineRepair, FineStore, FineStoreOptions};

@@ -75,6 +75,11 @@ impl Router {
         self.segs.len()
     }
 
+    /// The models themselves (what a remote client needs to predict positions).
+    pub fn segments(&self) -> &Segments {
+        &self.segs
+    }
+
     /// The first key of each model, in order.
     pub fn first_keys(&self) -> &[u64] {
         &self.segs.keys

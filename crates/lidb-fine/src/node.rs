@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use crate::config::Config;
 use crate::model::Router;
 use crate::record::Record;
+use crate::remote::words::RegionWords;
 
 /// Where a key lives in one node.
 #[derive(Debug)]
@@ -45,6 +46,8 @@ pub(crate) struct Node {
     /// Trained records below this node removed since it was built (the trigger of a model
     /// retraining that reclaims them).
     pub removed_records: AtomicU64,
+    /// The version word and id this node has as a trained-data region (`remote/words.rs`).
+    pub region: RegionWords,
 }
 
 /// Nesting of small models below a top-level node at which its model retraining is due whatever
@@ -75,6 +78,7 @@ impl Node {
             retrained_entries: AtomicU64::new(0),
             deep: AtomicBool::new(false),
             removed_records: AtomicU64::new(0),
+            region: RegionWords::new(),
         }
     }
 
@@ -102,6 +106,17 @@ impl Node {
         gap.map(Home::Gap)
     }
 
+    /// Where `q` lives when it is known to be the record at `pos` or to lie in its gap (a level
+    /// bin address), without a model search; `None` if the record is not there.
+    pub fn home_at(&self, pos: usize, q: u64) -> Option<Home<'_>> {
+        let r = self.records.get(pos)?;
+        if r.key == q {
+            Some(Home::Record(r))
+        } else {
+            (r.key < q).then_some(Home::Gap(r))
+        }
+    }
+
     /// Where a scan from `q` starts: the last record `< q` (whose gap may hold keys `>= q`), if
     /// any, and the position of the first record `>= q`.
     pub fn scan_start(&self, q: u64) -> (Option<&Record>, usize) {
@@ -119,6 +134,10 @@ impl Node {
 
     pub fn models(&self) -> usize {
         self.router.models()
+    }
+
+    pub fn router(&self) -> &Router {
+        &self.router
     }
 
     /// Heap bytes of this node: its key and record arrays and its models (not the level bins

@@ -118,6 +118,13 @@ impl Record {
         }
     }
 
+    /// The removal flag and the value word as they are, with no retry (a remote-read copy,
+    /// validated by its region's version word instead, `remote/words.rs`).
+    pub fn raw_words(&self) -> (bool, u64) {
+        let s = self.state.load(Ordering::Relaxed);
+        (s & REMOVED != 0, self.value.load(Ordering::Relaxed))
+    }
+
     /// Whether a model retraining moved this record (it is frozen; its copy is current).
     pub fn is_moved(&self) -> bool {
         self.state.load(Ordering::Acquire) & MOVED != 0

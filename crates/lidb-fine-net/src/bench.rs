@@ -1,0 +1,372 @@
+//! `lidb fine bench`: YCSB workloads through [`Client`]s against fine-wire servers, per mode,
+//! with throughput, latency percentiles and round trips per operation (issue 12; paper 004,
+//! section 5.7).
+//!
+//! Runs on the calling thread plus one thread per client thread; spawned servers listen on
+//! 127.0.0.1 only. Every answer is checked: a value is always [`value_of`] its key, a read of
+//! a record the thread knows exists must find it, a scan must start at its start record. A
+//! wrong answer is counted and the run fails after its rows are printed.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use lidb_data::ycsb::{Generator, Op, Workload, record_key};
+use lidb_fine::{Config, FineIndex};
+
+use crate::client::{Client, Mode};
+use crate::error::WireError;
+use crate::server::{Server, ServerConfig};
+
+/// The value every run stores under `key`, so any answer can be checked without a model.
+pub fn value_of(key: u64) -> u64 {
+    key.rotate_left(17) ^ 0x5bd1_e995
+}
+
+/// A workload of the bench: a YCSB core workload, or `insert` (only inserts of records not
+/// loaded, each thread its own: the heavy-insert case of the paper's Figure 20).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BenchWorkload {
+    Ycsb(Workload),
+    Insert,
+}
+
+impl BenchWorkload {
+    pub fn name(self) -> &'static str {
+        match self {
+            BenchWorkload::Ycsb(w) => w.name(),
+            BenchWorkload::Insert => "insert",
+        }
+    }
+
+    /// `a`..`f` or `insert`.
+    pub fn parse(s: &str) -> Result<BenchWorkload, String> {
+        if s == "insert" {
+            return Ok(BenchWorkload::Insert);
+        }
+        Workload::from_name(s)
+            .map(BenchWorkload::Ycsb)
+            .map_err(|e| e.to_string())
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// Servers to use (when `spawn_servers` is 0).
+    pub servers: Vec<String>,
+    /// Start this many servers on 127.0.0.1 per run (each bulk-loaded with its range).
+    pub spawn_servers: u32,
+    pub clients: u32,
+    pub threads: u32,
+    pub workloads: Vec<BenchWorkload>,
+    pub records: u64,
+    pub ops: u64,
+    pub modes: Vec<Mode>,
+    pub seed: u64,
+    pub index: Config,
+}
+
+/// One output row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub mode: &'static str,
+    pub workload: &'static str,
+    /// "all", "read", "update", "insert", "scan" or "rmw".
+    pub op: &'static str,
+    pub ops: u64,
+    pub kops_per_s: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub round_trips_per_op: f64,
+    pub wrong: u64,
+}
+
+const KINDS: [&str; 5] = ["read", "update", "insert", "scan", "rmw"];
+
+#[derive(Debug, Default)]
+struct Samples {
+    ns: [Vec<u64>; 5],
+    round_trips: [u64; 5],
+    wrong: u64,
+    first_wrong: Option<String>,
+    finished: Option<Instant>,
+}
+
+/// The key ranges of `k` shards splitting the u64 domain evenly.
+pub fn shard_ranges(k: u32) -> Vec<(u64, u64)> {
+    let k = u64::from(k.max(1));
+    let width = u64::MAX / k;
+    (0..k)
+        .map(|i| {
+            let lo = i * width;
+            let hi = if i + 1 == k { u64::MAX } else { lo + width - 1 };
+            (lo, hi)
+        })
+        .collect()
+}
+
+fn spawn(cfg: &BenchConfig, mode: Mode) -> Result<Vec<Server>, WireError> {
+    shard_ranges(cfg.spawn_servers)
+        .into_iter()
+        .map(|(lo, hi)| {
+            let entries = preload_entries(cfg.records, lo, hi);
+            // Model retraining runs on a server thread every 5 ms in every mode (writers never
+            // retrain), so the modes differ only in how clients stay consistent with it: in
+            // locks mode that thread retrains under the exclusive remote layout lock.
+            let index_cfg = Config {
+                model_retrain_after_nested: 0,
+                ..cfg.index.clone()
+            };
+            let ix = FineIndex::bulk_load(&entries, index_cfg)
+                .map_err(|e| WireError::malformed(format!("bulk load: {e}")))?;
+            let scfg = ServerConfig {
+                shard_lo: lo,
+                shard_hi: hi,
+                retrain_every: Some(Duration::from_millis(5)),
+                layout_locks: mode == Mode::Locks,
+                ..ServerConfig::default()
+            };
+            Server::start(Arc::new(ix), "127.0.0.1:0", scfg)
+        })
+        .collect()
+}
+
+/// The entries of the first `records` YCSB records whose keys lie in `[lo, hi]`, sorted: what
+/// a server bulk-loads (`lidb fine serve --preload-ycsb`, spawned servers).
+pub fn preload_entries(records: u64, lo: u64, hi: u64) -> Vec<(u64, u64)> {
+    let mut keys: Vec<u64> = (0..records)
+        .map(record_key)
+        .filter(|k| (lo..=hi).contains(k))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    keys.into_iter().map(|k| (k, value_of(k))).collect()
+}
+
+/// External servers: unless they already hold record 0 (started with `--preload-ycsb`), inserts
+/// every record through one client and asks the servers to retrain. Inserted records mostly stay
+/// in level bins (a model retraining merges small models, not bins), so their gets take the
+/// pipeline op too; preloaded servers hold them as trained data.
+fn load(addrs: &[String], records: u64, progress: &mut dyn FnMut(&str)) -> Result<(), WireError> {
+    let mut c = Client::connect(addrs, Mode::OnServer, Duration::from_secs(5))?;
+    let first = record_key(0);
+    if c.get(first)? == Some(value_of(first)) {
+        progress("servers hold record 0: taken as preloaded (--preload-ycsb)");
+        return Ok(());
+    }
+    progress(&format!(
+        "loading {records} records by inserts (not preloaded)"
+    ));
+    for r in 0..records {
+        let k = record_key(r);
+        c.insert(k, value_of(k))?;
+    }
+    c.retrain_all()
+}
+
+/// Runs every (workload, mode); `progress` gets a line now and then.
+pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>, WireError> {
+    if cfg.spawn_servers == 0 && !cfg.servers.is_empty() {
+        load(&cfg.servers, cfg.records, progress)?;
+    }
+    let mut rows = Vec::new();
+    for &w in &cfg.workloads {
+        for &mode in &cfg.modes {
+            let servers = if cfg.spawn_servers > 0 {
+                spawn(cfg, mode)?
+            } else {
+                Vec::new()
+            };
+            let addrs: Vec<String> = if servers.is_empty() {
+                cfg.servers.clone()
+            } else {
+                servers.iter().map(|s| s.addr().to_string()).collect()
+            };
+            rows.extend(run_one(cfg, &addrs, w, mode, progress)?);
+            for s in servers {
+                s.shutdown();
+            }
+        }
+    }
+    Ok(rows)
+}
+
+fn run_one(
+    cfg: &BenchConfig,
+    addrs: &[String],
+    w: BenchWorkload,
+    mode: Mode,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Vec<Row>, WireError> {
+    let threads = u64::from(cfg.clients.max(1)) * u64::from(cfg.threads.max(1));
+    let per_thread = cfg.ops / threads;
+    let done = Arc::new(AtomicU64::new(0));
+    let mut clients = Vec::new();
+    for _ in 0..threads {
+        clients.push(Client::connect(addrs, mode, Duration::from_secs(5))?);
+    }
+    let started = Instant::now();
+    let handles: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(t, client)| {
+            let done = Arc::clone(&done);
+            let (records, seed) = (cfg.records, cfg.seed ^ (t as u64).wrapping_mul(0x9e37));
+            let lane = (t as u64, threads);
+            std::thread::spawn(move || drive(client, w, records, per_thread, seed, lane, &done))
+        })
+        .collect();
+    let total = per_thread * threads;
+    let mut last = Instant::now();
+    while !handles.iter().all(|h| h.is_finished()) {
+        std::thread::sleep(Duration::from_millis(50));
+        if last.elapsed() >= Duration::from_secs(1) {
+            last = Instant::now();
+            progress(&format!(
+                "{} {}: {}/{} ops",
+                mode.name(),
+                w.name(),
+                done.load(Ordering::Relaxed),
+                total
+            ));
+        }
+    }
+    let mut all = Samples::default();
+    for h in handles {
+        let s = h
+            .join()
+            .map_err(|_| WireError::malformed("a client thread panicked"))??;
+        for (into, from) in all.ns.iter_mut().zip(&s.ns) {
+            into.extend_from_slice(from);
+        }
+        for (into, from) in all.round_trips.iter_mut().zip(s.round_trips) {
+            *into += from;
+        }
+        all.wrong += s.wrong;
+        all.finished = all.finished.max(s.finished);
+        if all.first_wrong.is_none() {
+            all.first_wrong = s.first_wrong;
+        }
+    }
+    // Timed to the last thread's end (the progress loop above polls every 50 ms).
+    let secs = all
+        .finished
+        .map_or(0.0, |t| t.duration_since(started).as_secs_f64())
+        .max(1e-9);
+    if let Some(first) = &all.first_wrong {
+        progress(&format!("wrong answer: {first}"));
+    }
+    Ok(rows_of(mode, w, &mut all, secs))
+}
+
+fn rows_of(mode: Mode, w: BenchWorkload, s: &mut Samples, secs: f64) -> Vec<Row> {
+    let mut rows = Vec::new();
+    let mut every: Vec<u64> = s.ns.iter().flatten().copied().collect();
+    let rt_all: u64 = s.round_trips.iter().sum();
+    let mut push = |op: &'static str, ns: &mut Vec<u64>, rt: u64, wrong: u64| {
+        if ns.is_empty() {
+            return;
+        }
+        ns.sort_unstable();
+        let pct = |p: f64| {
+            let i = ((ns.len() as f64 - 1.0) * p).round() as usize;
+            ns.get(i).copied().unwrap_or(0) as f64 / 1_000.0
+        };
+        rows.push(Row {
+            mode: mode.name(),
+            workload: w.name(),
+            op,
+            ops: ns.len() as u64,
+            kops_per_s: ns.len() as f64 / secs / 1_000.0,
+            p50_us: pct(0.5),
+            p99_us: pct(0.99),
+            round_trips_per_op: rt as f64 / ns.len() as f64,
+            wrong,
+        });
+    };
+    push("all", &mut every, rt_all, s.wrong);
+    for (i, kind) in KINDS.iter().enumerate() {
+        if let Some(ns) = s.ns.get_mut(i) {
+            push(kind, ns, s.round_trips.get(i).copied().unwrap_or(0), 0);
+        }
+    }
+    rows
+}
+
+/// The next op of one client thread: YCSB's, or for `insert` the thread's next fresh record
+/// (`lane`: this thread's index and the thread count, so threads never insert the same one).
+fn next_op(g: &mut Generator, w: BenchWorkload, records: u64, lane: (u64, u64), i: u64) -> Op {
+    match w {
+        BenchWorkload::Insert => Op::Insert(records + lane.0 + i * lane.1),
+        _ => g.next_op(),
+    }
+}
+
+fn drive(
+    mut c: Client,
+    w: BenchWorkload,
+    records: u64,
+    ops: u64,
+    seed: u64,
+    lane: (u64, u64),
+    done: &AtomicU64,
+) -> Result<Samples, WireError> {
+    let ycsb = match w {
+        BenchWorkload::Ycsb(y) => y,
+        _ => Workload::A,
+    };
+    let mut g = Generator::new(ycsb, records, None, seed)
+        .map_err(|e| WireError::malformed(format!("workload: {e}")))?;
+    let mut s = Samples::default();
+    for i in 0..ops {
+        let op = next_op(&mut g, w, records, lane, i);
+        let rt0 = c.stats().round_trips;
+        let t0 = Instant::now();
+        let (kind, ok) = match op {
+            Op::Read(r) => {
+                let k = record_key(r);
+                (0, c.get(k)? == Some(value_of(k)))
+            }
+            Op::Update(r) => {
+                let k = record_key(r);
+                (1, c.update(k, value_of(k))? == Some(value_of(k)))
+            }
+            Op::Insert(r) => {
+                let k = record_key(r);
+                let old = c.insert(k, value_of(k))?;
+                (2, old.is_none_or(|v| v == value_of(k)))
+            }
+            Op::Scan { start, len } => {
+                let k = record_key(start);
+                let got = c.range(k, u64::MAX, len)?;
+                let ok = got.first().is_some_and(|e| e.0 == k)
+                    && got.iter().all(|&(a, b)| b == value_of(a));
+                (3, ok)
+            }
+            Op::ReadModifyWrite(r) => {
+                let k = record_key(r);
+                let read = c.get(k)?;
+                let old = c.update(k, value_of(k))?;
+                (4, read == Some(value_of(k)) && old == Some(value_of(k)))
+            }
+        };
+        let ns = t0.elapsed().as_nanos() as u64;
+        if let Some(v) = s.ns.get_mut(kind) {
+            v.push(ns);
+        }
+        if let Some(rt) = s.round_trips.get_mut(kind) {
+            *rt += c.stats().round_trips - rt0;
+        }
+        if !ok {
+            s.wrong += 1;
+            if s.first_wrong.is_none() {
+                s.first_wrong = Some(format!("{op:?} in {}", w.name()));
+            }
+        }
+        done.fetch_add(1, Ordering::Relaxed);
+    }
+    s.finished = Some(Instant::now());
+    Ok(s)
+}

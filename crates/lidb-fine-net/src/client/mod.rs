@@ -1,0 +1,472 @@
+//! The client library (paper 004, section 4.1): a shard map over fine-wire servers, each
+//! server's model layout cached, gets that predict a window and read it in one round trip, and
+//! pipeline requests to level bins for the rest.
+//!
+//! Threads: a [`Client`] is owned by one thread (`&mut self`); run one per thread.
+//!
+//! Modes: [`Mode::Pipeline`] (the design: remote read of trained data, then a level-bin op only
+//! when needed; a write reads its window to find its record or bin, then sends the op there)
+//! and [`Mode::OnServer`] (every op one RPC routed by key on the server, as EMT).
+//!
+//! Invariants:
+//! 1. A get answers from trained data only from a validated copy (head == tail, no WRITING, not
+//!    retired), so a torn or retired copy never becomes an answer.
+//! 2. A reply announcing a layout version above the cached one makes the next read fetch the
+//!    layout first; a STALE or RETIRED answer does so at once.
+//! 3. Every loop is bounded: [`MAX_TRIES`] reads, then the op goes to the server by key.
+
+mod cached;
+mod conn;
+
+use std::time::Duration;
+
+use crate::codec::consts::*;
+use crate::codec::msg::{BinAddr, Payload, ReadItem, ReadResult, Reply, Request, WireLayout};
+use crate::error::WireError;
+use cached::{Found, Window, find, window};
+use conn::Conn;
+use lidb_fine::{RETIRED, copy_is_valid};
+
+/// Reads of one key's window before the op goes to the server by key.
+pub const MAX_TRIES: u32 = 8;
+
+/// How a client runs operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Mode {
+    Pipeline,
+    OnServer,
+    /// Pipeline ops, each inside a remote shared lock of the server's layout (LOCK before,
+    /// UNLOCK after: 2 more round trips) instead of relying on the extended RCU barrier; the
+    /// server retrains under the exclusive lock (paper 004, Figure 20).
+    Locks,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Pipeline => "pipeline",
+            Mode::OnServer => "on-server",
+            Mode::Locks => "locks",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Mode> {
+        match s {
+            "pipeline" => Some(Mode::Pipeline),
+            "on-server" => Some(Mode::OnServer),
+            "locks" => Some(Mode::Locks),
+            _ => None,
+        }
+    }
+}
+
+/// Counters of one client.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ClientStats {
+    /// Request/reply exchanges, layout fetches included.
+    pub round_trips: u64,
+    /// Remote reads sent.
+    pub reads: u64,
+    /// Gets answered from trained data.
+    pub trained_hits: u64,
+    /// Copies rejected as torn.
+    pub torn: u64,
+    /// Reads answered STALE or RETIRED.
+    pub stale: u64,
+    /// Layout fetches.
+    pub refreshes: u64,
+    /// Pipeline (level-bin or by-key) ops sent.
+    pub pipeline_ops: u64,
+    /// Ops that gave up on remote reads and went by key.
+    pub fallbacks: u64,
+    /// Reconnections.
+    pub reconnects: u64,
+}
+
+#[derive(Debug)]
+struct Shard {
+    lo: u64,
+    hi: u64,
+    conn: Conn,
+    client_id: u64,
+    layout: Option<WireLayout>,
+    server_version: u64,
+}
+
+/// A client of one deployment (a shard map of servers).
+#[derive(Debug)]
+pub struct Client {
+    shards: Vec<Shard>,
+    mode: Mode,
+    stats: ClientStats,
+}
+
+impl Client {
+    /// Connects to every server, learns their ranges (HELLO) and checks the shard map. A broken
+    /// connection is retried for up to `reconnect_for`.
+    pub fn connect(
+        addrs: &[String],
+        mode: Mode,
+        reconnect_for: Duration,
+    ) -> Result<Client, WireError> {
+        let mut shards = Vec::with_capacity(addrs.len());
+        for a in addrs {
+            let mut conn = Conn::connect(a, reconnect_for)?;
+            let (reply, _) = conn.call(&Request::Hello { client_id: 0 })?;
+            let Payload::Hello {
+                client_id,
+                shard_lo,
+                shard_hi,
+            } = ok(reply)?.payload
+            else {
+                return Err(WireError::malformed("HELLO reply without its payload"));
+            };
+            shards.push(Shard {
+                lo: shard_lo,
+                hi: shard_hi,
+                conn,
+                client_id,
+                layout: None,
+                server_version: 0,
+            });
+        }
+        shards.sort_by_key(|s| s.lo);
+        if shards.is_empty() {
+            return Err(WireError::ShardMap {
+                detail: "no servers".into(),
+            });
+        }
+        for w in shards.windows(2) {
+            if let [a, b] = w
+                && b.lo <= a.hi
+            {
+                return Err(WireError::ShardMap {
+                    detail: format!("ranges {}-{} and {}-{} overlap", a.lo, a.hi, b.lo, b.hi),
+                });
+            }
+        }
+        Ok(Client {
+            shards,
+            mode,
+            stats: ClientStats::default(),
+        })
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Counters so far (round trips summed over connections).
+    pub fn stats(&self) -> ClientStats {
+        let mut s = self.stats;
+        s.round_trips = self.shards.iter().map(|x| x.conn.round_trips).sum();
+        s.reconnects = self.shards.iter().map(|x| x.conn.reconnects).sum();
+        s
+    }
+
+    fn shard_of(&self, key: u64) -> Result<usize, WireError> {
+        let i = self
+            .shards
+            .partition_point(|s| s.lo <= key)
+            .checked_sub(1)
+            .ok_or(WireError::NoShard { key })?;
+        match self.shards.get(i) {
+            Some(s) if key <= s.hi => Ok(i),
+            _ => Err(WireError::NoShard { key }),
+        }
+    }
+
+    /// The value of `key`.
+    pub fn get(&mut self, key: u64) -> Result<Option<u64>, WireError> {
+        let i = self.shard_of(key)?;
+        self.locked(i, |c| c.get_in(i, key))
+    }
+
+    /// Runs `f` inside the remote layout lock of shard `i` in [`Mode::Locks`], else just runs
+    /// it. The lock is given back even when `f` fails (a broken connection releases it too).
+    fn locked<T>(
+        &mut self,
+        i: usize,
+        f: impl FnOnce(&mut Client) -> Result<T, WireError>,
+    ) -> Result<T, WireError> {
+        if self.mode != Mode::Locks {
+            return f(self);
+        }
+        ok(self.call(i, &Request::Lock)?)?;
+        let out = f(self);
+        let unlocked = self.call(i, &Request::Unlock).and_then(ok);
+        let out = out?;
+        unlocked?;
+        Ok(out)
+    }
+
+    fn get_in(&mut self, i: usize, key: u64) -> Result<Option<u64>, WireError> {
+        if self.mode == Mode::OnServer {
+            return self.op_by_key(
+                i,
+                key,
+                Request::Search {
+                    addr: BinAddr::default(),
+                    key,
+                },
+            );
+        }
+        match self.locate(i, key)? {
+            Some((_, Found::Trained(v, _))) => {
+                self.stats.trained_hits += 1;
+                Ok(v)
+            }
+            Some((w, Found::InGap(pos))) => {
+                let addr = BinAddr {
+                    region: w.region,
+                    position: pos,
+                };
+                self.pipeline(i, Request::Search { addr, key })
+            }
+            None => {
+                self.stats.fallbacks += 1;
+                self.op_by_key(
+                    i,
+                    key,
+                    Request::Search {
+                        addr: BinAddr::default(),
+                        key,
+                    },
+                )
+            }
+        }
+    }
+
+    /// Sets `key` to `value`; the old value.
+    pub fn insert(&mut self, key: u64, value: u64) -> Result<Option<u64>, WireError> {
+        self.write(key, |addr| Request::Insert { addr, key, value })
+    }
+
+    /// Overwrites `key` only if present; the old value.
+    pub fn update(&mut self, key: u64, value: u64) -> Result<Option<u64>, WireError> {
+        self.write(key, |addr| Request::Update { addr, key, value })
+    }
+
+    /// Removes `key`; the old value.
+    pub fn remove(&mut self, key: u64) -> Result<Option<u64>, WireError> {
+        self.write(key, |addr| Request::Remove { addr, key })
+    }
+
+    /// Entries with `lo <= key <= hi`, at most `limit`, across shards.
+    pub fn range(&mut self, lo: u64, hi: u64, limit: u32) -> Result<Vec<(u64, u64)>, WireError> {
+        let mut out = Vec::new();
+        let mut from = lo;
+        let limit = limit.min(MAX_RANGE_LIMIT);
+        while from <= hi && (out.len() as u32) < limit {
+            let i = self.shard_of(from)?;
+            let want = limit - out.len() as u32;
+            let req = Request::Range {
+                addr: BinAddr::default(),
+                lo: from,
+                hi,
+                limit: want,
+            };
+            let reply = self.call(i, &req)?;
+            let Payload::Range(entries) = ok(reply)?.payload else {
+                return Err(WireError::malformed("RANGE reply without entries"));
+            };
+            out.extend(entries);
+            let shard_hi = self.shards.get(i).map_or(u64::MAX, |s| s.hi);
+            if shard_hi >= hi || shard_hi == u64::MAX {
+                break;
+            }
+            from = shard_hi + 1;
+        }
+        Ok(out)
+    }
+
+    /// Asks every server to retrain all its models now (an admin op, for benches and tests).
+    pub fn retrain_all(&mut self) -> Result<(), WireError> {
+        for i in 0..self.shards.len() {
+            ok(self.call(i, &Request::Retrain)?)?;
+        }
+        Ok(())
+    }
+
+    fn write(
+        &mut self,
+        key: u64,
+        make: impl Fn(BinAddr) -> Request,
+    ) -> Result<Option<u64>, WireError> {
+        let i = self.shard_of(key)?;
+        self.locked(i, |c| c.write_in(i, key, make))
+    }
+
+    fn write_in(
+        &mut self,
+        i: usize,
+        key: u64,
+        make: impl Fn(BinAddr) -> Request,
+    ) -> Result<Option<u64>, WireError> {
+        if self.mode == Mode::OnServer {
+            return self.op_by_key(i, key, make(BinAddr::default()));
+        }
+        let addr = match self.locate(i, key)? {
+            Some((w, Found::Trained(_, pos) | Found::InGap(pos))) => BinAddr {
+                region: w.region,
+                position: pos,
+            },
+            None => {
+                self.stats.fallbacks += 1;
+                BinAddr::default()
+            }
+        };
+        self.pipeline(i, make(addr))
+    }
+
+    /// Predicts `key`'s window with the cached layout and reads it (one round trip), retrying
+    /// torn copies and refreshing on stale ones; `None` after [`MAX_TRIES`].
+    fn locate(&mut self, i: usize, key: u64) -> Result<Option<(Window, Found)>, WireError> {
+        for _ in 0..MAX_TRIES {
+            let w = {
+                let layout = self.layout(i)?;
+                match window(layout, key) {
+                    Some(w) => w,
+                    None => return Ok(None),
+                }
+            };
+            if w.lo >= w.hi {
+                // The window is empty: the key is past every trained record of the region.
+                return Ok(w
+                    .lo
+                    .checked_sub(1)
+                    .and_then(|p| u32::try_from(p).ok())
+                    .map(|p| (w, Found::InGap(p))));
+            }
+            let item = ReadItem {
+                region: w.region,
+                offset: u32::try_from(w.lo).unwrap_or(u32::MAX),
+                records: u32::try_from(w.hi - w.lo)
+                    .unwrap_or(MAX_READ_RECORDS)
+                    .min(MAX_READ_RECORDS),
+            };
+            self.stats.reads += 1;
+            let reply = self.call(i, &Request::Read { items: vec![item] })?;
+            let Payload::Read(results) = ok(reply)?.payload else {
+                return Err(WireError::malformed("READ reply without results"));
+            };
+            match results.into_iter().next() {
+                Some(ReadResult::Words(words)) => {
+                    let (Some(&head), Some(&tail)) = (words.first(), words.last()) else {
+                        return Err(WireError::malformed("READ result without version words"));
+                    };
+                    if copy_is_valid(head, tail) {
+                        let body = words.get(1..words.len() - 1).unwrap_or_default();
+                        return Ok(find(&w, body, key).map(|f| (w, f)));
+                    }
+                    if head & RETIRED != 0 || tail & RETIRED != 0 {
+                        self.stats.stale += 1;
+                        self.drop_layout(i);
+                    } else {
+                        self.stats.torn += 1;
+                    }
+                }
+                Some(ReadResult::Stale) => {
+                    self.stats.stale += 1;
+                    self.drop_layout(i);
+                }
+                None => return Err(WireError::malformed("READ reply with no result")),
+            }
+        }
+        Ok(None)
+    }
+
+    fn drop_layout(&mut self, i: usize) {
+        if let Some(s) = self.shards.get_mut(i) {
+            s.layout = None;
+        }
+    }
+
+    /// The cached layout of shard `i`, fetched first if absent or older than the server's.
+    fn layout(&mut self, i: usize) -> Result<&WireLayout, WireError> {
+        let stale = self.shards.get(i).is_none_or(|s| {
+            s.layout
+                .as_ref()
+                .is_none_or(|l| l.version < s.server_version)
+        });
+        if stale {
+            let client_id = self.shards.get(i).map_or(0, |s| s.client_id);
+            self.stats.refreshes += 1;
+            let reply = self.call(i, &Request::Layout { client_id })?;
+            let Payload::Layout(l) = ok(reply)?.payload else {
+                return Err(WireError::malformed("LAYOUT reply without a layout"));
+            };
+            if let Some(s) = self.shards.get_mut(i) {
+                s.server_version = s.server_version.max(l.version);
+                s.layout = Some(l);
+            }
+        }
+        self.shards
+            .get(i)
+            .and_then(|s| s.layout.as_ref())
+            .ok_or_else(|| WireError::malformed("no layout"))
+    }
+
+    fn pipeline(&mut self, i: usize, req: Request) -> Result<Option<u64>, WireError> {
+        self.stats.pipeline_ops += 1;
+        let reply = self.call(i, &req)?;
+        if reply.status == STATUS_RETIRED {
+            self.drop_layout(i);
+        }
+        value(ok(reply)?)
+    }
+
+    fn op_by_key(&mut self, i: usize, key: u64, req: Request) -> Result<Option<u64>, WireError> {
+        self.stats.pipeline_ops += 1;
+        let reply = self.call(i, &req)?;
+        if reply.status == STATUS_WRONG_SHARD {
+            return Err(WireError::WrongShard { key });
+        }
+        value(ok(reply)?)
+    }
+
+    /// One round trip to shard `i`; notes the server's version; after a reconnection says HELLO
+    /// again with the same client id and drops the cached layout (the server may have restarted).
+    fn call(&mut self, i: usize, req: &Request) -> Result<Reply, WireError> {
+        let s = self
+            .shards
+            .get_mut(i)
+            .ok_or_else(|| WireError::malformed("no such shard"))?;
+        let (reply, reconnected) = s.conn.call(req)?;
+        if reconnected {
+            s.layout = None;
+            s.server_version = 0;
+            let (hello, _) = s.conn.call(&Request::Hello {
+                client_id: s.client_id,
+            })?;
+            s.server_version = hello.version;
+        }
+        s.server_version = s.server_version.max(reply.version);
+        if reconnected {
+            s.server_version = reply.version;
+        }
+        Ok(reply)
+    }
+}
+
+/// The reply if its status carries a payload (OK or RETIRED), else the error it stands for.
+fn ok(reply: Reply) -> Result<Reply, WireError> {
+    match reply.status {
+        STATUS_OK | STATUS_RETIRED => Ok(reply),
+        STATUS_BAD_REQUEST => Err(WireError::BadRequest {
+            detail: match reply.payload {
+                Payload::Message(m) => m,
+                _ => String::new(),
+            },
+        }),
+        other => Err(WireError::malformed(format!("unexpected status {other}"))),
+    }
+}
+
+fn value(reply: Reply) -> Result<Option<u64>, WireError> {
+    match reply.payload {
+        Payload::Value(v) => Ok(v),
+        _ => Err(WireError::malformed("op reply without a value")),
+    }
+}

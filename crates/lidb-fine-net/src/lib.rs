@@ -1,0 +1,23 @@
+//! FineStore across machines (paper 004, section 4; issue 12): the fine-wire protocol
+//! (docs/format/fine-wire.md), a FINEdex server whose trained data clients read without index
+//! code on the server, and the client library that caches every server's models.
+//!
+//! - `codec/`: frames, requests, replies, the layout (pure, fuzzed);
+//! - `server/`: [`Server`]: accept, connections (remote reads and pipeline ops), reclaimer;
+//! - `client/`: [`Client`]: shard map, cached layouts, gets, writes, modes, counters;
+//! - `bench.rs`: `lidb fine bench`, YCSB through clients per mode, every answer checked.
+//!
+//! Threads: a [`Server`] owns its threads (see `server/mod.rs`); a [`Client`] belongs to one
+//! thread. Nothing here uses `unsafe`.
+
+#![forbid(unsafe_code)]
+
+pub mod bench;
+pub mod client;
+pub mod codec;
+mod error;
+pub mod server;
+
+pub use client::{Client, ClientStats, Mode};
+pub use error::WireError;
+pub use server::{Server, ServerConfig};
