@@ -59,6 +59,11 @@ pub struct BenchArgs {
     /// Start this many servers on 127.0.0.1 for each run instead (bulk-loaded: trained data).
     #[arg(long)]
     spawn_servers: Option<u32>,
+    /// Reach each server through a relay thread on 127.0.0.1 that holds every chunk of bytes
+    /// this many microseconds in each direction (a userspace stand-in for `tc netem delay`,
+    /// for kernels without sch_netem; timer slack adds some tens of microseconds more).
+    #[arg(long, default_value_t = 0)]
+    delay_us: u64,
     /// Client instances; each runs --threads threads with its own connections.
     #[arg(long, default_value_t = 1)]
     clients: u32,
@@ -214,11 +219,12 @@ fn bench_run(a: BenchArgs) -> Result<(), CliError> {
         modes,
         seed: a.seed,
         index: Config::default(),
+        delay_us: a.delay_us,
     };
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let header = format!(
         "# lidb fine bench: cores={cores} servers={} clients={} threads={} records={records} \
-         ops={ops} workload={} mode={} seed={}; network=loopback TCP; round trips include \
+         ops={ops} workload={} mode={} seed={}; network={}; round trips include \
          layout fetches (and LOCK/UNLOCK in locks mode); spawned servers retrain on a thread \
          every 5 ms",
         if spawn > 0 {
@@ -230,7 +236,15 @@ fn bench_run(a: BenchArgs) -> Result<(), CliError> {
         a.threads,
         a.workload,
         a.mode,
-        a.seed
+        a.seed,
+        if a.delay_us > 0 {
+            format!(
+                "loopback TCP through a relay delaying {} us each way (netem stand-in)",
+                a.delay_us
+            )
+        } else {
+            "loopback TCP".to_string()
+        }
     );
     if a.json {
         eprintln!("{header}");
@@ -256,7 +270,7 @@ fn bench_run(a: BenchArgs) -> Result<(), CliError> {
                 "kops_per_s": r.kops_per_s, "p50_us": r.p50_us, "p99_us": r.p99_us,
                 "round_trips_per_op": r.round_trips_per_op, "wrong": r.wrong,
                 "servers": spawn.max(cfg.servers.len() as u32), "threads": threads_total,
-                "records": records, "seed": a.seed,
+                "records": records, "seed": a.seed, "delay_us": a.delay_us,
             })
             .to_string()
         } else {

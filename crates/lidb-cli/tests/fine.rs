@@ -2,7 +2,8 @@
 //! the middle of a client's writes and restarted from its log on the same port and directory
 //! (the client reconnects, refreshes and loses no acknowledged write; checked against a
 //! BTreeMap), and `lidb fine bench` against two shard processes (JSON rows, every answer
-//! checked). Every loop is bounded; failures print the seed.
+//! checked), and `--delay-us` through the bench's relays. Every loop is bounded; failures print
+//! the seed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -307,4 +308,41 @@ fn clients_running_through_a_shard_kill_and_restart_lose_no_acknowledged_write()
     assert_eq!(all, want, "seed {seed}");
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fine_bench_delay_us_adds_the_delay_to_every_round_trip() {
+    let out = Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .args(["fine", "bench", "--spawn-servers", "1", "--records", "500"])
+        .args(["--ops", "200", "--threads", "1", "--workload", "c"])
+        .args([
+            "--mode",
+            "pipeline,on-server",
+            "--delay-us",
+            "1000",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("relay delaying 1000 us"), "{stderr}");
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for mode in ["pipeline", "on-server"] {
+        let read = rows
+            .iter()
+            .find(|r| r["mode"] == mode && r["op"] == "read")
+            .unwrap_or_else(|| panic!("no read row for {mode}: {rows:?}"));
+        assert_eq!(read["wrong"], 0, "{read}");
+        assert_eq!(read["delay_us"], 1000, "{read}");
+        // One round trip per get, 1 ms each way through the relay.
+        assert!(
+            read["round_trips_per_op"].as_f64().unwrap() <= 1.05,
+            "{read}"
+        );
+        assert!(read["p50_us"].as_f64().unwrap() >= 2000.0, "{read}");
+    }
 }

@@ -16,6 +16,7 @@ use lidb_fine::{Config, FineIndex};
 
 use crate::client::{Client, Mode};
 use crate::error::WireError;
+use crate::relay::Relay;
 use crate::server::{Server, ServerConfig};
 
 /// The value every run stores under `key`, so any answer can be checked without a model.
@@ -66,6 +67,10 @@ pub struct BenchConfig {
     pub modes: Vec<Mode>,
     pub seed: u64,
     pub index: Config,
+    /// When above 0, clients reach every server through a [`Relay`] on 127.0.0.1 that holds
+    /// each chunk this many microseconds in each direction: a stand-in for `tc netem delay`
+    /// where the kernel has no sch_netem.
+    pub delay_us: u64,
 }
 
 /// One output row.
@@ -184,13 +189,39 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>
             } else {
                 servers.iter().map(|s| s.addr().to_string()).collect()
             };
+            let relays = relays_for(&addrs, cfg.delay_us)?;
+            let addrs: Vec<String> = if relays.is_empty() {
+                addrs
+            } else {
+                relays.iter().map(|r| r.addr().to_string()).collect()
+            };
             rows.extend(run_one(cfg, &addrs, w, mode, progress)?);
+            drop(relays);
             for s in servers {
                 s.shutdown();
             }
         }
     }
     Ok(rows)
+}
+
+/// One delaying relay per server address when `delay_us > 0`, else none.
+fn relays_for(addrs: &[String], delay_us: u64) -> Result<Vec<Relay>, WireError> {
+    if delay_us == 0 {
+        return Ok(Vec::new());
+    }
+    addrs
+        .iter()
+        .map(|a| {
+            let target = std::net::ToSocketAddrs::to_socket_addrs(a.as_str())
+                .map_err(WireError::Io)?
+                .next()
+                .ok_or_else(|| WireError::ShardMap {
+                    detail: format!("{a}: no address"),
+                })?;
+            Relay::start(target, Duration::from_micros(delay_us)).map_err(WireError::Io)
+        })
+        .collect()
 }
 
 fn run_one(

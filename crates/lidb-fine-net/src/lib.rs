@@ -5,6 +5,7 @@
 //! - `codec/`: frames, requests, replies, the layout (pure, fuzzed);
 //! - `server/`: [`Server`]: accept, connections (remote reads and pipeline ops), reclaimer;
 //! - `client/`: [`Client`]: shard map, cached layouts, gets, writes, modes, counters;
+//! - `relay.rs`: [`relay::Relay`], a delaying TCP relay (`--delay-us`, stand-in for netem);
 //! - `bench.rs`: `lidb fine bench`, YCSB through clients per mode, every answer checked.
 //!
 //! Threads: a [`Server`] owns its threads (see `server/mod.rs`); a [`Client`] belongs to one
@@ -16,6 +17,7 @@ pub mod bench;
 pub mod client;
 pub mod codec;
 mod error;
+pub mod relay;
 pub mod server;
 
 pub use client::{Client, ClientStats, Mode};

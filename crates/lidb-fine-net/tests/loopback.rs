@@ -393,3 +393,51 @@ fn a_client_killed_holding_a_layout_lock_does_not_stall_retraining() {
     retrainer.join().unwrap();
     assert_eq!(s.barrier_stats().version, 2);
 }
+
+/// `--delay-us` stand-in for netem: through a relay holding bytes 2 ms each way, every get of
+/// trained data still takes one round trip, returns the right value, and takes at least 4 ms
+/// (2 ms each direction); a mixed write/read sequence through it matches a model.
+#[test]
+fn gets_through_a_delaying_relay_are_right_and_pay_the_delay_per_round_trip() {
+    use lidb_fine_net::relay::Relay;
+    let s = server(
+        index((0..5_000u64).map(|k| k * 3), Config::default()),
+        0,
+        u64::MAX,
+    );
+    let delay = Duration::from_micros(2_000);
+    let relay = Relay::start(s.addr(), delay).unwrap();
+    let mut c = Client::connect(
+        &[relay.addr().to_string()],
+        Mode::Pipeline,
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    assert_eq!(c.get(0).unwrap(), Some(1)); // fetches the layout
+    let gets = 40u64;
+    let before = c.stats();
+    let t = Instant::now();
+    for i in 0..gets {
+        let k = (i * 97 % 5_000) * 3;
+        assert_eq!(c.get(k).unwrap(), Some(k + 1), "key {k}");
+    }
+    let took = t.elapsed();
+    let rts = c.stats().round_trips - before.round_trips;
+    println!("{gets} gets through a 2 ms relay: {took:?}, {rts} round trips");
+    assert!(rts <= gets + 2, "{rts} round trips for {gets} gets");
+    assert!(
+        took >= 2 * delay * rts as u32,
+        "{took:?} for {rts} round trips: the relay added less than 2 x {delay:?} per trip"
+    );
+    // Writes and absent keys through the relay agree with a model.
+    let mut model = BTreeMap::new();
+    for i in 0..20u64 {
+        let k = i * 3 + 1; // not loaded
+        assert_eq!(c.insert(k, i).unwrap(), None);
+        model.insert(k, i);
+    }
+    for k in 0..70u64 {
+        let want = model.get(&k).copied().or((k % 3 == 0).then_some(k + 1));
+        assert_eq!(c.get(k).unwrap(), want, "key {k}");
+    }
+}
