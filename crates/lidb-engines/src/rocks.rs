@@ -5,10 +5,16 @@
 //! Under a memory budget (`EngineConfig::memory_budget_bytes`) it runs RocksDB's documented
 //! setting for bounded memory: the budget is the block cache, index and filter blocks are cached
 //! in it (`cache_index_and_filter_blocks`) with L0's pinned (`pin_l0_filter_and_index_blocks_in_cache`),
-//! so everything it reads with lives in one bounded cache. Statistics are on in every run:
+//! so everything it reads with lives in one bounded cache. The index and filters are partitioned
+//! (`kTwoLevelIndexSearch`, `partition_filters`, 4 KiB partitions, the top level pinned), as the
+//! RocksDB wiki's "Partitioned Index/Filters" page recommends when they live in a cache too small
+//! for all of them: without it a miss re-reads a table's whole index or filter block (32 to
+//! 43 KB per device read at 2M records and 16 MiB, BENCHMARKS.md section 8). Statistics are on in every run:
 //! device reads per operation come from its file-read tickers.
 
-use rocksdb::{BlockBasedOptions, Cache, DB, IteratorMode, Options, WriteOptions};
+use rocksdb::{
+    BlockBasedIndexType, BlockBasedOptions, Cache, DB, IteratorMode, Options, WriteOptions,
+};
 
 use super::{
     BudgetFit, DeviceReads, Engine, EngineConfig, EngineError, EngineResult, MemorySplit,
@@ -40,6 +46,10 @@ impl RocksEngine {
         if cfg.memory_budget_bytes.is_some() {
             table.set_cache_index_and_filter_blocks(true);
             table.set_pin_l0_filter_and_index_blocks_in_cache(true);
+            table.set_index_type(BlockBasedIndexType::TwoLevelIndexSearch);
+            table.set_partition_filters(true);
+            table.set_metadata_block_size(4096);
+            table.set_pin_top_level_index_and_filter(true);
         }
         let mut opts = Options::default();
         opts.enable_statistics();
