@@ -26,33 +26,9 @@ use lidb_updatable::{
     Alex, BulkLoadError, Dili, IndexStats, Lipp, Lits, UpdatableBytesIndex, UpdatableIndex,
 };
 
-/// The unclustered indexes, by their command-line names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unclustered {
-    Alex,
-    Lipp,
-    Dili,
-    Lits,
-}
-
-impl Unclustered {
-    pub const ALL: [Unclustered; 4] = [
-        Unclustered::Alex,
-        Unclustered::Lipp,
-        Unclustered::Dili,
-        Unclustered::Lits,
-    ];
-
-    /// The name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Unclustered::Alex => Alex::NAME,
-            Unclustered::Lipp => Lipp::NAME,
-            Unclustered::Dili => Dili::NAME,
-            Unclustered::Lits => Lits::NAME,
-        }
-    }
-}
+/// The unclustered indexes, by their command-line names: lidb-lsm's, so `lidb index` and the
+/// LSM table kinds share one list.
+pub use lidb_lsm::Unclustered;
 
 /// An index of `lidb index`: a lidb-index family (clustered: a model over the caller's sorted
 /// array) or an unclustered index of lidb-updatable.
@@ -82,7 +58,7 @@ impl IndexName {
 
     /// Parses one name.
     pub fn from_name(name: &str) -> Result<IndexName, String> {
-        if let Some(u) = Unclustered::ALL.into_iter().find(|u| u.name() == name) {
+        if let Some(u) = Unclustered::from_name(name) {
             return Ok(IndexName::Unclustered(u));
         }
         Family::from_name(name).map(IndexName::Family).map_err(|_| {
