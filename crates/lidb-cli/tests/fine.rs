@@ -53,6 +53,26 @@ fn durable(dir: &Path, listen: &str) -> Served {
     fine_serve(listen, &["--dir", dir.to_str().unwrap(), "--sync"])
 }
 
+/// Kills `server`, restarts it from its log in `dir` on `addr`, and reads every pair back through
+/// a fresh client (returned for further checks).
+fn restart_and_read_all(
+    mut server: Served,
+    dir: &Path,
+    addr: &str,
+) -> (Served, Client, Vec<(u64, u64)>) {
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let server = durable(dir, addr);
+    let mut client = Client::connect(
+        std::slice::from_ref(&server.addr),
+        Mode::Pipeline,
+        Duration::from_secs(5),
+    )
+    .unwrap();
+    let all = client.range(0, u64::MAX, 65_536).unwrap();
+    (server, client, all)
+}
+
 #[test]
 fn a_killed_shard_restarted_from_its_log_loses_no_acknowledged_write() {
     let seed: u64 = rand::random();
@@ -102,16 +122,7 @@ fn a_killed_shard_restarted_from_its_log_loses_no_acknowledged_write() {
     }
     assert!(c.stats().reconnects >= 1, "seed {seed}: {:?}", c.stats());
     // And once more, cold: every acknowledged write is in the log.
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
-    let server = durable(&dir, &addr);
-    let mut fresh = Client::connect(
-        std::slice::from_ref(&server.addr),
-        Mode::Pipeline,
-        Duration::from_secs(5),
-    )
-    .unwrap();
-    let all = fresh.range(0, u64::MAX, 65_536).unwrap();
+    let (server, mut fresh, all) = restart_and_read_all(server, &dir, &addr);
     let want: Vec<(u64, u64)> = model.iter().map(|(k, v)| (*k, *v)).collect();
     assert_eq!(all, want, "seed {seed}");
     for (k, v) in &model {
@@ -294,16 +305,7 @@ fn clients_running_through_a_shard_kill_and_restart_lose_no_acknowledged_write()
         reconnects >= 1,
         "seed {seed}: no client ran through the kill"
     );
-    server.child.kill().unwrap();
-    server.child.wait().unwrap();
-    let server = durable(&dir, &addr);
-    let mut c = Client::connect(
-        std::slice::from_ref(&server.addr),
-        Mode::Pipeline,
-        Duration::from_secs(5),
-    )
-    .unwrap();
-    let all = c.range(0, u64::MAX, 65_536).unwrap();
+    let (server, _client, all) = restart_and_read_all(server, &dir, &addr);
     let want: Vec<(u64, u64)> = model.into_iter().collect();
     assert_eq!(all, want, "seed {seed}");
     drop(server);
