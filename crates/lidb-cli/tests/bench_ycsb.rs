@@ -224,7 +224,11 @@ fn scan_rows_for_every_set() {
 }
 
 fn one_line_error(args: &[&str], needle: &str) {
-    let dir = scratch("err");
+    // A directory per call: tests run in parallel threads of one process, and a shared one let
+    // calls interfere (CI once saw an entry in the directory one call expected empty).
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch(&format!("err{n}"));
     let d = dir.display().to_string();
     let mut all = args.to_vec();
     all.extend(["--dir", &d, "--records", "100", "--value-size", "100"]);
