@@ -28,6 +28,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
+use lidb_index::Family;
 use lidb_lsm::storage::Storage;
 use lidb_lsm::storage::fs::FsStorage;
 
@@ -53,6 +54,9 @@ pub struct LearnedStoreOptions {
 pub struct LearnedOptions {
     /// Use the learned path (`learnedstore`); off, every lookup walks the tree (`btree`).
     pub enabled: bool,
+    /// Family of the model over the boundary keys (any lidb-index family; the default,
+    /// RadixSpline, is the authors' code's).
+    pub family: Family,
     /// Error bound of the model over the boundary keys, in mapping-table slots (swept 16..128
     /// in the experiments; the authors' code uses RadixSpline with such a bound).
     pub error_bound: u64,
@@ -64,9 +68,37 @@ impl Default for LearnedOptions {
     fn default() -> Self {
         LearnedOptions {
             enabled: true,
+            family: Family::Rs,
             error_bound: 32,
             tolerance: 1.0,
         }
+    }
+}
+
+impl LearnedOptions {
+    /// The model as `FAMILY/B` (e.g. `rs/32`), the form [`LearnedOptions::parse_model`] reads.
+    pub fn model_name(&self) -> String {
+        format!("{}/{}", self.family.name(), self.error_bound)
+    }
+
+    /// Parses a model `FAMILY/B` (a lidb-index family name and an error bound of at least 2
+    /// slots) or `FAMILY` alone (the default bound), as `--leaf-model` and the bench's engine
+    /// names take it.
+    pub fn parse_model(spec: &str) -> std::result::Result<(Family, u64), String> {
+        let (family, bound) = match spec.split_once('/') {
+            Some((f, b)) => {
+                let b: u64 = b.trim().parse().map_err(|_| {
+                    format!("\"{spec}\": the error bound after '/' is not a whole number")
+                })?;
+                (f, b)
+            }
+            None => (spec, LearnedOptions::default().error_bound),
+        };
+        if bound < 2 {
+            return Err(format!("\"{spec}\": the error bound is at least 2 slots"));
+        }
+        let family = Family::from_name(family.trim()).map_err(|e| e.to_string())?;
+        Ok((family, bound))
     }
 }
 
@@ -359,5 +391,29 @@ impl LearnedStore {
     pub fn close(self) -> Result<()> {
         self.trainers.stop();
         self.store.close()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_specs_parse_and_print_back() {
+        assert_eq!(LearnedOptions::parse_model("pgm/64"), Ok((Family::Pgm, 64)));
+        assert_eq!(LearnedOptions::parse_model("rs"), Ok((Family::Rs, 32)));
+        let o = LearnedOptions {
+            family: Family::Plr,
+            error_bound: 16,
+            ..LearnedOptions::default()
+        };
+        assert_eq!(
+            LearnedOptions::parse_model(&o.model_name()),
+            Ok((Family::Plr, 16))
+        );
+        for bad in ["rs/1", "rs/x", "nope/32", "rs/", "/32"] {
+            let e = LearnedOptions::parse_model(bad);
+            assert!(e.is_err(), "{bad} parsed as {e:?}");
+        }
     }
 }

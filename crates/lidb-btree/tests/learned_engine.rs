@@ -298,6 +298,39 @@ fn a_reopened_store_serves_learned_lookups_reading_leaves_only() {
     assert!(store.tree().tree().height().unwrap() >= 3);
 }
 
+/// Every lidb-index family can be the leaf model: a reopen with another family retrains over
+/// the loaded slots (no inner node read) and every lookup still answers right.
+#[test]
+fn every_family_serves_as_the_leaf_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = options(true, 1024);
+    let store = LearnedStore::open(dir.path(), &opts).unwrap();
+    let mut model = BTreeMap::new();
+    load(&store, 5_000, &mut model);
+    store.retrain_learned().unwrap();
+    store.close().unwrap();
+    for family in lidb_index::Family::ALL {
+        let mut opts = options(true, 1024);
+        opts.learned.family = family;
+        opts.learned.error_bound = 16;
+        let store = LearnedStore::open(dir.path(), &opts).unwrap();
+        assert!(
+            matches!(store.learned_source(), LearnedSource::Loaded { .. }),
+            "{family:?}: {:?}",
+            store.learned_source()
+        );
+        let s = store.learned_stats();
+        assert_eq!((s.family, s.error_bound), (family.name(), 16), "{s:?}");
+        for (k, v) in model.iter().step_by(13) {
+            assert_eq!(store.get(k).unwrap().as_ref(), Some(v), "{family:?}");
+        }
+        assert!(store.get(b"\xff\xff-absent").unwrap().is_none());
+        let s = store.learned_stats();
+        assert_eq!(s.fallbacks, 0, "{family:?}: {s:?}");
+        store.close().unwrap();
+    }
+}
+
 fn rewrite_blob(dir: &Path, blob: impl Fn(Vec<u8>) -> Vec<u8>) {
     let tree = BTree::open(
         &dir.join(lidb_btree::PAGE_FILE_NAME),

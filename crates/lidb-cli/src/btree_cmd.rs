@@ -47,7 +47,10 @@ pub struct BtreeArgs {
     #[arg(long, default_value = "100K")]
     ops: String,
     /// Engines, comma-separated, or "all" (every engine): learnedstore (LearnedStore, learned
-    /// path on), btree (the same tree, learned path off), redb, lmdb.
+    /// path on, leaf model rs/32), learnedstore:FAMILY/B (the learned path with another leaf
+    /// model: any lidb-index family and its error bound in mapping-table slots, e.g.
+    /// learnedstore:rs/16,learnedstore:rs/128,learnedstore:pgm/32 sweeps models in one run),
+    /// btree (the same tree, learned path off), redb, lmdb.
     #[arg(long, default_value = "all")]
     engine: String,
     /// cold: seconds of lookups from the cold pool.

@@ -27,8 +27,9 @@ pub struct StoreArgs {
     /// only --sync, --recovery-mode and its own --checkpoint-log-bytes, and the others are
     /// refused), learnedstore (LearnedStore: a buffer-managed B+-tree under a write-ahead log,
     /// its leaves also reached through a learned model; it takes --sync, --recovery-mode,
-    /// --checkpoint-log-bytes, --direct-io, --pool, --page-size and --learned) or btree
-    /// (learnedstore with the learned path off: the same options but --learned).
+    /// --checkpoint-log-bytes, --direct-io, --pool, --page-size, --learned and --leaf-model) or
+    /// btree (learnedstore with the learned path off: the same options but --learned and
+    /// --leaf-model).
     #[arg(long, default_value = "lsm")]
     pub engine: String,
     /// Index of new tables: a family (pgm, rmi, ...), FAMILY+keys (mapped keys retained), or an
@@ -108,6 +109,11 @@ pub struct KvArgs {
     /// (off, which is the btree engine).
     #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
     learned: bool,
+    /// learnedstore: the model over the leaves' boundary keys, FAMILY/B: any lidb-index family
+    /// (fp, plr, fiting, pgm, rs, rmi, lpa, ...) and its error bound in mapping-table slots
+    /// (at least 2). The default, rs/32, is the authors' code's RadixSpline.
+    #[arg(long, default_value = "rs/32")]
+    leaf_model: String,
 }
 
 /// Parses `on` or `off`.
@@ -159,7 +165,7 @@ fn readers_of(opt: &str) -> Option<(&'static [&'static str], &'static str)> {
         "--convert-at-lsm-bytes" | "--convert-at-lsm-levels" => Some((&["learnedkv"], "learnedkv")),
         "--checkpoint-log-bytes" => Some((LOGGED, "finedex, learnedstore and btree")),
         "--pool" | "--page-size" => Some((TREE, "learnedstore and btree")),
-        "--learned" => Some((
+        "--learned" | "--leaf-model" => Some((
             &["learnedstore"],
             "learnedstore (btree is learnedstore with --learned off)",
         )),
@@ -196,6 +202,9 @@ fn tree_options(a: &KvArgs) -> Result<lidb_btree::LearnedStoreOptions, CliError>
     opts.tree.pool_bytes = a.pool;
     opts.tree.direct_io = a.direct_io;
     opts.learned.enabled = a.learned;
+    (opts.learned.family, opts.learned.error_bound) =
+        lidb_btree::LearnedOptions::parse_model(&a.leaf_model)
+            .map_err(crate::args::usage("--leaf-model"))?;
     Ok(opts)
 }
 

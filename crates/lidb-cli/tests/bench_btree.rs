@@ -30,8 +30,11 @@ fn lidb(args: &[&str]) -> Output {
 }
 
 fn run(experiment: &str, extra: &[&str]) -> Vec<Value> {
+    // Tests run in parallel in one process: each call gets a directory of its own.
+    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!(
-        "lidb-bench-btree-{experiment}-{}",
+        "lidb-bench-btree-{experiment}-{}-{call}",
         std::process::id()
     ));
     let d = dir.display().to_string();
@@ -106,6 +109,17 @@ fn every_experiment_gives_rows_with_the_issue_fields() {
 }
 
 #[test]
+fn a_sweep_of_leaf_models_runs_in_one_command() {
+    let engines = "learnedstore:rs/16,learnedstore:pgm/64,btree";
+    let rows = run("memory", &["--engine", engines]);
+    let names: Vec<&str> = rows.iter().filter_map(|r| r["engine"].as_str()).collect();
+    assert_eq!(names, engines.split(',').collect::<Vec<_>>(), "{rows:?}");
+    for row in &rows {
+        assert!(row["kops_per_s"].as_f64().is_some_and(|k| k > 0.0), "{row}");
+    }
+}
+
+#[test]
 fn bad_options_are_one_line_errors() {
     for (args, want) in [
         (vec!["--experiment", "warm"], "unknown experiment"),
@@ -114,6 +128,11 @@ fn bad_options_are_one_line_errors() {
             "unknown engine 'nosuch'",
         ),
         (vec!["--engine", "nosuch"], "unknown engine"),
+        (
+            vec!["--engine", "learnedstore:rs/1"],
+            "the error bound is at least 2",
+        ),
+        (vec!["--engine", "learnedstore:nope/16"], "unknown index"),
         (vec!["--pool", "12XB"], "--pool"),
         (
             vec!["--experiment", "partial", "--pool", "1GiB"],

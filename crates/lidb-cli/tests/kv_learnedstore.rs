@@ -146,6 +146,17 @@ fn options_it_would_ignore_and_bad_values_are_one_line_errors() {
             &["--convert-at-lsm-levels"],
         ),
         ("learnedstore", &["--page-size", "3000"], &["page size"]),
+        (
+            "btree",
+            &["--leaf-model", "pgm/16"],
+            &["--leaf-model", "not btree"],
+        ),
+        ("learnedstore", &["--leaf-model", "rs/1"], &["at least 2"]),
+        (
+            "learnedstore",
+            &["--leaf-model", "nope"],
+            &["unknown index"],
+        ),
     ] {
         let o = kv(engine, &tree, extra, "");
         assert_one_line_error(&o, needles);
@@ -170,6 +181,13 @@ fn options_it_would_ignore_and_bad_values_are_one_line_errors() {
     assert_eq!(stdout(&o), "OK\n1\n", "{}", stderr(&o));
     let o = kv("btree", &tree, &["--page-size", "8KiB"], "get a\n");
     assert_eq!(stdout(&o), "1\n", "{}", stderr(&o));
+    let o = kv(
+        "learnedstore",
+        &tree,
+        &["--page-size", "8KiB", "--leaf-model", "pgm/16"],
+        "put b 2\nget a\nget b\n",
+    );
+    assert_eq!(stdout(&o), "OK\n1\n2\n", "{}", stderr(&o));
     for engine in ["learnedstore", "btree"] {
         // The repair of an intact store: it reads the page size (8 KiB) from the file, keeps
         // every write and says what it did; the store opens after.

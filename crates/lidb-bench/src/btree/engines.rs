@@ -1,8 +1,9 @@
 //! Which engines `lidb bench btree` can run, and how each is opened: the one registration point.
 //!
 //! The LearnedStore engine (crate lidb-btree) registers here as two engines, "learnedstore"
-//! (learned path on) and "btree" (learned path off), so one run compares them; the peers redb and
-//! lmdb follow. To add an engine: implement [`PagedStore`] for it, add its name to
+//! (learned path on) and "btree" (learned path off), so one run compares them, and as
+//! "learnedstore:FAMILY/B" (the learned path with another leaf model: a sweep of models in one
+//! run); the peers redb and lmdb follow. To add an engine: implement [`PagedStore`] for it, add its name to
 //! [`btree_engines`] and a match arm to [`open_engine`]. [`Error::NotBuilt`] stays for a known
 //! name a build leaves out.
 
@@ -52,6 +53,10 @@ pub fn known_engines() -> Vec<&'static str> {
 pub fn check_engines(names: &[String]) -> Result<(), Error> {
     let built = btree_engines();
     for name in names {
+        if let Some(model) = learned_peer::learned_of(name) {
+            model.map_err(|e| Error::Invalid(format!("engine '{name}': {e}")))?;
+            continue;
+        }
         if LEARNED_ENGINES.contains(&name.as_str()) && !built.contains(&name.as_str()) {
             return Err(Error::NotBuilt(name.clone()));
         }
@@ -70,10 +75,16 @@ pub fn check_engines(names: &[String]) -> Result<(), Error> {
 
 /// A fresh, empty engine `name` set up by `setup`.
 pub fn open_engine(name: &str, setup: &StoreSetup) -> Result<Box<dyn PagedStore>, Error> {
-    let store: Box<dyn PagedStore> = match name {
-        learned_peer::LEARNED | learned_peer::PLAIN => Box::new(
-            LearnedPeer::create(&setup.dir, setup.pool_bytes, name == learned_peer::LEARNED)
+    if let Some(model) = learned_peer::learned_of(name) {
+        let model = model.map_err(|e| Error::Invalid(format!("engine '{name}': {e}")))?;
+        return Ok(Box::new(
+            LearnedPeer::create(&setup.dir, setup.pool_bytes, Some(model))
                 .map_err(Error::store(name))?,
+        ));
+    }
+    let store: Box<dyn PagedStore> = match name {
+        learned_peer::PLAIN => Box::new(
+            LearnedPeer::create(&setup.dir, setup.pool_bytes, None).map_err(Error::store(name))?,
         ),
         redb_peer::NAME => {
             Box::new(RedbStore::create(&setup.dir, setup.pool_bytes).map_err(Error::store(name))?)

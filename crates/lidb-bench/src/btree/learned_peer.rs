@@ -22,7 +22,8 @@
 
 use std::path::{Path, PathBuf};
 
-use lidb_btree::{LearnedStore, LearnedStoreOptions, PAGE_FILE_NAME};
+use lidb_btree::{LearnedOptions, LearnedStore, LearnedStoreOptions, PAGE_FILE_NAME};
+use lidb_index::Family;
 
 use super::store::{PagedStore, StoreError};
 
@@ -30,13 +31,24 @@ use super::store::{PagedStore, StoreError};
 pub const LEARNED: &str = "learnedstore";
 pub const PLAIN: &str = "btree";
 
+/// The learned path of engine `name`: `None` for `btree` or a name that is not this engine's;
+/// `Some(None)` for `learnedstore` (the default model); `Some(Some(model))` for
+/// `learnedstore:FAMILY/B`, or the model's parse error.
+pub fn learned_of(name: &str) -> Option<Result<Option<(Family, u64)>, String>> {
+    if name == LEARNED {
+        return Some(Ok(None));
+    }
+    let spec = name.strip_prefix(LEARNED)?.strip_prefix(':')?;
+    Some(LearnedOptions::parse_model(spec).map(Some))
+}
+
 /// Share of a leaf the bulk load fills (room for inserts before the first split).
 pub const BULK_FILL: f64 = 0.9;
 
 /// LearnedStore in a directory of its own.
 #[derive(Debug)]
 pub struct LearnedPeer {
-    name: &'static str,
+    name: String,
     dir: PathBuf,
     opts: LearnedStoreOptions,
     store: Option<LearnedStore>,
@@ -50,15 +62,27 @@ pub struct LearnedPeer {
 
 impl LearnedPeer {
     /// A new, empty store in `dir` (LearnedStore's files there are removed first) with a pool of
-    /// `pool_bytes`, the learned path on (`learnedstore`) or off (`btree`).
-    pub fn create(dir: &Path, pool_bytes: u64, learned: bool) -> Result<LearnedPeer, StoreError> {
-        let name = if learned { LEARNED } else { PLAIN };
+    /// `pool_bytes`, the learned path on with the default model (`learnedstore`) or with model
+    /// `(family, error bound)` (`learnedstore:FAMILY/B`), or off (`btree`).
+    pub fn create(
+        dir: &Path,
+        pool_bytes: u64,
+        learned: Option<Option<(Family, u64)>>,
+    ) -> Result<LearnedPeer, StoreError> {
+        let name = match learned {
+            None => PLAIN.to_string(),
+            Some(None) => LEARNED.to_string(),
+            Some(Some((family, bound))) => format!("{LEARNED}:{}/{bound}", family.name()),
+        };
         std::fs::create_dir_all(dir)?;
         remove_store_files(dir)?;
         let mut opts = LearnedStoreOptions::default();
         opts.tree.pool_bytes = pool_bytes;
         opts.tree.direct_io = true;
-        opts.learned.enabled = learned;
+        opts.learned.enabled = learned.is_some();
+        if let Some(Some((family, bound))) = learned {
+            (opts.learned.family, opts.learned.error_bound) = (family, bound);
+        }
         opts.wal.sync = false;
         opts.wal.checkpoint_on_close = true;
         let mut peer = LearnedPeer {
@@ -136,7 +160,7 @@ fn remove_store_files(dir: &Path) -> Result<(), StoreError> {
 
 impl PagedStore for LearnedPeer {
     fn name(&self) -> &str {
-        self.name
+        &self.name
     }
 
     fn bulk_load(
@@ -213,9 +237,9 @@ impl PagedStore for LearnedPeer {
              file's reads",
             self.name,
             if self.opts.learned.enabled {
-                "on"
+                format!("on (leaf model {})", self.opts.learned.model_name())
             } else {
-                "off"
+                "off".to_string()
             },
             self.opts.tree.pool_bytes,
             self.opts.tree.page_size

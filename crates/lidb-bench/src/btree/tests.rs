@@ -270,6 +270,21 @@ fn the_learned_engines_are_built_and_run_first() {
         "{e:?}"
     );
     assert!(check_engines(&["redb".to_string(), "lmdb".to_string()]).is_ok());
+    let models = [
+        "learnedstore:rs/16",
+        "learnedstore:pgm",
+        "learnedstore:plr/128",
+    ];
+    assert!(check_engines(&models.map(String::from)).is_ok());
+    for bad in [
+        "learnedstore:rs/1",
+        "learnedstore:nope/32",
+        "learnedstore:",
+        "btree:rs/16",
+    ] {
+        let e = check_engines(&[bad.to_string()]).map_err(|e| e.to_string());
+        assert!(e.is_err(), "{bad} accepted");
+    }
     assert_eq!(btree_engines(), ["learnedstore", "btree", "redb", "lmdb"]);
 }
 

@@ -144,7 +144,7 @@ mod tests {
                 frame: None,
             })
             .collect();
-        Table::build(leaves, 32).unwrap_or_else(|e| panic!("{e}"))
+        Table::build(leaves, lidb_index::Family::Rs, 32).unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]

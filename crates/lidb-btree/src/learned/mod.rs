@@ -69,6 +69,8 @@ pub struct LearnedStats {
     pub training_ns: u64,
     /// Slots of the table published now.
     pub slots: u64,
+    /// The family of the model published now (its lidb-index name; empty with the path off).
+    pub family: &'static str,
     /// The error bound (in slots) of the model published now.
     pub error_bound: u64,
     /// Heap bytes of the published mapping table and its model (`Table::memory_bytes`).
@@ -158,13 +160,14 @@ impl Learned {
         } else {
             blob::decode(blob).map_err(|e| format!("the learned blob is damaged ({e})"))
         };
-        // A blob trained with another error bound: the model is retrained over its slots (no
-        // I/O), so a sweep of the bound across reopens measures the bound asked for.
+        // A blob trained with another family or error bound: the model is retrained over its
+        // slots (no I/O), so a sweep across reopens measures the model asked for.
         let decoded = decoded.and_then(|t| {
-            if t.model().boundary() == opts.error_bound.max(2) {
+            if t.model().family() == opts.family && t.model().boundary() == opts.error_bound.max(2)
+            {
                 Ok(t)
             } else {
-                Table::build(t.leaf_refs(), opts.error_bound)
+                Table::build(t.leaf_refs(), opts.family, opts.error_bound)
                     .map_err(|e| format!("retraining the loaded table: {e}"))
             }
         });
@@ -174,7 +177,7 @@ impl Learned {
                 (t, LearnedSource::Loaded { slots })
             }
             Err(why) => {
-                let t = Table::build(tree.leaf_parents()?, opts.error_bound)?;
+                let t = Table::build(tree.leaf_parents()?, opts.family, opts.error_bound)?;
                 let slots = t.slots.len() as u64;
                 (t, LearnedSource::Built { slots, why })
             }
@@ -222,6 +225,7 @@ impl Learned {
             leaf_refits: get(&c.leaf_refits),
             training_ns: get(&c.training_ns),
             slots: table.slots.len() as u64,
+            family: table.model().family().name(),
             error_bound: table.model().boundary(),
             table_bytes: table.memory_bytes(),
         }
@@ -259,7 +263,11 @@ impl Learned {
     /// Test hook: publishes a table built from the tree whose model windows are moved by
     /// `shift` slots (a model forced wrong).
     pub fn publish_shifted_for_test(&self, shift: i64) -> Result<()> {
-        let mut t = Table::build(self.tree.leaf_parents()?, self.opts.error_bound)?;
+        let mut t = Table::build(
+            self.tree.leaf_parents()?,
+            self.opts.family,
+            self.opts.error_bound,
+        )?;
         t.set_shift_for_test(shift);
         self.table.store(Arc::new(t));
         Ok(())
@@ -278,7 +286,7 @@ impl Learned {
             l.pid = p;
             l.frame = None;
         }
-        let t = Table::build(leaves, self.opts.error_bound)?;
+        let t = Table::build(leaves, self.opts.family, self.opts.error_bound)?;
         self.table.store(Arc::new(t));
         Ok(())
     }

@@ -27,7 +27,11 @@ impl Learned {
     pub fn retrain_table(&self) -> Result<()> {
         let started = Instant::now();
         let smos = self.tree.smo_count();
-        let table = Table::build(self.tree.leaf_parents()?, self.opts.error_bound)?;
+        let table = Table::build(
+            self.tree.leaf_parents()?,
+            self.opts.family,
+            self.opts.error_bound,
+        )?;
         // Carry the changed-leaf marks over, so the in-leaf refits are not lost.
         let old = self.table.load();
         for (i, s) in old.slots.iter().enumerate() {

@@ -131,10 +131,11 @@ impl Table {
         slots + keys + split + self.prefix.capacity() as u64 + self.model.size_bytes()
     }
 
-    /// A table over `leaves` (from `Tree::leaf_parents`) with a model of `error_bound` slots.
-    pub fn build(leaves: Vec<LeafRef>, error_bound: u64) -> Result<Table> {
+    /// A table over `leaves` (from `Tree::leaf_parents`) with a `family` model of
+    /// `error_bound` slots.
+    pub fn build(leaves: Vec<LeafRef>, family: Family, error_bound: u64) -> Result<Table> {
         let prefix = common_prefix(leaves.iter().filter_map(|l| l.upper.as_deref()));
-        let model = train(&prefix, &leaves, error_bound)?;
+        let model = train(&prefix, &leaves, family, error_bound)?;
         Self::with_model(leaves, prefix, model)
     }
 
@@ -238,13 +239,15 @@ fn images_of(prefix: &[u8], leaves: &[LeafRef]) -> Vec<u64> {
         .collect()
 }
 
-/// Trains the model (RadixSpline, as the authors' code) over the slots' images.
+/// Trains a `family` model (the default, RadixSpline, is the authors' code's) over the slots'
+/// images.
 pub(crate) fn train(
     prefix: &[u8],
     leaves: &[LeafRef],
+    family: Family,
     error_bound: u64,
 ) -> Result<Box<dyn LearnedIndex>> {
     let images = images_of(prefix, leaves);
-    lidb_index::build(Family::Rs, &images, &Params::new(error_bound.max(2)))
+    lidb_index::build(family, &images, &Params::new(error_bound.max(2)))
         .map_err(|e| Error::InvalidOption(format!("training the leaf model: {e}")))
 }
