@@ -78,9 +78,9 @@ pub enum BenchCommand {
     /// seeded keys and operations in one run.
     ///
     /// Engines: learnedstore and btree (the LearnedStore engine with its learned path on and
-    /// off), redb (its
-    /// cache capped to --pool, file opened with O_DIRECT) and lmdb (the OS-page-cache
-    /// reference, not memory-capped here: a note says why).
+    /// off; learnedstore:FAMILY/B for another leaf model), redb (its cache capped to --pool,
+    /// file opened with O_DIRECT) and lmdb (the OS-page-cache reference, run inside a memory
+    /// cgroup of --pool plus 32 MiB where the machine allows one; a note says which).
     ///
     /// JSON rows: experiment, data, engine, op ("read"; writes: "insert100", "ycsb-a",
     /// "ycsb-b"), kops_per_s, mean_us, p50_us, p99_us, p999_us, reads_per_op (device reads

@@ -1,11 +1,12 @@
 //! `lmdb`: LMDB (through heed) as a [`PagedStore`] peer and the OS-page-cache reference: LMDB
 //! has no pool of its own, it maps its file and lets the kernel cache pages.
 //!
-//! Memory cap: the issue asks for a memory cgroup of the pool's size around the run.
-//! [`memory_cap_note`] checks whether this machine offers a writable cgroup v2; this harness does
-//! not move itself into one (it cannot be tested where the hierarchy is cgroup v1, as here), so
-//! LMDB always runs uncapped and every run's notes say why. To cap it by hand, run
-//! `lidb bench btree --engine lmdb` under `systemd-run --scope -p MemoryMax=SIZE`.
+//! Memory cap: the issue asks for a memory cgroup of the pool's size around the run. From
+//! `create` to drop the process runs inside a [`MemoryCap`] of the pool plus [`CAP_SLACK`] (the
+//! harness's own allocations while LMDB runs, such as the latencies of the timed operations,
+//! are charged there too), so the kernel keeps LMDB's page cache within the pool the other
+//! engines get. Where no writable memory cgroup exists, LMDB runs uncapped and the notes say
+//! why.
 //!
 //! Device reads: LMDB does not count them, so they are estimated from the process's
 //! `/proc/self/io` `read_bytes` (bytes this process caused to be read from storage, page faults
@@ -26,6 +27,7 @@ use std::path::{Path, PathBuf};
 use heed::types::Bytes;
 use heed::{CommitOrAbort, Database, Env, EnvFlags, EnvOpenOptions, PutFlags};
 
+use super::memcap::MemoryCap;
 use super::store::{PagedStore, StoreError};
 
 /// The peer's name in rows.
@@ -52,7 +54,12 @@ pub struct LmdbStore {
     map_bytes: u64,
     env: Option<(Env, Table)>,
     reads_at_open: u64,
+    /// The cap the process runs under while this store lives, or why there is none.
+    cap: Result<MemoryCap, String>,
 }
+
+/// Bytes of the cap above the pool: the harness's own allocations while LMDB runs.
+pub const CAP_SLACK: u64 = 32 << 20;
 
 /// Bytes this process has read from storage so far (`read_bytes` of `/proc/self/io`); 0 where
 /// the file is missing.
@@ -65,20 +72,6 @@ pub fn proc_read_bytes() -> u64 {
                 .and_then(|v| v.trim().parse().ok())
         })
         .unwrap_or(0)
-}
-
-/// Why LMDB runs without a memory cap on this machine, as a note for the rows.
-pub fn memory_cap_note() -> String {
-    let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers").exists();
-    let why = if !v2 {
-        "cgroup not writable here (the hierarchy at /sys/fs/cgroup is cgroup v1, not v2)"
-    } else if std::fs::metadata("/sys/fs/cgroup").is_ok_and(|m| m.permissions().readonly()) {
-        "cgroup not writable here (cgroup v2 is mounted read-only)"
-    } else {
-        "this harness does not move itself into a capped cgroup v2 yet; run it under \
-         `systemd-run --scope -p MemoryMax=SIZE` to cap it"
-    };
-    format!("LMDB not memory-capped: {why}; it may use all free memory as OS page cache")
 }
 
 impl LmdbStore {
@@ -95,6 +88,7 @@ impl LmdbStore {
             map_bytes: map_bytes.next_multiple_of(PAGE_BYTES),
             env: None,
             reads_at_open: proc_read_bytes(),
+            cap: MemoryCap::apply(pool_bytes.saturating_add(CAP_SLACK), NAME),
         };
         store.open()?;
         Ok(store)
@@ -229,8 +223,21 @@ impl PagedStore for LmdbStore {
     }
 
     fn notes(&self) -> Vec<String> {
+        let cap = match &self.cap {
+            Ok(cap) => format!(
+                "lmdb: memory-capped: the process ran in {} (the pool + {} MiB for the \
+                 harness's own allocations); peak charge so far {}",
+                cap.describe(),
+                CAP_SLACK >> 20,
+                cap.peak_bytes()
+                    .map_or("not reported".to_string(), |p| format!("{p} bytes"))
+            ),
+            Err(why) => format!(
+                "lmdb: NOT memory-capped: {why}; it may use all free memory as OS page cache"
+            ),
+        };
         vec![
-            memory_cap_note(),
+            cap,
             format!(
                 "lmdb: map {} bytes, NO_SYNC, NO_READ_AHEAD; device reads estimated from \
                  /proc/self/io read_bytes / {PAGE_BYTES}",

@@ -10,8 +10,9 @@
 //! - [`experiments`]: the four experiments, from a config to a [`Report`].
 //! - [`rows`]: the output rows, JSON lines and the table.
 //! - [`learned_peer`]: LearnedStore (lidb-btree) as "learnedstore" and "btree".
-//! - peers: [`redb_peer`] (over the `O_DIRECT` backend of [`direct`]) and [`lmdb_peer`];
-//!   [`reference`] is a `BTreeMap` for the harness's own tests.
+//! - peers: [`redb_peer`] (over the `O_DIRECT` backend of [`direct`]) and [`lmdb_peer`] (in a
+//!   memory cgroup of the pool's size, [`memcap`]); [`reference`] is a `BTreeMap` for the
+//!   harness's own tests.
 //!
 //! Everything runs on the calling thread. A wrong value read stops the run ([`Error::WrongValue`]).
 
@@ -22,6 +23,7 @@ pub mod experiments;
 pub mod learned_peer;
 pub mod lmdb_peer;
 pub mod measure;
+pub mod memcap;
 pub mod redb_peer;
 pub mod reference;
 pub mod rows;
