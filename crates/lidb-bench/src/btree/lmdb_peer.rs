@@ -1,12 +1,16 @@
 //! `lmdb`: LMDB (through heed) as a [`PagedStore`] peer and the OS-page-cache reference: LMDB
 //! has no pool of its own, it maps its file and lets the kernel cache pages.
 //!
-//! Memory cap: the issue asks for a memory cgroup of the pool's size around the run. From
-//! `create` to drop the process runs inside a [`MemoryCap`] of the pool plus [`CAP_SLACK`] (the
-//! harness's own allocations while LMDB runs, such as the latencies of the timed operations,
-//! are charged there too), so the kernel keeps LMDB's page cache within the pool the other
-//! engines get. Where no writable memory cgroup exists, LMDB runs uncapped and the notes say
-//! why.
+//! Memory cap: the issue asks for a memory cgroup of the pool's size around the run. From the
+//! end of the bulk load to drop the process runs inside a [`MemoryCap`] of the pool plus
+//! [`CAP_SLACK`] (the harness's own allocations while LMDB runs, such as the latencies of the
+//! timed operations, are charged there too), so the kernel keeps LMDB's page cache within the
+//! pool the other engines get. The bulk load runs uncapped because LMDB holds a write
+//! transaction's dirty pages in heap memory until it commits (one transaction of all records
+//! would exceed any pool smaller than the data); after it commits and syncs, the file is dropped
+//! from the page cache (pages cached during the load would otherwise stay charged outside the
+//! cap) and the cap is applied. Where no writable memory cgroup exists, LMDB runs uncapped and
+//! the notes say why.
 //!
 //! Device reads: LMDB does not count them, so they are estimated from the process's
 //! `/proc/self/io` `read_bytes` (bytes this process caused to be read from storage, page faults
@@ -54,8 +58,9 @@ pub struct LmdbStore {
     map_bytes: u64,
     env: Option<(Env, Table)>,
     reads_at_open: u64,
-    /// The cap the process runs under while this store lives, or why there is none.
-    cap: Result<MemoryCap, String>,
+    /// The cap the process runs under from the end of the bulk load, or why there is none;
+    /// `None` before the bulk load.
+    cap: Option<Result<MemoryCap, String>>,
 }
 
 /// Bytes of the cap above the pool: the harness's own allocations while LMDB runs.
@@ -88,7 +93,7 @@ impl LmdbStore {
             map_bytes: map_bytes.next_multiple_of(PAGE_BYTES),
             env: None,
             reads_at_open: proc_read_bytes(),
-            cap: MemoryCap::apply(pool_bytes.saturating_add(CAP_SLACK), NAME),
+            cap: None,
         };
         store.open()?;
         Ok(store)
@@ -169,6 +174,13 @@ impl PagedStore for LmdbStore {
         }
         wtxn.commit().map_err(err)?;
         env.force_sync().map_err(err)?;
+        self.drop_page_cache()?;
+        if self.cap.is_none() {
+            self.cap = Some(MemoryCap::apply(
+                self.pool_bytes.saturating_add(CAP_SLACK),
+                NAME,
+            ));
+        }
         Ok(())
     }
 
@@ -224,15 +236,14 @@ impl PagedStore for LmdbStore {
 
     fn notes(&self) -> Vec<String> {
         let cap = match &self.cap {
-            Ok(cap) => format!(
-                "lmdb: memory-capped: the process ran in {} (the pool + {} MiB for the \
-                 harness's own allocations); peak charge so far {}",
+            None => "lmdb: no memory cap yet (it is applied at the end of the bulk load)".into(),
+            Some(Ok(cap)) => format!(
+                "lmdb: memory-capped from the end of the bulk load: the process ran in {} (the \
+                 pool + {} MiB for the harness's own allocations)",
                 cap.describe(),
                 CAP_SLACK >> 20,
-                cap.peak_bytes()
-                    .map_or("not reported".to_string(), |p| format!("{p} bytes"))
             ),
-            Err(why) => format!(
+            Some(Err(why)) => format!(
                 "lmdb: NOT memory-capped: {why}; it may use all free memory as OS page cache"
             ),
         };

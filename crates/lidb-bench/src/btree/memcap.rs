@@ -107,18 +107,6 @@ impl MemoryCap {
         self.limit
     }
 
-    /// The cgroup's peak charge so far (v1 `memory.max_usage_in_bytes`, v2 `memory.peak`), if
-    /// the kernel reports it.
-    pub fn peak_bytes(&self) -> Option<u64> {
-        let file = match self.version {
-            Version::V1 => "memory.max_usage_in_bytes",
-            Version::V2 => "memory.peak",
-        };
-        std::fs::read_to_string(self.dir.join(file))
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-    }
-
     /// What a row's note says of the cap.
     pub fn describe(&self) -> String {
         format!(
