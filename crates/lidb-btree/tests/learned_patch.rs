@@ -234,3 +234,53 @@ fn a_long_split_list_wakes_the_full_rebuild() {
         assert_eq!(store.get(&key(i)).unwrap(), Some(value(i)), "{i}");
     }
 }
+
+/// The checkpoint folds the split lists into the table it saves: after a restart the leaves of
+/// patched splits are slots of their own, so every lookup is a hit and none a misprediction
+/// (before the fold, the saved table had only the slots from before the splits, and each
+/// lookup of a split range missed and walked the tree).
+#[test]
+fn a_restart_keeps_the_patched_splits() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = options();
+    let store = LearnedStore::open(dir.path(), &opts).unwrap();
+    for i in 0..LOADED {
+        store.put(&key(8 * i), &value(8 * i)).unwrap();
+    }
+    store.retrain_learned().unwrap();
+    let before = store.learned_stats();
+    for i in 0..LOADED {
+        for d in 1..=6 {
+            store.put(&key(8 * i + d), &value(8 * i + d)).unwrap();
+        }
+    }
+    let patched = store.learned_stats();
+    assert!(patched.table_patches > 0, "{patched:?}");
+    assert_eq!(patched.slots, before.slots, "no rebuild ran: {patched:?}");
+    store.close().unwrap();
+
+    let store = LearnedStore::open(dir.path(), &opts).unwrap();
+    let opened = store.learned_stats();
+    assert!(
+        matches!(
+            store.learned_source(),
+            lidb_btree::LearnedSource::Loaded { .. }
+        ),
+        "{:?}",
+        store.learned_source()
+    );
+    assert!(
+        opened.slots > before.slots * 2,
+        "the saved table has {} slots, the one before the splits {}",
+        opened.slots,
+        before.slots
+    );
+    for i in 0..LOADED * 8 {
+        let want = (i % 8 != 7).then(|| value(i));
+        assert_eq!(store.get(&key(i)).unwrap(), want, "{i}");
+    }
+    let after = store.learned_stats();
+    assert_eq!(after.mispredictions, opened.mispredictions, "{after:?}");
+    assert_eq!(after.fallbacks, opened.fallbacks, "{after:?}");
+    assert_eq!(after.hits - opened.hits, LOADED * 8, "{after:?}");
+}

@@ -203,9 +203,15 @@ impl Learned {
         Ok((learned, source))
     }
 
-    /// The blob of the table published now (the checkpoint hook).
+    /// The blob of the table published now (the checkpoint hook), with its split lists folded
+    /// into slots of their own (the model retrained over them, in memory), so a restart serves
+    /// the leaves of patched splits from the table as well, without walking to them.
     pub fn encode(&self) -> Vec<u8> {
-        blob::encode(&self.table.load())
+        let table = self.table.load();
+        let folded = table
+            .folded_leaf_refs()
+            .and_then(|leaves| Table::build(leaves, self.opts.family, self.opts.error_bound).ok());
+        blob::encode(folded.as_ref().unwrap_or(&table))
     }
 
     pub fn stats(&self) -> LearnedStats {

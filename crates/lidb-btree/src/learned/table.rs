@@ -186,6 +186,42 @@ impl Table {
             .collect()
     }
 
+    /// The leaves of the table with every split list (`patch.rs`) folded in: each listed leaf
+    /// in place of its slot. `None` when no slot has a list, or when the folded fences are not
+    /// strictly increasing (a list gone stale under a merge), so the caller keeps the table as
+    /// it is.
+    pub fn folded_leaf_refs(&self) -> Option<Vec<LeafRef>> {
+        let mut out = Vec::with_capacity(self.slots.len());
+        let mut folded = false;
+        for s in &self.slots {
+            let split = s.split_leaves();
+            match split.as_ref().and_then(|g| g.as_deref()) {
+                Some(leaves) if !leaves.is_empty() => {
+                    folded = true;
+                    out.extend(leaves.iter().map(|l| LeafRef {
+                        upper: l.upper.clone(),
+                        pid: l.pid,
+                        frame: l.frame_hint(),
+                    }));
+                }
+                _ => out.push(LeafRef {
+                    upper: s.upper.clone(),
+                    pid: s.pid,
+                    frame: s.frame_hint(),
+                }),
+            }
+        }
+        let sorted = out.windows(2).all(|w| match w {
+            [a, b] => match (&a.upper, &b.upper) {
+                (Some(a), Some(b)) => a < b,
+                (Some(_), None) => true,
+                (None, _) => false,
+            },
+            _ => true,
+        });
+        (folded && sorted).then_some(out)
+    }
+
     /// The slot's lower fence (exclusive; `None`: minus infinity).
     pub fn lower(&self, i: usize) -> Option<&[u8]> {
         i.checked_sub(1)
