@@ -63,8 +63,9 @@ pub struct BtreeArgs {
     /// row; engines without the hook get a note instead).
     #[arg(long, default_value_t = 0.01)]
     inner_miss: f64,
-    /// Engine files go under DIR/btree-<pid>/, one directory per engine and phase, removed at
-    /// the end unless --keep.
+    /// Engine files go under DIR/btree-<pid>/, one directory per engine and phase; each engine's
+    /// are removed as soon as its rows are taken (so the disk holds one engine's files at a
+    /// time), unless --keep.
     #[arg(long, default_value = "bench-out")]
     dir: PathBuf,
     /// Keep the engine directories.
@@ -153,6 +154,7 @@ pub fn run(a: BtreeArgs) -> Result<(), CliError> {
         inner_miss: a.inner_miss,
         seed: a.seed,
         dir: run_dir.clone(),
+        keep: a.keep,
         progress: true,
     };
     cfg.check().map_err(CliError::BtreeBench)?;

@@ -105,9 +105,50 @@ pub struct Config {
     /// simulation); 0 skips the simulation.
     pub inner_miss: f64,
     pub seed: u64,
-    /// Engine files go under this directory, one subdirectory per engine.
+    /// Engine files go under this directory, one subdirectory per engine and phase.
     pub dir: PathBuf,
+    /// Keep each engine's subdirectories after its rows are taken (otherwise they are removed
+    /// then, so a run at the sizes needs the disk of one engine at a time).
+    pub keep: bool,
     pub progress: bool,
+}
+
+impl Config {
+    /// The directory of `engine`'s store for `phase`: `<dir>/<engine>-<phase>`, with the
+    /// characters of a model name (`learnedstore:rs/16`) that do not belong in a file name
+    /// replaced by `_`.
+    pub fn engine_dir(&self, engine: &str, phase: &str) -> PathBuf {
+        self.dir
+            .join(format!("{}-{phase}", Self::file_name(engine)))
+    }
+
+    fn file_name(engine: &str) -> String {
+        engine
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '+' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    }
+
+    /// Removes every directory of `engine` under `dir` (what [`Config::engine_dir`] made).
+    pub fn remove_engine_dirs(&self, engine: &str) -> std::io::Result<()> {
+        let prefix = format!("{}-", Self::file_name(engine));
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Ok(());
+        };
+        for entry in entries {
+            let entry = entry?;
+            if entry.file_name().to_string_lossy().starts_with(&prefix) {
+                std::fs::remove_dir_all(entry.path())?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Pool slack over the records for B-tree page overhead when everything must be resident.

@@ -2,7 +2,8 @@
 //! come from an [`OpenStore`] function, output is a [`Report`].
 //!
 //! Runs on the calling thread, engine after engine, each in a fresh directory
-//! `<dir>/<engine>-<phase>` with the same seeded keys and operations, so rows of one run compare.
+//! `<dir>/<engine>-<phase>` with the same seeded keys and operations, so rows of one run compare;
+//! an engine's directories are removed once its rows are taken, unless `keep`.
 //! - memory: load, look every key up once (untimed warm-up), then `ops` timed random lookups.
 //! - partial: load with a pool smaller than the records, `ops / 10` untimed random lookups to
 //!   reach the steady state of the replacement, then `ops` timed ones. Where the engine has the
@@ -60,6 +61,10 @@ pub fn run(cfg: &Config, open: OpenStore<'_>) -> Result<Report, Error> {
             Experiment::Cold => cold(cfg, engine, open, &mut report)?,
             Experiment::Writes => writes(cfg, engine, open, &mut report)?,
         }
+        if !cfg.keep {
+            cfg.remove_engine_dirs(engine)
+                .map_err(|e| Error::store(engine)(StoreError::Io(e)))?;
+        }
     }
     Ok(report)
 }
@@ -83,7 +88,7 @@ fn loaded_store(
     report: &mut Report,
 ) -> Result<Box<dyn PagedStore>, Error> {
     let setup = StoreSetup {
-        dir: cfg.dir.join(format!("{engine}-{phase}")),
+        dir: cfg.engine_dir(engine, phase),
         pool_bytes,
         data_bytes: cfg.data.data_bytes(),
     };
@@ -181,7 +186,7 @@ fn simulated_partial(
     let data = cfg.data.data_bytes();
     let pool = data * 2 + (16 << 20);
     let setup = StoreSetup {
-        dir: cfg.dir.join(format!("{engine}-simulated")),
+        dir: cfg.engine_dir(engine, "simulated"),
         pool_bytes: pool,
         data_bytes: data,
     };

@@ -27,6 +27,7 @@ fn config(experiment: Experiment, n: u64) -> Config {
         inner_miss: 0.01,
         seed: SEED,
         dir: std::env::temp_dir().join(format!("lidb-btree-harness-{}", std::process::id())),
+        keep: false,
         progress: false,
     }
 }
@@ -318,5 +319,45 @@ fn rows_print_as_json_with_the_issue_fields() -> Result<(), Box<dyn std::error::
         table.contains("memory-reference") && table.contains("t90_s"),
         "{table}"
     );
+    Ok(())
+}
+
+/// Each engine's directories are gone once its rows are taken (the next engine finds none of
+/// them), unless `keep`; names of leaf models become file names without '/' or ':'.
+#[test]
+fn engine_directories_go_when_their_rows_are_taken() -> Result<(), Error> {
+    for keep in [false, true] {
+        let mut cfg = config(Experiment::Memory, 1_000);
+        cfg.dir = cfg.dir.join(format!("dirs-{keep}"));
+        cfg.keep = keep;
+        cfg.engines = vec!["first:rs/16".to_string(), "second".to_string()];
+        let seen = std::cell::RefCell::new(Vec::new());
+        let open = |name: &str, setup: &StoreSetup| -> Result<Box<dyn PagedStore>, Error> {
+            let mut present: Vec<String> = std::fs::read_dir(&cfg.dir)
+                .map(|d| {
+                    d.filter_map(|e| e.ok())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            present.sort();
+            seen.borrow_mut().push((name.to_string(), present));
+            std::fs::create_dir_all(&setup.dir).map_err(|e| Error::store(name)(e.into()))?;
+            Ok(Box::new(MemoryReference::with_reads_per_get(0)))
+        };
+        run(&cfg, &open)?;
+        let seen = seen.into_inner();
+        let at_second = seen
+            .iter()
+            .find(|(n, _)| n == "second")
+            .map(|(_, p)| p.clone());
+        let want: Vec<String> = if keep {
+            vec!["first_rs_16-memory".to_string()]
+        } else {
+            Vec::new()
+        };
+        assert_eq!(at_second, Some(want), "keep={keep}: {seen:?}");
+        let _ = std::fs::remove_dir_all(&cfg.dir);
+    }
     Ok(())
 }
