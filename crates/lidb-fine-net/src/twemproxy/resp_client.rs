@@ -204,3 +204,72 @@ impl Target for RespClient {
         self.round_trips
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+    use std::net::TcpListener;
+
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::*;
+
+    /// GET 1 against a one-connection server that answers `reply` (then waits for the client
+    /// to close, so no reset races the reply).
+    fn get_with_reply(reply: Vec<u8>) -> Result<Result<Option<u64>, WireError>, WireError> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?.to_string();
+        let server = std::thread::spawn(move || -> std::io::Result<()> {
+            let (mut s, _) = listener.accept()?;
+            s.set_read_timeout(Some(Duration::from_secs(5)))?;
+            s.write_all(&reply)?;
+            s.shutdown(std::net::Shutdown::Write)?;
+            let mut sink = Vec::new();
+            let _ = s.read_to_end(&mut sink);
+            Ok(())
+        });
+        let got = {
+            let mut c = RespClient::connect(&addr, Duration::from_secs(5))?;
+            c.get(1)
+        };
+        let _ = server.join();
+        Ok(got)
+    }
+
+    #[test]
+    fn replies_are_read_or_refused() -> Result<(), WireError> {
+        assert_eq!(get_with_reply(b"$1\r\n7\r\n".to_vec())?.ok(), Some(Some(7)));
+        assert_eq!(get_with_reply(b"$-1\r\n".to_vec())?.ok(), Some(None));
+        for bad in [
+            &b"-ERR engine: no\r\n"[..],
+            b"$99999999\r\n",
+            b"$2\r\n7",
+            b"*1\r\n$1\r\n7\r\n",
+            b"$3\r\nabc\r\n",
+            b"$1\r\n7xx",
+            b"+OK",
+            b"",
+        ] {
+            assert!(get_with_reply(bad.to_vec())?.is_err(), "{bad:?}");
+        }
+        let long = vec![b'+'; MAX_LINE as usize + 10];
+        assert!(get_with_reply(long)?.is_err());
+        Ok(())
+    }
+
+    #[test]
+    fn random_replies_never_panic() -> Result<(), WireError> {
+        let seed = 12;
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        for _ in 0..64 {
+            let n = rng.gen_range(0..64);
+            let mut reply: Vec<u8> = (0..n).map(|_| rng.r#gen()).collect();
+            if let Some(first) = reply.first_mut() {
+                *first = *b"+-:$*".get(rng.gen_range(0..5)).unwrap_or(&b'$');
+            }
+            let _ = get_with_reply(reply)?;
+        }
+        Ok(())
+    }
+}
