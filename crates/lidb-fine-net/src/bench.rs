@@ -100,10 +100,13 @@ struct Samples {
     finished: Option<Instant>,
 }
 
-/// The key ranges of `k` shards splitting the u64 domain evenly.
+/// The key ranges of `k` shards splitting evenly the keys YCSB records take: `record_key` is
+/// YCSB's fnvhash64, whose sign bit is cleared, so every record key is below 2^63 (an even split
+/// of all of u64 left every record on the first of two shards). The last range runs to
+/// u64::MAX, so the shards still cover every key.
 pub fn shard_ranges(k: u32) -> Vec<(u64, u64)> {
     let k = u64::from(k.max(1));
-    let width = u64::MAX / k;
+    let width = (1u64 << 63) / k;
     (0..k)
         .map(|i| {
             let lo = i * width;
@@ -420,4 +423,32 @@ fn drive<T: Target>(
     }
     s.finished = Some(Instant::now());
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spawned_shards_cover_u64_and_split_the_records() {
+        for k in 1..=4u32 {
+            let ranges = shard_ranges(k);
+            assert_eq!(ranges.first().map(|r| r.0), Some(0));
+            assert_eq!(ranges.last().map(|r| r.1), Some(u64::MAX));
+            for pair in ranges.windows(2) {
+                if let [a, b] = pair {
+                    assert_eq!(a.1.checked_add(1), Some(b.0), "{ranges:?}");
+                }
+            }
+            let records = 10_000u64;
+            for &(lo, hi) in &ranges {
+                let n = preload_entries(records, lo, hi).len() as u64;
+                let even = records / u64::from(k);
+                assert!(
+                    n > even * 8 / 10 && n < even * 12 / 10,
+                    "k={k}: {n} in {lo}-{hi}"
+                );
+            }
+        }
+    }
 }
