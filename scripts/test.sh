@@ -26,8 +26,10 @@ install() {
 
 # librocksdb-dev and libclang-dev: the rocksdb feature (bindgen); redis-*: the serve smoke run;
 # OpenJDK 17 and Maven: the YCSB binding (which fetches YCSB core and Jedis from Maven Central);
-# python3-venv: the Python package's virtualenv (pip fetches maturin, numpy and pytest from PyPI).
-install librocksdb-dev libclang-dev redis-tools redis-server openjdk-17-jdk-headless maven python3-venv
+# python3-venv: the Python package's virtualenv (pip fetches maturin, numpy and pytest from PyPI);
+# nutcracker: twemproxy, the baseline deployment of `lidb fine bench --mode twemproxy` (its test
+# in lidb-cli's fine_resp.rs says "skipped" without it).
+install librocksdb-dev libclang-dev redis-tools redis-server openjdk-17-jdk-headless maven python3-venv nutcracker
 
 echo "== 1. cargo test --workspace"
 cargo test --workspace

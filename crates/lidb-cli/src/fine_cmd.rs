@@ -11,7 +11,7 @@ use clap::{Args, Subcommand};
 use lidb_fine::{Config, FineIndex};
 use lidb_fine_net::bench::{self, BenchConfig, BenchWorkload};
 use lidb_fine_net::server::{Server, ServerConfig};
-use lidb_fine_net::{Mode, WireError};
+use lidb_fine_net::{Mode, WireError, twemproxy};
 
 use crate::error::{CliError, io};
 
@@ -79,7 +79,9 @@ pub struct BenchArgs {
     #[arg(long, default_value = "100K")]
     ops: String,
     /// Modes, comma-separated: pipeline, on-server, locks (pipeline inside a remote layout
-    /// lock that the servers' retraining takes exclusively; only with --spawn-servers).
+    /// lock that the servers' retraining takes exclusively; only with --spawn-servers),
+    /// twemproxy (the baseline: the same shards over RESP behind nutcracker, hash sharding,
+    /// GET/SET; only with --spawn-servers, not workload e; needs Debian's nutcracker).
     #[arg(long, default_value = "pipeline,on-server")]
     mode: String,
     #[arg(long, default_value_t = 42)]
@@ -100,10 +102,11 @@ fn wire(e: WireError) -> CliError {
     CliError::Serve(e.to_string())
 }
 
-fn parse_range(text: &str) -> Result<(u64, u64), CliError> {
+/// A shard's key range `LO-HI` given to `option` (both inclusive).
+pub(crate) fn parse_range(option: &str, text: &str) -> Result<(u64, u64), CliError> {
     let bad = || {
         CliError::Usage(format!(
-            "--range: \"{text}\": want LO-HI, two u64, LO <= HI"
+            "{option}: \"{text}\": want LO-HI, two u64, LO <= HI"
         ))
     };
     let (lo, hi) = text.split_once('-').ok_or_else(bad)?;
@@ -118,7 +121,7 @@ fn parse_range(text: &str) -> Result<(u64, u64), CliError> {
 }
 
 fn serve(a: ServeArgs) -> Result<(), CliError> {
-    let (lo, hi) = parse_range(&a.range)?;
+    let (lo, hi) = parse_range("--range", &a.range)?;
     if !(a.client_timeout.is_finite() && a.client_timeout > 0.0 && a.client_timeout < 1e6) {
         return Err(CliError::Usage("--client-timeout must be above 0".into()));
     }
@@ -163,6 +166,28 @@ fn count(option: &str, text: &str) -> Result<u64, CliError> {
         .map_err(|e| CliError::Usage(format!("{option}: {e}")))
 }
 
+/// What `--mode twemproxy` cannot run, refused before anything starts.
+fn twemproxy_usage(spawn: u32, workloads: &[BenchWorkload]) -> Result<(), CliError> {
+    if spawn == 0 {
+        return Err(CliError::Usage(
+            "--mode twemproxy needs --spawn-servers K: it starts the shards with RESP faces \
+             and nutcracker in front of them"
+                .into(),
+        ));
+    }
+    if let Some(why) = workloads.iter().find_map(|&w| twemproxy::refusal(w)) {
+        return Err(CliError::Usage(format!("--mode twemproxy: {why}")));
+    }
+    if twemproxy::find_binary().is_none() {
+        return Err(CliError::Usage(
+            "--mode twemproxy: nutcracker (twemproxy) is not installed: apt-get install -y \
+             nutcracker (Debian's package)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
 fn bench_run(a: BenchArgs) -> Result<(), CliError> {
     let workloads = a
         .workload
@@ -170,14 +195,17 @@ fn bench_run(a: BenchArgs) -> Result<(), CliError> {
         .map(|w| BenchWorkload::parse(w.trim()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| CliError::Usage(format!("--workload: {e}")))?;
+    // twemproxy is not a client mode: it runs its own path (lidb_fine_net::twemproxy).
+    let with_twemproxy = a.mode.split(',').any(|m| m.trim() == twemproxy::MODE_NAME);
     let modes = a
         .mode
         .split(',')
+        .filter(|m| m.trim() != twemproxy::MODE_NAME)
         .map(|m| {
             Mode::parse(m.trim()).ok_or_else(|| {
                 CliError::Usage(format!(
-                    "--mode: \"{m}\": built modes are pipeline, on-server and locks (on-client \
-                     is not built yet)"
+                    "--mode: \"{m}\": built modes are pipeline, on-server, locks and twemproxy \
+                     (on-client is not built yet)"
                 ))
             })
         })
@@ -190,6 +218,9 @@ fn bench_run(a: BenchArgs) -> Result<(), CliError> {
         .map(|s| s.split(',').map(|x| x.trim().to_string()).collect())
         .unwrap_or_default();
     let spawn = a.spawn_servers.unwrap_or(0);
+    if with_twemproxy {
+        twemproxy_usage(spawn, &workloads)?;
+    }
     if spawn == 0 && modes.contains(&Mode::Locks) {
         return Err(CliError::Usage(
             "--mode locks needs --spawn-servers (the servers must retrain under the lock)".into(),
@@ -239,7 +270,8 @@ fn bench_run(a: BenchArgs) -> Result<(), CliError> {
         a.seed,
         if a.delay_us > 0 {
             format!(
-                "loopback TCP through a relay delaying {} us each way (netem stand-in)",
+                "loopback TCP through a relay delaying {} us each way (netem stand-in; \
+                 twemproxy: on the client->proxy hop only)",
                 a.delay_us
             )
         } else {
@@ -251,7 +283,10 @@ fn bench_run(a: BenchArgs) -> Result<(), CliError> {
     } else {
         println!("{header}");
     }
-    let rows = bench::run(&cfg, &mut |line| eprintln!("# {line}")).map_err(wire)?;
+    let mut rows = bench::run(&cfg, &mut |line| eprintln!("# {line}")).map_err(wire)?;
+    if with_twemproxy {
+        rows.extend(twemproxy::run(&cfg, &mut |line| eprintln!("# {line}")).map_err(wire)?);
+    }
     let mut out = std::io::stdout().lock();
     if !a.json {
         writeln!(

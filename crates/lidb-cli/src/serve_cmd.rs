@@ -101,6 +101,17 @@ pub struct ServeArgs {
     /// (off: the btree engine under the name learnedstore).
     #[arg(long, default_value = "on", value_parser = crate::kv_cmd::parse_on_off, action = clap::ArgAction::Set)]
     learned: bool,
+    /// finedex only: serve one shard over RESP and fine-wire at once, fine-wire on this address
+    /// (port 0: a free one; stdout's second line is `fine-wire listening on ADDRESS`). One index
+    /// and one log serve both; keys and values are then u64 in decimal text (`SET 42 7`), and
+    /// anything else is an error. The store in --db is fine-wire's (8-byte keys): not one
+    /// written by `--engine finedex` without this option.
+    #[arg(long)]
+    fine_listen: Option<String>,
+    /// With --fine-listen: the shard's key range LO-HI (u64, both inclusive); keys outside it
+    /// are refused over both protocols. Default: every u64.
+    #[arg(long)]
+    shard: Option<String>,
 }
 
 /// Options of `lidb serve` only LearnedStore's engines read, the engines that read each, and how
@@ -150,14 +161,34 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
         )));
     }
     refuse_ignored(&args.engine, given)?;
+    if args.shard.is_some() && args.fine_listen.is_none() {
+        return Err(CliError::Usage(
+            "--shard needs --fine-listen (a shard map is fine-wire's)".into(),
+        ));
+    }
+    if args.fine_listen.is_some() && args.engine != "finedex" {
+        return Err(CliError::Usage(format!(
+            "--fine-listen serves a FINEdex shard: it needs --engine finedex, not {}",
+            args.engine
+        )));
+    }
     std::fs::create_dir_all(&args.db).map_err(io(args.db.display().to_string()))?;
-    let engine = engines::open(&args.engine, &cfg).map_err(|e| {
-        CliError::Serve(format!(
-            "cannot open engine {} in {}: {e}",
-            args.engine,
-            args.db.display()
-        ))
-    })?;
+    let (engine, fine_addr) = match &args.fine_listen {
+        Some(fine_listen) => {
+            let (engine, addr) = open_shard(&args, fine_listen)?;
+            (engine, Some(addr))
+        }
+        None => {
+            let engine = engines::open(&args.engine, &cfg).map_err(|e| {
+                CliError::Serve(format!(
+                    "cannot open engine {} in {}: {e}",
+                    args.engine,
+                    args.db.display()
+                ))
+            })?;
+            (engine, None)
+        }
+    };
     let config = ServerConfig {
         listen: args.listen,
         max_connections: args.max_connections,
@@ -178,8 +209,46 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
     let mut printed = Ok(());
     let served = server.run_until_signal(|addr| {
         let mut out = std::io::stdout().lock();
-        printed = writeln!(out, "listening on {addr}").and_then(|()| out.flush());
+        printed = writeln!(out, "listening on {addr}")
+            .and_then(|()| match fine_addr {
+                Some(fine) => writeln!(out, "fine-wire listening on {fine}"),
+                None => Ok(()),
+            })
+            .and_then(|()| out.flush());
     });
     printed.map_err(io("stdout"))?;
     served.map_err(|e| CliError::Serve(e.to_string()))
+}
+
+/// The fine-wire server of `--fine-listen` over the store in --db, and its RESP face (one
+/// index, one log: `lidb_fine_net::resp_shard`).
+fn open_shard(
+    args: &ServeArgs,
+    fine_listen: &str,
+) -> Result<(Box<dyn engines::Engine>, std::net::SocketAddr), CliError> {
+    let (lo, hi) = match &args.shard {
+        Some(text) => crate::fine_cmd::parse_range("--shard", text)?,
+        None => (0, u64::MAX),
+    };
+    let cfg = lidb_fine_net::ServerConfig {
+        shard_lo: lo,
+        shard_hi: hi,
+        ..lidb_fine_net::ServerConfig::default()
+    };
+    let server = lidb_fine_net::Server::start_durable(
+        &args.db,
+        args.sync,
+        lidb_fine::Config::default(),
+        fine_listen,
+        cfg,
+    )
+    .map_err(|e| {
+        CliError::Serve(format!(
+            "cannot serve the fine-wire shard of {} on {fine_listen}: {e}",
+            args.db.display()
+        ))
+    })?;
+    let addr = server.addr();
+    let engine = lidb_fine_net::resp_shard::ShardEngine::new(server, Some(args.db.clone()));
+    Ok((Box::new(engine), addr))
 }

@@ -18,6 +18,7 @@ use crate::client::{Client, Mode};
 use crate::error::WireError;
 use crate::relay::Relay;
 use crate::server::{Server, ServerConfig};
+use crate::target::Target;
 
 /// The value every run stores under `key`, so any answer can be checked without a model.
 pub fn value_of(key: u64) -> u64 {
@@ -99,10 +100,13 @@ struct Samples {
     finished: Option<Instant>,
 }
 
-/// The key ranges of `k` shards splitting the u64 domain evenly.
+/// The key ranges of `k` shards splitting evenly the keys YCSB records take: `record_key` is
+/// YCSB's fnvhash64, whose sign bit is cleared, so every record key is below 2^63 (an even split
+/// of all of u64 left every record on the first of two shards). The last range runs to
+/// u64::MAX, so the shards still cover every key.
 pub fn shard_ranges(k: u32) -> Vec<(u64, u64)> {
     let k = u64::from(k.max(1));
-    let width = u64::MAX / k;
+    let width = (1u64 << 63) / k;
     (0..k)
         .map(|i| {
             let lo = i * width;
@@ -112,30 +116,37 @@ pub fn shard_ranges(k: u32) -> Vec<(u64, u64)> {
         .collect()
 }
 
-fn spawn(cfg: &BenchConfig, mode: Mode) -> Result<Vec<Server>, WireError> {
+pub(crate) fn spawn(cfg: &BenchConfig, mode: Mode) -> Result<Vec<Server>, WireError> {
     shard_ranges(cfg.spawn_servers)
         .into_iter()
-        .map(|(lo, hi)| {
-            let entries = preload_entries(cfg.records, lo, hi);
-            // Model retraining runs on a server thread every 5 ms in every mode (writers never
-            // retrain), so the modes differ only in how clients stay consistent with it: in
-            // locks mode that thread retrains under the exclusive remote layout lock.
-            let index_cfg = Config {
-                model_retrain_after_nested: 0,
-                ..cfg.index.clone()
-            };
-            let ix = FineIndex::bulk_load(&entries, index_cfg)
-                .map_err(|e| WireError::malformed(format!("bulk load: {e}")))?;
-            let scfg = ServerConfig {
-                shard_lo: lo,
-                shard_hi: hi,
-                retrain_every: Some(Duration::from_millis(5)),
-                layout_locks: mode == Mode::Locks,
-                ..ServerConfig::default()
-            };
-            Server::start(Arc::new(ix), "127.0.0.1:0", scfg)
-        })
+        .map(|(lo, hi)| spawn_shard(cfg, mode, (lo, hi), &preload_entries(cfg.records, lo, hi)))
         .collect()
+}
+
+/// One spawned server on 127.0.0.1 owning `[lo, hi]`, bulk-loaded with `entries` (sorted).
+pub(crate) fn spawn_shard(
+    cfg: &BenchConfig,
+    mode: Mode,
+    (lo, hi): (u64, u64),
+    entries: &[(u64, u64)],
+) -> Result<Server, WireError> {
+    // Model retraining runs on a server thread every 5 ms in every mode (writers never
+    // retrain), so the modes differ only in how clients stay consistent with it: in
+    // locks mode that thread retrains under the exclusive remote layout lock.
+    let index_cfg = Config {
+        model_retrain_after_nested: 0,
+        ..cfg.index.clone()
+    };
+    let ix = FineIndex::bulk_load(entries, index_cfg)
+        .map_err(|e| WireError::malformed(format!("bulk load: {e}")))?;
+    let scfg = ServerConfig {
+        shard_lo: lo,
+        shard_hi: hi,
+        retrain_every: Some(Duration::from_millis(5)),
+        layout_locks: mode == Mode::Locks,
+        ..ServerConfig::default()
+    };
+    Server::start(Arc::new(ix), "127.0.0.1:0", scfg)
 }
 
 /// The entries of the first `records` YCSB records whose keys lie in `[lo, hi]`, sorted: what
@@ -195,7 +206,8 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>
             } else {
                 relays.iter().map(|r| r.addr().to_string()).collect()
             };
-            rows.extend(run_one(cfg, &addrs, w, mode, progress)?);
+            let clients = connect_clients(cfg, &addrs, mode)?;
+            rows.extend(run_one(cfg, clients, w, mode.name(), progress)?);
             drop(relays);
             for s in servers {
                 s.shutdown();
@@ -224,20 +236,32 @@ fn relays_for(addrs: &[String], delay_us: u64) -> Result<Vec<Relay>, WireError> 
         .collect()
 }
 
-fn run_one(
+/// Client threads of a run: `--clients` times `--threads`.
+pub(crate) fn client_threads(cfg: &BenchConfig) -> u64 {
+    u64::from(cfg.clients.max(1)) * u64::from(cfg.threads.max(1))
+}
+
+fn connect_clients(
     cfg: &BenchConfig,
     addrs: &[String],
-    w: BenchWorkload,
     mode: Mode,
+) -> Result<Vec<Client>, WireError> {
+    (0..client_threads(cfg))
+        .map(|_| Client::connect(addrs, mode, Duration::from_secs(5)))
+        .collect()
+}
+
+/// Runs workload `w` with one thread per target in `clients`; rows named `mode`.
+pub(crate) fn run_one<T: Target + Send + 'static>(
+    cfg: &BenchConfig,
+    clients: Vec<T>,
+    w: BenchWorkload,
+    mode: &'static str,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Vec<Row>, WireError> {
-    let threads = u64::from(cfg.clients.max(1)) * u64::from(cfg.threads.max(1));
+    let threads = clients.len().max(1) as u64;
     let per_thread = cfg.ops / threads;
     let done = Arc::new(AtomicU64::new(0));
-    let mut clients = Vec::new();
-    for _ in 0..threads {
-        clients.push(Client::connect(addrs, mode, Duration::from_secs(5))?);
-    }
     let started = Instant::now();
     let handles: Vec<_> = clients
         .into_iter()
@@ -257,7 +281,7 @@ fn run_one(
             last = Instant::now();
             progress(&format!(
                 "{} {}: {}/{} ops",
-                mode.name(),
+                mode,
                 w.name(),
                 done.load(Ordering::Relaxed),
                 total
@@ -292,7 +316,7 @@ fn run_one(
     Ok(rows_of(mode, w, &mut all, secs))
 }
 
-fn rows_of(mode: Mode, w: BenchWorkload, s: &mut Samples, secs: f64) -> Vec<Row> {
+fn rows_of(mode: &'static str, w: BenchWorkload, s: &mut Samples, secs: f64) -> Vec<Row> {
     let mut rows = Vec::new();
     let mut every: Vec<u64> = s.ns.iter().flatten().copied().collect();
     let rt_all: u64 = s.round_trips.iter().sum();
@@ -306,7 +330,7 @@ fn rows_of(mode: Mode, w: BenchWorkload, s: &mut Samples, secs: f64) -> Vec<Row>
             ns.get(i).copied().unwrap_or(0) as f64 / 1_000.0
         };
         rows.push(Row {
-            mode: mode.name(),
+            mode,
             workload: w.name(),
             op,
             ops: ns.len() as u64,
@@ -335,8 +359,8 @@ fn next_op(g: &mut Generator, w: BenchWorkload, records: u64, lane: (u64, u64), 
     }
 }
 
-fn drive(
-    mut c: Client,
+fn drive<T: Target>(
+    mut c: T,
     w: BenchWorkload,
     records: u64,
     ops: u64,
@@ -353,7 +377,7 @@ fn drive(
     let mut s = Samples::default();
     for i in 0..ops {
         let op = next_op(&mut g, w, records, lane, i);
-        let rt0 = c.stats().round_trips;
+        let rt0 = c.round_trips();
         let t0 = Instant::now();
         let (kind, ok) = match op {
             Op::Read(r) => {
@@ -362,12 +386,11 @@ fn drive(
             }
             Op::Update(r) => {
                 let k = record_key(r);
-                (1, c.update(k, value_of(k))? == Some(value_of(k)))
+                (1, c.update_ok(k, value_of(k))?)
             }
             Op::Insert(r) => {
                 let k = record_key(r);
-                let old = c.insert(k, value_of(k))?;
-                (2, old.is_none_or(|v| v == value_of(k)))
+                (2, c.insert_ok(k, value_of(k))?)
             }
             Op::Scan { start, len } => {
                 let k = record_key(start);
@@ -379,8 +402,8 @@ fn drive(
             Op::ReadModifyWrite(r) => {
                 let k = record_key(r);
                 let read = c.get(k)?;
-                let old = c.update(k, value_of(k))?;
-                (4, read == Some(value_of(k)) && old == Some(value_of(k)))
+                let updated = c.update_ok(k, value_of(k))?;
+                (4, read == Some(value_of(k)) && updated)
             }
         };
         let ns = t0.elapsed().as_nanos() as u64;
@@ -388,7 +411,7 @@ fn drive(
             v.push(ns);
         }
         if let Some(rt) = s.round_trips.get_mut(kind) {
-            *rt += c.stats().round_trips - rt0;
+            *rt += c.round_trips() - rt0;
         }
         if !ok {
             s.wrong += 1;
@@ -400,4 +423,32 @@ fn drive(
     }
     s.finished = Some(Instant::now());
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spawned_shards_cover_u64_and_split_the_records() {
+        for k in 1..=4u32 {
+            let ranges = shard_ranges(k);
+            assert_eq!(ranges.first().map(|r| r.0), Some(0));
+            assert_eq!(ranges.last().map(|r| r.1), Some(u64::MAX));
+            for pair in ranges.windows(2) {
+                if let [a, b] = pair {
+                    assert_eq!(a.1.checked_add(1), Some(b.0), "{ranges:?}");
+                }
+            }
+            let records = 10_000u64;
+            for &(lo, hi) in &ranges {
+                let n = preload_entries(records, lo, hi).len() as u64;
+                let even = records / u64::from(k);
+                assert!(
+                    n > even * 8 / 10 && n < even * 12 / 10,
+                    "k={k}: {n} in {lo}-{hi}"
+                );
+            }
+        }
+    }
 }

@@ -15,6 +15,8 @@ pub enum WireError {
     BadRequest { detail: String },
     /// The server answered WRONG_SHARD for this key.
     WrongShard { key: u64 },
+    /// A key outside the range `[lo, hi]` of the shard asked (in-process calls, RESP).
+    OutsideShard { key: u64, lo: u64, hi: u64 },
     /// No server of the shard map owns this key.
     NoShard { key: u64 },
     /// The shard map is unusable (overlapping ranges, no servers).
@@ -38,6 +40,9 @@ impl fmt::Display for WireError {
             WireError::Malformed { detail } => write!(f, "malformed fine-wire frame: {detail}"),
             WireError::BadRequest { detail } => write!(f, "server refused the request: {detail}"),
             WireError::WrongShard { key } => write!(f, "key {key} is outside the server's range"),
+            WireError::OutsideShard { key, lo, hi } => {
+                write!(f, "key {key} is outside this shard's range {lo}-{hi}")
+            }
             WireError::NoShard { key } => write!(f, "no server of the shard map owns key {key}"),
             WireError::ShardMap { detail } => write!(f, "bad shard map: {detail}"),
             WireError::Store(e) => write!(f, "fine server store: {e}"),

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use lidb_fine::{BinAnswer, BinOp, FineIndex, RemoteLayout};
 
 use super::Shared;
+use super::local::by_key;
 use crate::codec::consts::*;
 use crate::codec::msg::{
     BinAddr, Payload, ReadItem, ReadResult, Reply, Request, WireLayout, WireRegion,
@@ -251,9 +252,9 @@ fn key_op(shared: &Shared, addr: BinAddr, key: u64, op: BinOp, status: &mut u8) 
         shared.barrier.lookup(addr.region)
     };
     let at = region.as_ref().map(|r| (r, u64::from(addr.position)));
-    let answer = match (&shared.durable, op) {
-        (Some(d), BinOp::Insert(_) | BinOp::Update(_) | BinOp::Remove) => {
-            match d.write(&shared.index, at, key, op) {
+    let answer = match op {
+        BinOp::Insert(_) | BinOp::Update(_) | BinOp::Remove => {
+            match shared.apply_write(at, key, op) {
                 Ok(a) => a,
                 Err(e) => {
                     *status = STATUS_BAD_REQUEST;
@@ -278,19 +279,7 @@ fn key_op(shared: &Shared, addr: BinAddr, key: u64, op: BinOp, status: &mut u8) 
             *status = STATUS_RETIRED;
         }
     }
-    if !matches!(op, BinOp::Search) {
-        shared.sync_if_newer();
-    }
     Payload::Value(answer.value)
-}
-
-fn by_key(ix: &FineIndex, key: u64, op: BinOp) -> Option<u64> {
-    match op {
-        BinOp::Insert(v) => ix.insert(key, v),
-        BinOp::Update(v) => ix.update(key, v),
-        BinOp::Remove => ix.remove(key),
-        _ => ix.get(key),
-    }
 }
 
 fn wire_layout(shared: &Shared, l: &RemoteLayout) -> WireLayout {

@@ -110,4 +110,14 @@ impl Durable {
             },
         })
     }
+
+    /// Writes the log's buffered records to its file.
+    pub fn flush(&self) -> Result<(), WireError> {
+        self.store.flush().map_err(store_err)
+    }
+
+    /// A new checkpoint of every live entry and an empty log.
+    pub fn checkpoint(&self) -> Result<(), WireError> {
+        self.store.checkpoint().map_err(store_err)
+    }
 }

@@ -10,6 +10,10 @@
 //! index's own locks. Deviation from the paper: there is no separate NIC; "one-sided" means the
 //! server thread that answers a READ runs no index logic.
 //!
+//! In-process callers (the RESP face of `lidb serve --fine-listen`) use [`Server::get`],
+//! [`Server::insert`], [`Server::remove`] and [`Server::range`] (`local.rs`), which write
+//! through the same path as fine-wire writes.
+//!
 //! Invariants: every reply carries `Shared::version`, the last layout version the barrier
 //! synced; a write whose retraining published a newer layout syncs the barrier before it
 //! replies, so the reply that follows a retraining already announces it.
@@ -17,6 +21,7 @@
 mod connection;
 mod durable;
 mod lease;
+mod local;
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
