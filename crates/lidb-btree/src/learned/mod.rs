@@ -29,7 +29,7 @@ mod retrain;
 pub(crate) mod table;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
 
@@ -137,6 +137,9 @@ pub(crate) struct Learned {
     changed_since: AtomicU64,
     retrain_table: Wake,
     refit_leaves: Wake,
+    /// Held for a whole rebuild (and by the test hooks that publish a table): two rebuilds never
+    /// overlap, so a rebuild that listed the leaves earlier can never publish over a later one.
+    rebuild: Mutex<()>,
     stop: AtomicBool,
     /// Test hook: splits are not patched into the table (`patch.rs`), to show what the
     /// patches do.
@@ -192,6 +195,7 @@ impl Learned {
             changed_since: AtomicU64::new(0),
             retrain_table: Wake::default(),
             refit_leaves: Wake::default(),
+            rebuild: Mutex::new(()),
             stop: AtomicBool::new(false),
             skip_patches: AtomicBool::new(false),
         });
@@ -269,6 +273,7 @@ impl Learned {
     /// Test hook: publishes a table built from the tree whose model windows are moved by
     /// `shift` slots (a model forced wrong).
     pub fn publish_shifted_for_test(&self, shift: i64) -> Result<()> {
+        let _rebuild = self.rebuild.lock().unwrap_or_else(PoisonError::into_inner);
         let mut t = Table::build(
             self.tree.leaf_parents()?,
             self.opts.family,
@@ -282,6 +287,7 @@ impl Learned {
     /// Test hook: publishes a table built from the tree whose page ids are rotated by `by`
     /// slots (fences right, leaves wrong: only the in-page fence check catches it).
     pub fn publish_rotated_pids_for_test(&self, by: usize) -> Result<()> {
+        let _rebuild = self.rebuild.lock().unwrap_or_else(PoisonError::into_inner);
         let mut leaves = self.tree.leaf_parents()?;
         let mut pids: Vec<u64> = leaves.iter().map(|l| l.pid).collect();
         if !pids.is_empty() {

@@ -7,8 +7,10 @@
 //! in flight finish on the table they loaded, later ones see the new one; none waits.
 //!
 //! Threads: started by [`Trainers::start`], stopped and joined by [`Trainers::stop`] (the
-//! engine's close and drop). Each waits on its own `Wake` (mutex + condvar), holding no lock
-//! while it works. A failed rebuild (an I/O error listing the leaves) keeps the old table.
+//! engine's close and drop). Each waits on its own `Wake` (mutex + condvar). A rebuild holds the
+//! `rebuild` mutex from listing the leaves to publishing, so an explicit `retrain_learned` and
+//! the background thread never interleave (the older listing can never be published last);
+//! lookups and writes never take it. A failed rebuild (an I/O error listing the leaves) keeps the old table.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -23,8 +25,16 @@ use crate::error::Result;
 const REFIT_PERIOD: Duration = Duration::from_millis(200);
 
 impl Learned {
-    /// Rebuilds the table and model from the tree and publishes them.
+    /// Rebuilds the table and model from the tree and publishes them. Waits for a rebuild in
+    /// flight (the background thread's) to publish first, and clears a pending wake of the
+    /// background thread, which this rebuild answers (it lists the leaves after the wake).
     pub fn retrain_table(&self) -> Result<()> {
+        let _rebuild = self.rebuild.lock().unwrap_or_else(PoisonError::into_inner);
+        *self
+            .retrain_table
+            .flag
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = false;
         let started = Instant::now();
         let smos = self.tree.smo_count();
         let table = Table::build(
