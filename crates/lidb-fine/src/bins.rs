@@ -358,6 +358,64 @@ impl LevelBins {
         }
     }
 
+    /// The remote bin read (docs/format/fine-wire.md, READ_BIN): appends the words of the root
+    /// bin (`child: None`) or of child bin `child`, loads of atomics only (no lock, no index
+    /// logic): `head, aux, len, len x (key, value), tail`. Root: `aux` is the tree flag (1: the
+    /// pairs are `(first key, child id)`). Child: `aux` is the root's version, read inside the
+    /// child's seqlock window (a client checks it equals the version of the root it routed by).
+    /// `head`/`tail` are the seqlock version before and after (`tail` after an Acquire fence);
+    /// `mid` runs halfway (the test hook that tears a copy). A child id never allocated copies
+    /// as an empty bin with version 0 (the root's version then tells the client it was stale).
+    pub fn copy_words(
+        &self,
+        child: Option<usize>,
+        out: &mut Vec<u64>,
+        mid: Option<&mut dyn FnMut()>,
+    ) {
+        let empty = ChildBin::new(0);
+        let (latch, aux, len_word, keys, vals): (
+            &SeqLock,
+            u64,
+            &AtomicU64,
+            &[AtomicU64],
+            &[AtomicU64],
+        ) = match child {
+            None => (
+                &self.latch,
+                0,
+                &self.root_len,
+                &self.root_keys,
+                &self.root_vals,
+            ),
+            Some(id) => {
+                let c = self.child(id).unwrap_or(&empty);
+                (&c.latch, 0, &c.len, &c.keys, &c.vals)
+            }
+        };
+        let head = latch.raw_version();
+        let aux = match child {
+            None => self.tree.load(Relaxed),
+            Some(_) => aux | self.latch.raw_version_relaxed(),
+        };
+        // A torn length is clamped to the slots; validation discards the copy.
+        let len = (len_word.load(Relaxed) as usize).min(keys.len());
+        out.reserve(4 + 2 * len);
+        out.extend_from_slice(&[head, aux, len as u64]);
+        let mut mid = mid;
+        for (i, (k, v)) in keys.iter().zip(vals).take(len).enumerate() {
+            if i == len / 2
+                && let Some(f) = mid.take()
+            {
+                f();
+            }
+            out.extend_from_slice(&[k.load(Relaxed), v.load(Relaxed)]);
+        }
+        if let Some(f) = mid.take() {
+            f();
+        }
+        out.push(latch.raw_version_after());
+    }
+
     /// The child bin `q` routes to, read from the root's first `root_len` slots.
     fn route_child(&self, q: u64, root_len: usize) -> Option<&ChildBin> {
         let mut at = 0;
