@@ -1,4 +1,5 @@
-//! Servers and clients on 127.0.0.1 in one process: gets from trained data in one round trip,
+//! Servers and clients on 127.0.0.1 in one process: gets from trained data in one round trip
+//! (on-client: two or more, its bins read remotely; torn bin copies rejected),
 //! torn reads rejected, model-based runs against a BTreeMap while the servers retrain all the
 //! time (tiny bins plus a retraining thread), clients that vanish, servers replaced under
 //! running clients, and malformed frames. Every loop is bounded by a count and a deadline;
