@@ -226,11 +226,14 @@ fn read(shared: &Shared, items: &[ReadItem]) -> Vec<ReadResult> {
 
 /// READ_MODEL: the synced layout between two loads of the synced version. The layout is an
 /// immutable snapshot; the words say which version it is, and differ when a retraining was
-/// synced meanwhile (the client then reads again). Takes the barrier's sync only when the
-/// version moved since this connection's last copy, as a LAYOUT does; acks nothing (an
+/// synced meanwhile (the client then reads again). Rebuilds this connection's copy only when
+/// the version moved since its last one; acks nothing (an
 /// on-client client holds no region back: a reclaimed one answers STALE and it reads again).
 fn read_model(shared: &Shared, session: &mut Session) -> Payload {
     shared.counters.reads.fetch_add(1, Ordering::Relaxed);
+    // As a LAYOUT does: a retraining the index published but nobody synced yet is taken in
+    // (a lock only then), so the version words and the copy agree.
+    shared.sync_if_newer();
     let head = shared.version.load(Ordering::Acquire);
     if session.model.as_ref().is_none_or(|m| m.version != head) {
         let layout = shared.barrier.sync(&shared.index);
