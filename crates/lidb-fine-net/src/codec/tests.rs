@@ -290,3 +290,16 @@ fn random_and_mutated_bytes_never_panic() {
         let _ = split_frame(&b);
     }
 }
+
+#[test]
+fn the_fuzz_corpus_seeds_of_the_on_client_messages_decode() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/corpus/fine_wire/");
+    for name in ["read_model", "read_bin"] {
+        let body = std::fs::read(format!("{dir}{name}")).unwrap();
+        assert!(decode_request(&body).is_ok(), "{name}");
+    }
+    for name in ["reply_model", "reply_bin"] {
+        let body = std::fs::read(format!("{dir}{name}")).unwrap();
+        assert!(decode_reply(&body).is_ok(), "{name}");
+    }
+}
