@@ -26,6 +26,9 @@
 //!   [`LevelBins::snapshot`]). A split moves entries under both latches, so a reader never has
 //!   to follow it into the next child bin (the paper's readers do): the version change sends it
 //!   back to the root.
+//! - Remote readers (the on-client mode, [`LevelBins::copy_words`]) copy one bin's words with
+//!   the same loads and send the versions around them; the client validates them, and a child
+//!   copy carries the root's version so the client can tell its routing still holds.
 //!
 //! Lock order: root, then child bins by id. An in-place writer holds one child latch and never
 //! waits for the root (it only reads its version), so there is no cycle. Child bins are
@@ -373,29 +376,23 @@ impl LevelBins {
         mid: Option<&mut dyn FnMut()>,
     ) {
         let empty = ChildBin::new(0);
-        let (latch, aux, len_word, keys, vals): (
-            &SeqLock,
-            u64,
-            &AtomicU64,
-            &[AtomicU64],
-            &[AtomicU64],
-        ) = match child {
-            None => (
-                &self.latch,
-                0,
-                &self.root_len,
-                &self.root_keys,
-                &self.root_vals,
-            ),
-            Some(id) => {
-                let c = self.child(id).unwrap_or(&empty);
-                (&c.latch, 0, &c.len, &c.keys, &c.vals)
-            }
-        };
+        let (latch, len_word, keys, vals): (&SeqLock, &AtomicU64, &[AtomicU64], &[AtomicU64]) =
+            match child {
+                None => (
+                    &self.latch,
+                    &self.root_len,
+                    &self.root_keys,
+                    &self.root_vals,
+                ),
+                Some(id) => {
+                    let c = self.child(id).unwrap_or(&empty);
+                    (&c.latch, &c.len, &c.keys, &c.vals)
+                }
+            };
         let head = latch.raw_version();
         let aux = match child {
             None => self.tree.load(Relaxed),
-            Some(_) => aux | self.latch.raw_version_relaxed(),
+            Some(_) => self.latch.raw_version_relaxed(),
         };
         // A torn length is clamped to the slots; validation discards the copy.
         let len = (len_word.load(Relaxed) as usize).min(keys.len());
