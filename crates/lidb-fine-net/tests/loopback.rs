@@ -253,6 +253,7 @@ fn model_run(
     for (k, v) in &model {
         assert_eq!(c.get(*k).unwrap(), Some(*v), "seed {seed}: final get {k}");
     }
+    println!("{mode:?} thread {t}: {:?}", c.stats());
     ops
 }
 
