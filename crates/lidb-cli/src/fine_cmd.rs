@@ -78,10 +78,12 @@ pub struct BenchArgs {
     /// Operations per run, split between all client threads (K and M suffixes).
     #[arg(long, default_value = "100K")]
     ops: String,
-    /// Modes, comma-separated: pipeline, on-server, locks (pipeline inside a remote layout
-    /// lock that the servers' retraining takes exclusively; only with --spawn-servers),
-    /// twemproxy (the baseline: the same shards over RESP behind nutcracker, hash sharding,
-    /// GET/SET; only with --spawn-servers, not workload e; needs Debian's nutcracker).
+    /// Modes, comma-separated: pipeline, on-server, on-client (no cached model: gets walk
+    /// model, window and level bins with remote reads, writes are RPCs, as Cell), locks
+    /// (pipeline inside a remote layout lock that the servers' retraining takes exclusively;
+    /// only with --spawn-servers), twemproxy (the baseline: the same shards over RESP behind
+    /// nutcracker, hash sharding, GET/SET; only with --spawn-servers, not workload e; needs
+    /// Debian's nutcracker).
     #[arg(long, default_value = "pipeline,on-server")]
     mode: String,
     #[arg(long, default_value_t = 42)]
@@ -204,8 +206,8 @@ fn bench_run(a: BenchArgs) -> Result<(), CliError> {
         .map(|m| {
             Mode::parse(m.trim()).ok_or_else(|| {
                 CliError::Usage(format!(
-                    "--mode: \"{m}\": built modes are pipeline, on-server, locks and twemproxy \
-                     (on-client is not built yet)"
+                    "--mode: \"{m}\": modes are pipeline, on-server, on-client, locks and \
+                     twemproxy"
                 ))
             })
         })

@@ -146,7 +146,7 @@ fn fine_bench_drives_two_shard_processes_and_checks_every_answer() {
             "--workload",
             "a,c",
             "--mode",
-            "pipeline,on-server",
+            "pipeline,on-server,on-client",
             "--json",
         ])
         .output()
@@ -157,7 +157,7 @@ fn fine_bench_drives_two_shard_processes_and_checks_every_answer() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    for mode in ["pipeline", "on-server"] {
+    for mode in ["pipeline", "on-server", "on-client"] {
         for w in ["a", "c"] {
             let all = rows
                 .iter()
@@ -178,13 +178,22 @@ fn fine_bench_drives_two_shard_processes_and_checks_every_answer() {
         c_read["round_trips_per_op"].as_f64().unwrap() <= 1.05,
         "{c_read}\n{stderr}"
     );
+    // On-client: the client reads the model before the window, so at least 2.
+    let on_client = rows
+        .iter()
+        .find(|r| r["mode"] == "on-client" && r["workload"] == "c" && r["op"] == "read")
+        .unwrap();
+    assert!(
+        on_client["round_trips_per_op"].as_f64().unwrap() >= 2.0,
+        "{on_client}\n{stderr}"
+    );
     // Bad usage is one line and a non-zero exit.
     let bad = Command::new(env!("CARGO_BIN_EXE_lidb"))
         .args([
             "fine",
             "bench",
             "--mode",
-            "on-client",
+            "on-nowhere",
             "--spawn-servers",
             "1",
         ])

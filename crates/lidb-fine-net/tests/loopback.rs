@@ -1,4 +1,5 @@
-//! Servers and clients on 127.0.0.1 in one process: gets from trained data in one round trip,
+//! Servers and clients on 127.0.0.1 in one process: gets from trained data in one round trip
+//! (on-client: two or more, its bins read remotely; torn bin copies rejected),
 //! torn reads rejected, model-based runs against a BTreeMap while the servers retrain all the
 //! time (tiny bins plus a retraining thread), clients that vanish, servers replaced under
 //! running clients, and malformed frames. Every loop is bounded by a count and a deadline;
@@ -80,6 +81,89 @@ fn a_get_of_trained_data_takes_one_round_trip() {
     assert_eq!(o.get(3).unwrap(), Some(4));
     assert_eq!(o.stats().reads, 0);
     assert_eq!(o.stats().round_trips - hello, 1);
+}
+
+#[test]
+fn on_client_gets_take_two_round_trips_or_more_and_pipeline_at_most_1_05() {
+    let s = server(
+        index((0..20_000u64).map(|k| k * 3), Config::default()),
+        0,
+        u64::MAX,
+    );
+    let per_get = |mode| {
+        let mut c = connect(&[&s], mode);
+        assert_eq!(c.get(0).unwrap(), Some(1));
+        let before = c.stats().round_trips;
+        for k in 0..5_000u64 {
+            assert_eq!(
+                c.get(k * 12).unwrap(),
+                Some(k * 12 + 1),
+                "{mode:?} key {}",
+                k * 12
+            );
+        }
+        (c.stats().round_trips - before) as f64 / 5_000.0
+    };
+    let pipeline = per_get(Mode::Pipeline);
+    let on_client = per_get(Mode::OnClient);
+    println!("round trips per trained get: pipeline {pipeline}, on-client {on_client}");
+    assert!(pipeline <= 1.05, "pipeline {pipeline}");
+    assert!(on_client >= 2.0, "on-client {on_client}");
+    assert_eq!(s.counters().pipeline_ops.load(Ordering::Relaxed), 0);
+}
+
+#[test]
+fn on_client_gets_of_untrained_keys_read_the_level_bins_remotely() {
+    let cfg = Config {
+        root_slots: 4,
+        child_slots: 4,
+        ..Config::default()
+    };
+    let s = server(index((0..2_000u64).map(|k| k * 100), cfg), 0, u64::MAX);
+    let mut w = connect(&[&s], Mode::Pipeline);
+    // Gap below 1000: a flat root bin (2 keys). Gap below 5000: a root index over child bins.
+    for k in [1_001u64, 1_002] {
+        assert_eq!(w.insert(k, k + 7).unwrap(), None);
+    }
+    for k in 5_001u64..5_010 {
+        assert_eq!(w.insert(k, k + 7).unwrap(), None);
+    }
+    let mut c = connect(&[&s], Mode::OnClient);
+    let ops = s.counters().pipeline_ops.load(Ordering::Relaxed);
+    let rt = c.stats().round_trips;
+    for k in [1_001u64, 1_002] {
+        assert_eq!(c.get(k).unwrap(), Some(k + 7));
+    }
+    assert_eq!(c.get(1_003).unwrap(), None);
+    // Model, window, root bin.
+    assert_eq!(c.stats().round_trips - rt, 9);
+    let rt = c.stats().round_trips;
+    for k in 5_001u64..5_010 {
+        assert_eq!(c.get(k).unwrap(), Some(k + 7), "key {k}");
+    }
+    // Model, window, root bin, child bin (unless the bins became a small model: by key).
+    let st = c.stats();
+    println!("{st:?}");
+    assert!(st.round_trips - rt >= 9 * 4, "{st:?}");
+    assert_eq!(st.torn, 0, "{st:?}");
+    let by_key = s.counters().pipeline_ops.load(Ordering::Relaxed) - ops;
+    assert_eq!(by_key, st.fallbacks, "{st:?}");
+    assert_eq!(st.fallbacks, 0, "{st:?}");
+    // A torn bin copy (the bins' write section taken halfway) is rejected, then read again.
+    s.tear_next_bin_reads(3);
+    assert_eq!(c.get(1_001).unwrap(), Some(1_008));
+    assert_eq!(c.get(5_003).unwrap(), Some(5_010));
+    assert!(c.stats().torn >= 3, "{:?}", c.stats());
+    // Past the retry bound the get goes by key and is still right.
+    s.tear_next_bin_reads(1_000);
+    assert_eq!(c.get(5_004).unwrap(), Some(5_011));
+    assert!(c.stats().fallbacks >= 1);
+    s.tear_next_bin_reads(0);
+    // Writes are RPCs by key.
+    let rt = c.stats().round_trips;
+    assert_eq!(c.insert(5_020, 1).unwrap(), None);
+    assert_eq!(c.stats().round_trips - rt, 1);
+    assert_eq!(c.get(5_020).unwrap(), Some(1));
 }
 
 #[test]
@@ -169,6 +253,7 @@ fn model_run(
     for (k, v) in &model {
         assert_eq!(c.get(*k).unwrap(), Some(*v), "seed {seed}: final get {k}");
     }
+    println!("{mode:?} thread {t}: {:?}", c.stats());
     ops
 }
 
@@ -254,6 +339,11 @@ fn model_based(mode: Mode) {
 #[test]
 fn pipeline_clients_match_a_btreemap_while_servers_retrain() {
     model_based(Mode::Pipeline);
+}
+
+#[test]
+fn on_client_clients_match_a_btreemap_while_servers_retrain() {
+    model_based(Mode::OnClient);
 }
 
 #[test]

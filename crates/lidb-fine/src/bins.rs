@@ -26,6 +26,9 @@
 //!   [`LevelBins::snapshot`]). A split moves entries under both latches, so a reader never has
 //!   to follow it into the next child bin (the paper's readers do): the version change sends it
 //!   back to the root.
+//! - Remote readers (the on-client mode, [`LevelBins::copy_words`]) copy one bin's words with
+//!   the same loads and send the versions around them; the client validates them, and a child
+//!   copy carries the root's version so the client can tell its routing still holds.
 //!
 //! Lock order: root, then child bins by id. An in-place writer holds one child latch and never
 //! waits for the root (it only reads its version), so there is no cycle. Child bins are
@@ -356,6 +359,58 @@ impl LevelBins {
             }
             return ChildWrite::Done(old);
         }
+    }
+
+    /// The remote bin read (docs/format/fine-wire.md, READ_BIN): appends the words of the root
+    /// bin (`child: None`) or of child bin `child`, loads of atomics only (no lock, no index
+    /// logic): `head, aux, len, len x (key, value), tail`. Root: `aux` is the tree flag (1: the
+    /// pairs are `(first key, child id)`). Child: `aux` is the root's version, read inside the
+    /// child's seqlock window (a client checks it equals the version of the root it routed by).
+    /// `head`/`tail` are the seqlock version before and after (`tail` after an Acquire fence);
+    /// `mid` runs halfway (the test hook that tears a copy). A child id never allocated copies
+    /// as an empty bin with version 0 (the root's version then tells the client it was stale).
+    pub fn copy_words(
+        &self,
+        child: Option<usize>,
+        out: &mut Vec<u64>,
+        mid: Option<&mut dyn FnMut()>,
+    ) {
+        let empty = ChildBin::new(0);
+        let (latch, len_word, keys, vals): (&SeqLock, &AtomicU64, &[AtomicU64], &[AtomicU64]) =
+            match child {
+                None => (
+                    &self.latch,
+                    &self.root_len,
+                    &self.root_keys,
+                    &self.root_vals,
+                ),
+                Some(id) => {
+                    let c = self.child(id).unwrap_or(&empty);
+                    (&c.latch, &c.len, &c.keys, &c.vals)
+                }
+            };
+        let head = latch.raw_version();
+        let aux = match child {
+            None => self.tree.load(Relaxed),
+            Some(_) => self.latch.raw_version_relaxed(),
+        };
+        // A torn length is clamped to the slots; validation discards the copy.
+        let len = (len_word.load(Relaxed) as usize).min(keys.len());
+        out.reserve(4 + 2 * len);
+        out.extend_from_slice(&[head, aux, len as u64]);
+        let mut mid = mid;
+        for (i, (k, v)) in keys.iter().zip(vals).take(len).enumerate() {
+            if i == len / 2
+                && let Some(f) = mid.take()
+            {
+                f();
+            }
+            out.extend_from_slice(&[k.load(Relaxed), v.load(Relaxed)]);
+        }
+        if let Some(f) = mid.take() {
+            f();
+        }
+        out.push(latch.raw_version_after());
     }
 
     /// The child bin `q` routes to, read from the root's first `root_len` slots.

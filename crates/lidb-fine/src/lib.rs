@@ -48,8 +48,8 @@ pub use config::Config;
 pub use error::{FineError, Result};
 pub use index::{FineIndex, ModelRetrain};
 pub use remote::{
-    Barrier, BarrierStats, BinAnswer, BinOp, RETIRED, RemoteLayout, TrainedRegion,
-    WORDS_PER_RECORD, WRITING, copy_is_valid, predict_window,
+    BIN_REGION_RETIRED, Barrier, BarrierStats, BinAnswer, BinOp, RETIRED, RemoteLayout,
+    TrainedRegion, WORDS_PER_RECORD, WRITING, bin_copy_is_valid, copy_is_valid, predict_window,
 };
 pub use retrainer::Retrainer;
 pub use stats::FineStats;

@@ -49,6 +49,25 @@ impl SeqLock {
         self.version.load(Ordering::Relaxed) == v
     }
 
+    /// The version word as it is (Acquire), odd or not: the head word of a remote copy.
+    #[inline]
+    pub fn raw_version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// The version word (Relaxed), read inside another latch's read window.
+    #[inline]
+    pub fn raw_version_relaxed(&self) -> u64 {
+        self.version.load(Ordering::Relaxed)
+    }
+
+    /// The tail word of a remote copy: an Acquire fence, then the version (as `validate`).
+    #[inline]
+    pub fn raw_version_after(&self) -> u64 {
+        fence(Ordering::Acquire);
+        self.version.load(Ordering::Relaxed)
+    }
+
     /// Enters the write section (blocks on other writers).
     pub fn write(&self) -> SeqWrite<'_> {
         // A writer that panicked left the data consistent with what it wrote before the panic

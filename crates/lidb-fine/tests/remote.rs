@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use lidb_fine::{
-    Barrier, BinOp, Config, FineIndex, RETIRED, RemoteLayout, WORDS_PER_RECORD, copy_is_valid,
-    predict_window,
+    BIN_REGION_RETIRED, Barrier, BinOp, Config, FineIndex, RETIRED, RemoteLayout, WORDS_PER_RECORD,
+    bin_copy_is_valid, copy_is_valid, predict_window,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -105,6 +105,56 @@ fn a_copy_of_every_region_shows_the_trained_keys_and_values() {
             Remote::Invalid { .. } => panic!("no writer, yet invalid"),
         }
     }
+}
+
+#[test]
+fn bin_copies_show_the_level_bins_and_a_write_section_inside_tears_them() {
+    let cfg = Config {
+        root_slots: 4,
+        child_slots: 4,
+        ..Config::default()
+    };
+    let entries: Vec<(u64, u64)> = (0..1_000u64).map(|k| (k * 100, k)).collect();
+    let ix = FineIndex::bulk_load(&entries, cfg).unwrap();
+    let layout = ix.remote_layout();
+    let r = &layout.regions[0];
+    // Record 10 (key 1000): no bins yet, an empty valid root.
+    let mut w = Vec::new();
+    assert!(r.copy_bin(10, None, &mut w, false));
+    assert_eq!(w, vec![0, 0, 0, 0]);
+    assert!(!r.copy_bin(u64::MAX, None, &mut w, false));
+    // Two keys in the gap: a flat root.
+    ix.insert(1_001, 7);
+    ix.insert(1_002, 8);
+    w.clear();
+    assert!(r.copy_bin(10, None, &mut w, false));
+    assert!(bin_copy_is_valid(w[0], *w.last().unwrap()), "{w:?}");
+    assert_eq!(&w[1..w.len() - 1], &[0, 2, 1_001, 7, 1_002, 8]);
+    // More than the root holds: an index over child bins; the child copy carries the root
+    // version.
+    ix.insert(1_003, 9);
+    ix.insert(1_004, 10);
+    ix.insert(1_005, 11);
+    w.clear();
+    assert!(r.copy_bin(10, None, &mut w, false));
+    let root_version = w[0];
+    assert!(bin_copy_is_valid(root_version, *w.last().unwrap()), "{w:?}");
+    assert_eq!(w[1], 1, "{w:?}");
+    let child = w[4];
+    w.clear();
+    assert!(r.copy_bin(10, Some(child as u32), &mut w, false));
+    assert!(bin_copy_is_valid(w[0], *w.last().unwrap()), "{w:?}");
+    assert_eq!(w[1], root_version);
+    assert_eq!(w[3], 1_001, "{w:?}");
+    // The write section taken halfway through: torn, rejected.
+    w.clear();
+    assert!(r.copy_bin(10, None, &mut w, true));
+    assert!(!bin_copy_is_valid(w[0], *w.last().unwrap()), "{w:?}");
+    // A retraining retires the region: the tail (and later copies' head) carry bit 62.
+    ix.retrain_models();
+    w.clear();
+    assert!(r.copy_bin(10, None, &mut w, false));
+    assert!(w[0] & BIN_REGION_RETIRED != 0 && !bin_copy_is_valid(w[0], *w.last().unwrap()));
 }
 
 #[test]

@@ -6,7 +6,10 @@
 //!
 //! Modes: [`Mode::Pipeline`] (the design: remote read of trained data, then a level-bin op only
 //! when needed; a write reads its window to find its record or bin, then sends the op there)
-//! and [`Mode::OnServer`] (every op one RPC routed by key on the server, as EMT).
+//! and [`Mode::OnServer`] (every op one RPC routed by key on the server, as EMT), and
+//! [`Mode::OnClient`] (no cached model: every get reads the model region, then the window, then
+//! the level bin and maybe a child bin, all with remote reads, as Cell's clients walk a B-tree;
+//! writes are RPCs by key, as Cell's are server-side).
 //!
 //! Invariants:
 //! 1. A get answers from trained data only from a validated copy (head == tail, no WRITING, not
@@ -21,11 +24,13 @@ mod conn;
 use std::time::Duration;
 
 use crate::codec::consts::*;
-use crate::codec::msg::{BinAddr, Payload, ReadItem, ReadResult, Reply, Request, WireLayout};
+use crate::codec::msg::{
+    BinAddr, BinCopy, BinResult, Payload, ReadItem, ReadResult, Reply, Request, WireLayout,
+};
 use crate::error::WireError;
 use cached::{Found, Window, find, window};
 use conn::Conn;
-use lidb_fine::{RETIRED, copy_is_valid};
+use lidb_fine::{BIN_REGION_RETIRED, RETIRED, bin_copy_is_valid, copy_is_valid};
 
 /// Reads of one key's window before the op goes to the server by key.
 pub const MAX_TRIES: u32 = 8;
@@ -40,6 +45,11 @@ pub enum Mode {
     /// UNLOCK after: 2 more round trips) instead of relying on the extended RCU barrier; the
     /// server retrains under the exclusive lock (paper 004, Figure 20).
     Locks,
+    /// The client caches no model: a get reads the model region (READ_MODEL), the predicted
+    /// window of trained data (READ), and when the key is not trained its level bin
+    /// (READ_BIN: the root bin, then a child bin if the root is an index), each copy validated;
+    /// writes and ranges are RPCs by key (paper 004's comparison with Cell, section 5.7).
+    OnClient,
 }
 
 impl Mode {
@@ -48,6 +58,7 @@ impl Mode {
             Mode::Pipeline => "pipeline",
             Mode::OnServer => "on-server",
             Mode::Locks => "locks",
+            Mode::OnClient => "on-client",
         }
     }
 
@@ -56,6 +67,7 @@ impl Mode {
             "pipeline" => Some(Mode::Pipeline),
             "on-server" => Some(Mode::OnServer),
             "locks" => Some(Mode::Locks),
+            "on-client" => Some(Mode::OnClient),
             _ => None,
         }
     }
@@ -202,6 +214,9 @@ impl Client {
     }
 
     fn get_in(&mut self, i: usize, key: u64) -> Result<Option<u64>, WireError> {
+        if self.mode == Mode::OnClient {
+            return self.get_on_client(i, key);
+        }
         if self.mode == Mode::OnServer {
             return self.op_by_key(
                 i,
@@ -304,7 +319,7 @@ impl Client {
         key: u64,
         make: impl Fn(BinAddr) -> Request,
     ) -> Result<Option<u64>, WireError> {
-        if self.mode == Mode::OnServer {
+        if matches!(self.mode, Mode::OnServer | Mode::OnClient) {
             return self.op_by_key(i, key, make(BinAddr::default()));
         }
         let addr = match self.locate(i, key)? {
@@ -331,50 +346,204 @@ impl Client {
                     None => return Ok(None),
                 }
             };
-            if w.lo >= w.hi {
-                // The window is empty: the key is past every trained record of the region.
-                return Ok(w
-                    .lo
-                    .checked_sub(1)
-                    .and_then(|p| u32::try_from(p).ok())
-                    .map(|p| (w, Found::InGap(p))));
-            }
-            let item = ReadItem {
-                region: w.region,
-                offset: u32::try_from(w.lo).unwrap_or(u32::MAX),
-                records: u32::try_from(w.hi - w.lo)
-                    .unwrap_or(MAX_READ_RECORDS)
-                    .min(MAX_READ_RECORDS),
-            };
-            self.stats.reads += 1;
-            let reply = self.call(i, &Request::Read { items: vec![item] })?;
-            let Payload::Read(results) = ok(reply)?.payload else {
-                return Err(WireError::malformed("READ reply without results"));
-            };
-            match results.into_iter().next() {
-                Some(ReadResult::Words(words)) => {
-                    let (Some(&head), Some(&tail)) = (words.first(), words.last()) else {
-                        return Err(WireError::malformed("READ result without version words"));
-                    };
-                    if copy_is_valid(head, tail) {
-                        let body = words.get(1..words.len() - 1).unwrap_or_default();
-                        return Ok(find(&w, body, key).map(|f| (w, f)));
-                    }
-                    if head & RETIRED != 0 || tail & RETIRED != 0 {
-                        self.stats.stale += 1;
-                        self.drop_layout(i);
-                    } else {
-                        self.stats.torn += 1;
-                    }
-                }
-                Some(ReadResult::Stale) => {
-                    self.stats.stale += 1;
-                    self.drop_layout(i);
-                }
-                None => return Err(WireError::malformed("READ reply with no result")),
+            match self.read_window(i, &w, key)? {
+                Copy::Good(found) => return Ok(found.map(|f| (w, f))),
+                Copy::Stale => self.drop_layout(i),
+                Copy::Torn => {}
             }
         }
         Ok(None)
+    }
+
+    /// Reads window `w` and places `key` in it: `Good(None)` when the words cannot place it.
+    fn read_window(
+        &mut self,
+        i: usize,
+        w: &Window,
+        key: u64,
+    ) -> Result<Copy<Option<Found>>, WireError> {
+        if w.lo >= w.hi {
+            // The window is empty: the key is past every trained record of the region.
+            return Ok(Copy::Good(
+                w.lo.checked_sub(1)
+                    .and_then(|p| u32::try_from(p).ok())
+                    .map(Found::InGap),
+            ));
+        }
+        let item = ReadItem {
+            region: w.region,
+            offset: u32::try_from(w.lo).unwrap_or(u32::MAX),
+            records: u32::try_from(w.hi - w.lo)
+                .unwrap_or(MAX_READ_RECORDS)
+                .min(MAX_READ_RECORDS),
+        };
+        self.stats.reads += 1;
+        let reply = self.call(i, &Request::Read { items: vec![item] })?;
+        let Payload::Read(results) = ok(reply)?.payload else {
+            return Err(WireError::malformed("READ reply without results"));
+        };
+        match results.into_iter().next() {
+            Some(ReadResult::Words(words)) => {
+                let (Some(&head), Some(&tail)) = (words.first(), words.last()) else {
+                    return Err(WireError::malformed("READ result without version words"));
+                };
+                if copy_is_valid(head, tail) {
+                    let body = words.get(1..words.len() - 1).unwrap_or_default();
+                    return Ok(Copy::Good(find(w, body, key)));
+                }
+                if head & RETIRED != 0 || tail & RETIRED != 0 {
+                    self.stats.stale += 1;
+                    Ok(Copy::Stale)
+                } else {
+                    self.stats.torn += 1;
+                    Ok(Copy::Torn)
+                }
+            }
+            Some(ReadResult::Stale) => {
+                self.stats.stale += 1;
+                Ok(Copy::Stale)
+            }
+            None => Err(WireError::malformed("READ reply with no result")),
+        }
+    }
+
+    /// [`Mode::OnClient`]'s get: model region, window, then level bins, all remote reads; a
+    /// torn or stale copy restarts from the model (bounded by [`MAX_TRIES`]), then the get
+    /// goes to the server by key.
+    fn get_on_client(&mut self, i: usize, key: u64) -> Result<Option<u64>, WireError> {
+        for _ in 0..MAX_TRIES {
+            self.stats.reads += 1;
+            let reply = self.call(i, &Request::ReadModel)?;
+            let Payload::Model { head, layout, tail } = ok(reply)?.payload else {
+                return Err(WireError::malformed("READ_MODEL reply without a model"));
+            };
+            if head != tail || layout.version != head {
+                self.stats.torn += 1;
+                continue;
+            }
+            let Some(w) = window(&layout, key) else {
+                break;
+            };
+            let found = match self.read_window(i, &w, key)? {
+                Copy::Good(Some(f)) => f,
+                Copy::Good(None) => break,
+                Copy::Stale | Copy::Torn => continue,
+            };
+            let pos = match found {
+                Found::Trained(v, _) => {
+                    self.stats.trained_hits += 1;
+                    return Ok(v);
+                }
+                Found::InGap(pos) => pos,
+            };
+            match self.read_bins(i, w.region, pos, key)? {
+                Copy::Good(Some(v)) => return Ok(v),
+                // The bins were retrained into a small model: the server walks it.
+                Copy::Good(None) => break,
+                Copy::Stale | Copy::Torn => {}
+            }
+        }
+        self.stats.fallbacks += 1;
+        self.op_by_key(
+            i,
+            key,
+            Request::Search {
+                addr: BinAddr::default(),
+                key,
+            },
+        )
+    }
+
+    /// Reads the level bin below record `pos` of `region` (the root bin, then the child bin
+    /// `key` routes to if the root is an index) and looks `key` up: `Good(Some(value))`;
+    /// `Good(None)` when the bins were retrained into a small model (remote reads stop there).
+    fn read_bins(
+        &mut self,
+        i: usize,
+        region: u64,
+        pos: u32,
+        key: u64,
+    ) -> Result<Copy<Option<Option<u64>>>, WireError> {
+        let root = match self.read_bin(i, region, pos, BIN_ROOT)? {
+            Copy::Good(c) => c,
+            Copy::Stale => return Ok(Copy::Stale),
+            Copy::Torn => return Ok(Copy::Torn),
+        };
+        let Some(root) = root else {
+            return Ok(Copy::Good(None));
+        };
+        if root.aux == 0 {
+            return Ok(Copy::Good(Some(lookup(&root.entries, key))));
+        }
+        // The last child whose first key is <= key, or the first (as the server routes).
+        let at = root
+            .entries
+            .iter()
+            .skip(1)
+            .take_while(|&&(k, _)| k <= key)
+            .count();
+        let Some(&(_, child)) = root.entries.get(at) else {
+            self.stats.torn += 1;
+            return Ok(Copy::Torn);
+        };
+        let Ok(child) = u32::try_from(child) else {
+            self.stats.torn += 1;
+            return Ok(Copy::Torn);
+        };
+        match self.read_bin(i, region, pos, child)? {
+            // The child's copy carries the root's version: routing unchanged since the root copy.
+            Copy::Good(Some(c)) if c.aux == root.head => {
+                Ok(Copy::Good(Some(lookup(&c.entries, key))))
+            }
+            Copy::Good(Some(_)) => {
+                self.stats.torn += 1;
+                Ok(Copy::Torn)
+            }
+            other => Ok(other.map(|_| None)),
+        }
+    }
+
+    /// One READ_BIN: `Good(Some(copy))` when valid; `Good(None)` when the bin latch is retired
+    /// (the bins became a small model).
+    fn read_bin(
+        &mut self,
+        i: usize,
+        region: u64,
+        position: u32,
+        child: u32,
+    ) -> Result<Copy<Option<BinCopy>>, WireError> {
+        self.stats.reads += 1;
+        let reply = self.call(
+            i,
+            &Request::ReadBin {
+                region,
+                position,
+                child,
+            },
+        )?;
+        let Payload::Bin(result) = ok(reply)?.payload else {
+            return Err(WireError::malformed("READ_BIN reply without a bin"));
+        };
+        let c = match result {
+            BinResult::Copy(c) => c,
+            BinResult::Stale => {
+                self.stats.stale += 1;
+                return Ok(Copy::Stale);
+            }
+        };
+        if bin_copy_is_valid(c.head, c.tail) {
+            return Ok(Copy::Good(Some(c)));
+        }
+        let either = c.head | c.tail;
+        if either & BIN_REGION_RETIRED != 0 {
+            self.stats.stale += 1;
+            Ok(Copy::Stale)
+        } else if either & RETIRED != 0 && c.head == c.tail {
+            Ok(Copy::Good(None))
+        } else {
+            self.stats.torn += 1;
+            Ok(Copy::Torn)
+        }
     }
 
     fn drop_layout(&mut self, i: usize) {
@@ -448,6 +617,35 @@ impl Client {
         }
         Ok(reply)
     }
+}
+
+/// What one remote copy gave.
+enum Copy<T> {
+    /// Validated.
+    Good(T),
+    /// Torn: read again.
+    Torn,
+    /// Of a retired or reclaimed region: read the model (or the layout) again.
+    Stale,
+}
+
+impl<T> Copy<T> {
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Copy<U> {
+        match self {
+            Copy::Good(t) => Copy::Good(f(t)),
+            Copy::Torn => Copy::Torn,
+            Copy::Stale => Copy::Stale,
+        }
+    }
+}
+
+/// The value of `key` in a bin's sorted entries.
+fn lookup(entries: &[(u64, u64)], key: u64) -> Option<u64> {
+    entries
+        .binary_search_by_key(&key, |&(k, _)| k)
+        .ok()
+        .and_then(|j| entries.get(j))
+        .map(|&(_, v)| v)
 }
 
 /// The reply if its status carries a payload (OK or RETIRED), else the error it stands for.

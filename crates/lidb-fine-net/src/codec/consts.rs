@@ -15,6 +15,8 @@ pub const OP_RETRAIN: u8 = 0x04;
 pub const OP_LOCK: u8 = 0x05;
 pub const OP_UNLOCK: u8 = 0x06;
 pub const OP_READ: u8 = 0x10;
+pub const OP_READ_MODEL: u8 = 0x11;
+pub const OP_READ_BIN: u8 = 0x12;
 pub const OP_SEARCH: u8 = 0x20;
 pub const OP_INSERT: u8 = 0x21;
 pub const OP_UPDATE: u8 = 0x22;
@@ -33,5 +35,9 @@ pub const MAX_READ_ITEMS: u16 = 64;
 pub const MAX_READ_RECORDS: u32 = 4096;
 /// Most entries one RANGE returns.
 pub const MAX_RANGE_LIMIT: u32 = 65_536;
+/// READ_BIN's `child` for the root bin.
+pub const BIN_ROOT: u32 = u32::MAX;
+/// Most entries one bin copy holds (a bin has at most this many slots).
+pub const MAX_BIN_ENTRIES: u32 = 65_536;
 /// Longest BAD_REQUEST message.
 pub const MAX_MESSAGE_BYTES: usize = 1024;

@@ -10,8 +10,8 @@ pub mod msg;
 
 pub use frame::{encode_frame, read_frame, split_frame};
 pub use msg::{
-    BinAddr, Payload, ReadItem, ReadResult, Reply, Request, WireLayout, WireRegion, decode_reply,
-    decode_request, encode_reply, encode_request,
+    BinAddr, BinCopy, BinResult, Payload, ReadItem, ReadResult, Reply, Request, WireLayout,
+    WireRegion, decode_reply, decode_request, encode_reply, encode_request,
 };
 
 #[cfg(test)]

@@ -46,6 +46,15 @@ pub enum Request {
     Read {
         items: Vec<ReadItem>,
     },
+    /// On-client mode: copy the model region (the layout as words, with version words).
+    ReadModel,
+    /// On-client mode: copy the level bin below record `position` of `region` (`child`:
+    /// [`BIN_ROOT`] for the root bin, else that child bin).
+    ReadBin {
+        region: u64,
+        position: u32,
+        child: u32,
+    },
     Search {
         addr: BinAddr,
         key: u64,
@@ -100,6 +109,26 @@ pub enum ReadResult {
     Words(Vec<u64>),
 }
 
+/// A copy of one level bin (READ_BIN), validated by the client
+/// ([`lidb_fine::bin_copy_is_valid`] on `head`, `tail`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BinCopy {
+    pub head: u64,
+    /// Root bin: 1 when `entries` are `(first key, child id)` of child bins, else 0. Child bin:
+    /// the root bin's version read inside the child's copy.
+    pub aux: u64,
+    pub entries: Vec<(u64, u64)>,
+    pub tail: u64,
+}
+
+/// The answer to a READ_BIN.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BinResult {
+    /// The region is reclaimed or unknown, or the position is past it.
+    Stale,
+    Copy(BinCopy),
+}
+
 /// A reply's payload.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Payload {
@@ -111,6 +140,13 @@ pub enum Payload {
     },
     Layout(WireLayout),
     Read(Vec<ReadResult>),
+    /// READ_MODEL: the layout between its head and tail version words.
+    Model {
+        head: u64,
+        layout: WireLayout,
+        tail: u64,
+    },
+    Bin(BinResult),
     Value(Option<u64>),
     Range(Vec<(u64, u64)>),
     Message(String),
@@ -136,6 +172,8 @@ impl Request {
             Request::Lock => OP_LOCK,
             Request::Unlock => OP_UNLOCK,
             Request::Read { .. } => OP_READ,
+            Request::ReadModel => OP_READ_MODEL,
+            Request::ReadBin { .. } => OP_READ_BIN,
             Request::Search { .. } => OP_SEARCH,
             Request::Insert { .. } => OP_INSERT,
             Request::Update { .. } => OP_UPDATE,
@@ -167,7 +205,16 @@ pub fn encode_request(id: u64, req: &Request, out: &mut Vec<u8>) {
             put_u64(out, client_id);
             put_u64(out, version);
         }
-        Request::Retrain | Request::Lock | Request::Unlock => {}
+        Request::Retrain | Request::Lock | Request::Unlock | Request::ReadModel => {}
+        Request::ReadBin {
+            region,
+            position,
+            child,
+        } => {
+            put_u64(out, region);
+            put_u32(out, position);
+            put_u32(out, child);
+        }
         Request::Read { ref items } => {
             put_u16(out, items.len() as u16);
             for it in items {
@@ -249,6 +296,12 @@ fn decode_request_rest(c: &mut Cursor<'_>) -> Result<Request, WireError> {
             }
             Request::Read { items }
         }
+        OP_READ_MODEL => Request::ReadModel,
+        OP_READ_BIN => Request::ReadBin {
+            region: c.u64("region")?,
+            position: c.u32("position")?,
+            child: c.u32("child")?,
+        },
         OP_SEARCH => Request::Search {
             addr: get_addr(c)?,
             key: c.u64("key")?,
@@ -320,6 +373,23 @@ pub fn encode_reply(reply: &Reply, out: &mut Vec<u8>) {
                     }
                 }
             }
+        }
+        Payload::Model { head, layout, tail } => {
+            put_u64(out, *head);
+            encode_layout(layout, out);
+            put_u64(out, *tail);
+        }
+        Payload::Bin(BinResult::Stale) => out.push(STATUS_STALE),
+        Payload::Bin(BinResult::Copy(b)) => {
+            out.push(STATUS_OK);
+            put_u64(out, b.head);
+            put_u64(out, b.aux);
+            put_u32(out, b.entries.len() as u32);
+            for &(k, v) in &b.entries {
+                put_u64(out, k);
+                put_u64(out, v);
+            }
+            put_u64(out, b.tail);
         }
         Payload::Value(v) => {
             out.push(u8::from(v.is_some()));
@@ -485,6 +555,35 @@ fn decode_payload(op: u8, c: &mut Cursor<'_>) -> Result<Payload, WireError> {
             }
             Payload::Read(results)
         }
+        OP_READ_MODEL => Payload::Model {
+            head: c.u64("head version")?,
+            layout: decode_layout(c)?,
+            tail: c.u64("tail version")?,
+        },
+        OP_READ_BIN => match c.u8("bin status")? {
+            STATUS_STALE => Payload::Bin(BinResult::Stale),
+            STATUS_OK => {
+                let head = c.u64("head version")?;
+                let aux = c.u64("aux")?;
+                let n = c.u32("bin entries")?;
+                if n > MAX_BIN_ENTRIES {
+                    return Err(WireError::malformed(format!("bin copy of {n} entries")));
+                }
+                let n = check_count(c, u64::from(n), 16, "bin entries")?;
+                let mut entries = Vec::with_capacity(n);
+                for _ in 0..n {
+                    entries.push((c.u64("key")?, c.u64("value")?));
+                }
+                let tail = c.u64("tail version")?;
+                Payload::Bin(BinResult::Copy(BinCopy {
+                    head,
+                    aux,
+                    entries,
+                    tail,
+                }))
+            }
+            other => return Err(WireError::malformed(format!("unknown bin status {other}"))),
+        },
         OP_SEARCH | OP_INSERT | OP_UPDATE | OP_REMOVE => {
             let found = c.u8("found")?;
             let value = c.u64("value")?;

@@ -39,6 +39,17 @@ fn requests() -> Vec<Request> {
                 },
             ],
         },
+        Request::ReadModel,
+        Request::ReadBin {
+            region: 7,
+            position: 3,
+            child: BIN_ROOT,
+        },
+        Request::ReadBin {
+            region: u64::MAX,
+            position: 0,
+            child: 2,
+        },
         Request::Search { addr, key: 5 },
         Request::Insert {
             addr,
@@ -102,7 +113,37 @@ fn replies() -> Vec<Reply> {
                 shard_hi: 3,
             },
         ),
-        r(OP_LAYOUT, STATUS_OK, Payload::Layout(layout)),
+        r(OP_LAYOUT, STATUS_OK, Payload::Layout(layout.clone())),
+        r(
+            OP_READ_MODEL,
+            STATUS_OK,
+            Payload::Model {
+                head: 3,
+                layout,
+                tail: 3,
+            },
+        ),
+        r(OP_READ_BIN, STATUS_OK, Payload::Bin(BinResult::Stale)),
+        r(
+            OP_READ_BIN,
+            STATUS_OK,
+            Payload::Bin(BinResult::Copy(BinCopy {
+                head: 4,
+                aux: 1,
+                entries: vec![(10, 0), (20, 1)],
+                tail: 4,
+            })),
+        ),
+        r(
+            OP_READ_BIN,
+            STATUS_OK,
+            Payload::Bin(BinResult::Copy(BinCopy {
+                head: 0,
+                aux: 0,
+                entries: Vec::new(),
+                tail: 0,
+            })),
+        ),
         r(OP_ACK, STATUS_OK, Payload::Empty),
         r(
             OP_READ,
@@ -186,6 +227,37 @@ fn damaged_frames_are_refused() {
 }
 
 #[test]
+fn bin_copies_with_counts_past_the_body_or_the_limit_are_refused() {
+    let reply = Reply {
+        id: 1,
+        op: OP_READ_BIN,
+        status: STATUS_OK,
+        version: 1,
+        payload: Payload::Bin(BinResult::Copy(BinCopy {
+            head: 2,
+            aux: 0,
+            entries: vec![(1, 1)],
+            tail: 2,
+        })),
+    };
+    let mut body = Vec::new();
+    encode_reply(&reply, &mut body);
+    // The entry count sits after id, op, status, version, bin status, head and aux.
+    let at = 8 + 1 + 1 + 8 + 1 + 8 + 8;
+    for n in [2u32, MAX_BIN_ENTRIES + 1, u32::MAX] {
+        let mut bad = body.clone();
+        bad[at..at + 4].copy_from_slice(&n.to_le_bytes());
+        assert!(decode_reply(&bad).is_err(), "count {n} passed");
+    }
+    // Without its tail word, or with a byte more, the copy is refused.
+    assert!(decode_reply(&body[..body.len() - 8]).is_err());
+    let mut longer = body.clone();
+    longer.push(0);
+    assert!(decode_reply(&longer).is_err());
+    assert_eq!(decode_reply(&body).unwrap(), reply);
+}
+
+#[test]
 fn random_and_mutated_bytes_never_panic() {
     let seed: u64 = rand::random();
     println!("seed {seed}");
@@ -216,5 +288,18 @@ fn random_and_mutated_bytes_never_panic() {
         let _ = decode_request(&b);
         let _ = decode_reply(&b);
         let _ = split_frame(&b);
+    }
+}
+
+#[test]
+fn the_fuzz_corpus_seeds_of_the_on_client_messages_decode() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/corpus/fine_wire/");
+    for name in ["read_model", "read_bin"] {
+        let body = std::fs::read(format!("{dir}{name}")).unwrap();
+        assert!(decode_request(&body).is_ok(), "{name}");
+    }
+    for name in ["reply_model", "reply_bin"] {
+        let body = std::fs::read(format!("{dir}{name}")).unwrap();
+        assert!(decode_reply(&body).is_ok(), "{name}");
     }
 }

@@ -15,7 +15,8 @@ use super::Shared;
 use super::local::by_key;
 use crate::codec::consts::*;
 use crate::codec::msg::{
-    BinAddr, Payload, ReadItem, ReadResult, Reply, Request, WireLayout, WireRegion,
+    BinAddr, BinCopy, BinResult, Payload, ReadItem, ReadResult, Reply, Request, WireLayout,
+    WireRegion,
 };
 use crate::codec::{decode_request, encode_frame, encode_reply, read_frame};
 
@@ -31,6 +32,7 @@ pub(super) fn serve(stream: TcpStream, shared: &Shared) {
         client: 0,
         last_touch: Instant::now(),
         shares: 0,
+        model: None,
     };
     serve_frames(shared, &mut reader, &mut writer, &mut session);
     if session.client != 0 {
@@ -45,6 +47,9 @@ struct Session {
     last_touch: Instant,
     /// Shares of the remote layout lock this client holds (released when it closes).
     shares: u64,
+    /// The model region as last copied for this connection (READ_MODEL), rebuilt when the
+    /// synced layout version moves.
+    model: Option<WireLayout>,
 }
 
 fn serve_frames(
@@ -107,6 +112,12 @@ fn answer(shared: &Shared, id: u64, req: Request, session: &mut Session) -> Repl
     let mut status = STATUS_OK;
     let payload = match req {
         Request::Read { items } => Payload::Read(read(shared, &items)),
+        Request::ReadModel => read_model(shared, session),
+        Request::ReadBin {
+            region,
+            position,
+            child,
+        } => Payload::Bin(read_bin(shared, region, position, child)),
         Request::Hello { client_id } => {
             let id = if client_id == 0 {
                 shared.barrier.register()
@@ -212,6 +223,69 @@ fn read(shared: &Shared, items: &[ReadItem]) -> Vec<ReadResult> {
             }
         })
         .collect()
+}
+
+/// READ_MODEL: the synced layout between two loads of the synced version. The layout is an
+/// immutable snapshot; the words say which version it is, and differ when a retraining was
+/// synced meanwhile (the client then reads again). Rebuilds this connection's copy only when
+/// the version moved since its last one; acks nothing (an
+/// on-client client holds no region back: a reclaimed one answers STALE and it reads again).
+fn read_model(shared: &Shared, session: &mut Session) -> Payload {
+    shared.counters.reads.fetch_add(1, Ordering::Relaxed);
+    // As a LAYOUT does: a retraining the index published but nobody synced yet is taken in
+    // (a lock only then), so the version words and the copy agree.
+    shared.sync_if_newer();
+    let head = shared.version.load(Ordering::Acquire);
+    if session.model.as_ref().is_none_or(|m| m.version != head) {
+        let layout = shared.barrier.sync(&shared.index);
+        session.model = Some(wire_layout(shared, &layout));
+    }
+    let tail = shared.version.load(Ordering::Acquire);
+    match &session.model {
+        Some(layout) => Payload::Model {
+            head,
+            layout: layout.clone(),
+            tail,
+        },
+        None => Payload::Empty,
+    }
+}
+
+/// READ_BIN: a copy of one level bin's words, loads of atomics only (no lock, no index code).
+fn read_bin(shared: &Shared, region: u64, position: u32, child: u32) -> BinResult {
+    shared.counters.reads.fetch_add(1, Ordering::Relaxed);
+    let Some(r) = shared.barrier.lookup(region) else {
+        return BinResult::Stale;
+    };
+    let child = (child != BIN_ROOT).then_some(child);
+    let tear = shared
+        .tear_bins
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+        .is_ok();
+    let mut words = Vec::new();
+    if !r.copy_bin(u64::from(position), child, &mut words, tear) {
+        return BinResult::Stale;
+    }
+    // head, aux, len, len x (key, value), tail.
+    match (words.first(), words.get(1), words.last()) {
+        (Some(&head), Some(&aux), Some(&tail)) if words.len() >= 4 => BinResult::Copy(BinCopy {
+            head,
+            aux,
+            entries: words
+                .get(3..words.len() - 1)
+                .unwrap_or_default()
+                .chunks_exact(2)
+                .map(|p| {
+                    (
+                        p.first().copied().unwrap_or(0),
+                        p.get(1).copied().unwrap_or(0),
+                    )
+                })
+                .collect(),
+            tail,
+        }),
+        _ => BinResult::Stale,
+    }
 }
 
 fn take_tear(shared: &Shared) -> bool {

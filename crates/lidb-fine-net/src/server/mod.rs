@@ -87,6 +87,8 @@ pub(crate) struct Shared {
     pub version: AtomicU64,
     /// Test hook: this many upcoming region copies are torn by a write in their middle.
     pub tear_reads: AtomicU64,
+    /// Test hook: bin copies (READ_BIN) left to tear.
+    pub tear_bins: AtomicU64,
     pub counters: ServerCounters,
     pub stop: AtomicBool,
     pub sync_lock: Mutex<()>,
@@ -163,6 +165,7 @@ impl Server {
             cfg,
             version: AtomicU64::new(version),
             tear_reads: AtomicU64::new(0),
+            tear_bins: AtomicU64::new(0),
             counters: ServerCounters::default(),
             stop: AtomicBool::new(false),
             sync_lock: Mutex::new(()),
@@ -230,6 +233,12 @@ impl Server {
     /// Test hook: tear the next `n` region copies (a write to the region halfway through each).
     pub fn tear_next_reads(&self, n: u64) {
         self.shared.tear_reads.store(n, Ordering::Release);
+    }
+
+    /// Test hook: tear the next `n` bin copies (READ_BIN): each takes and releases the bins'
+    /// write section halfway through, so its version words differ.
+    pub fn tear_next_bin_reads(&self, n: u64) {
+        self.shared.tear_bins.store(n, Ordering::Release);
     }
 
     /// Stops accepting, closes every connection and joins the server's threads.

@@ -27,7 +27,9 @@ use crate::index::FineIndex;
 use crate::node::{Home, Node};
 
 pub use barrier::{Barrier, BarrierStats};
-pub use words::{RETIRED, WORDS_PER_RECORD, WRITING, copy_is_valid};
+pub use words::{
+    BIN_REGION_RETIRED, RETIRED, WORDS_PER_RECORD, WRITING, bin_copy_is_valid, copy_is_valid,
+};
 
 /// The trained data array of one top-level model node, as a region of words.
 #[derive(Debug, Clone)]
@@ -89,6 +91,48 @@ impl TrainedRegion {
             out,
             Some(mid),
         );
+    }
+
+    /// The remote bin read (docs/format/fine-wire.md, READ_BIN): appends the words of the
+    /// level bin below record `position` (root bin, or child bin `child`) as
+    /// `head, aux, len, len x (key, value), tail`; `false` (nothing appended) when `position`
+    /// is past the region. Loads of atomics only: no lock, no index code. The head and tail
+    /// words are the bin's seqlock versions, with [`BIN_REGION_RETIRED`] when the region was
+    /// retired before the copy began or before it ended. A gap without bins copies as an empty
+    /// root (`0, 0, 0, 0`). `tear`: take and release the bins' write section halfway through
+    /// (the test hook; the copy must then fail validation).
+    pub fn copy_bin(
+        &self,
+        position: u64,
+        child: Option<u32>,
+        out: &mut Vec<u64>,
+        tear: bool,
+    ) -> bool {
+        let Some(rec) = usize::try_from(position)
+            .ok()
+            .and_then(|p| self.node.records().get(p))
+        else {
+            return false;
+        };
+        let retired = |r: bool| if r { BIN_REGION_RETIRED } else { 0 };
+        let before = retired(self.is_retired());
+        let start = out.len();
+        match rec.gap.bins() {
+            Some(bins) => {
+                let mut hook = || drop(bins.lock_all());
+                let mid: Option<&mut dyn FnMut()> = if tear { Some(&mut hook) } else { None };
+                bins.copy_words(child.map(|c| c as usize), out, mid);
+            }
+            None => out.extend_from_slice(&[0, 0, 0, 0]),
+        }
+        let after = retired(self.is_retired());
+        if let Some(h) = out.get_mut(start) {
+            *h |= before;
+        }
+        if let Some(t) = out.last_mut() {
+            *t |= after;
+        }
+        true
     }
 
     fn same_node(&self, other: &Node) -> bool {

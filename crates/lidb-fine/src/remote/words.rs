@@ -113,6 +113,17 @@ pub fn copy_is_valid(head: u64, tail: u64) -> bool {
     head == tail && head & (RETIRED | WRITING) == 0
 }
 
+/// Bit 62 of a bin copy's version words (READ_BIN): the bin's region was retired before the
+/// copy began (head) or before it ended (tail). Bit 63 there is the bin latch's own RETIRED
+/// (its entries moved to a small model); bit 0 set means a writer was inside.
+pub const BIN_REGION_RETIRED: u64 = 1 << 62;
+
+/// Whether a bin copy's head and tail words show a consistent copy of a live bin: equal, even,
+/// neither the latch nor the region retired.
+pub fn bin_copy_is_valid(head: u64, tail: u64) -> bool {
+    head == tail && head & 1 == 0 && head & (RETIRED | BIN_REGION_RETIRED) == 0
+}
+
 /// Counts a write as finished when dropped.
 struct Done<'a> {
     finished: &'a AtomicU64,
