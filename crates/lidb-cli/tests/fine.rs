@@ -236,6 +236,21 @@ fn fine_bench_spawns_shards_for_the_insert_workload_in_pipeline_and_locks_modes(
     assert!((rt("pipeline", "insert") - 2.0).abs() < 0.05, "{rows:?}");
     assert!((rt("locks", "insert") - 4.0).abs() < 0.05, "{rows:?}");
     assert!(rt("pipeline", "c") <= 1.05, "{rows:?}");
+    // The client's model cache against the servers' data, measured once per run.
+    let note = stderr
+        .lines()
+        .find(|l| l.starts_with("# client model cache: "))
+        .unwrap_or_else(|| panic!("no model cache note: {stderr}"));
+    let bytes: u64 = note
+        .trim_start_matches("# client model cache: ")
+        .split(' ')
+        .next()
+        .and_then(|b| b.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    // 1,000 records and the workload's inserts over two shards: at least one model each, and
+    // far less than the 16 bytes a key of the servers' data.
+    assert!(bytes > 0 && bytes < 16 * 1000, "{note}");
+    assert!(note.contains("bytes per million keys"), "{note}");
 }
 
 /// One client thread of the kill test: ops on keys `k % 2 == t`; an op whose call had to

@@ -188,6 +188,7 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>
         load(&cfg.servers, cfg.records, progress)?;
     }
     let mut rows = Vec::new();
+    let mut measured_cache = false;
     for &w in &cfg.workloads {
         for &mode in &cfg.modes {
             let servers = if cfg.spawn_servers > 0 {
@@ -208,6 +209,10 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>
             };
             let clients = connect_clients(cfg, &addrs, mode)?;
             rows.extend(run_one(cfg, clients, w, mode.name(), progress)?);
+            if !measured_cache {
+                progress(&model_cache_note(&addrs, &servers)?);
+                measured_cache = true;
+            }
             drop(relays);
             for s in servers {
                 s.shutdown();
@@ -215,6 +220,44 @@ pub fn run(cfg: &BenchConfig, progress: &mut dyn FnMut(&str)) -> Result<Vec<Row>
         }
     }
     Ok(rows)
+}
+
+/// What a client caches to predict windows (every server's layout, as a fresh pipeline client
+/// fetches them after the first run), per million keys, against the servers' data: their keys
+/// and values (16 bytes a live key) and, for spawned servers, FINEdex's heap estimate.
+pub fn model_cache_note(addrs: &[String], servers: &[Server]) -> Result<String, WireError> {
+    let mut client = Client::connect(addrs, Mode::Pipeline, Duration::from_secs(5))?;
+    client.fetch_layouts()?;
+    let bytes = client.cached_model_bytes();
+    let (models, regions) = client.cached_models();
+    let mut note = format!(
+        "client model cache: {bytes} bytes ({models} models in {regions} regions over {} servers)",
+        addrs.len()
+    );
+    if !servers.is_empty() {
+        let stats: Vec<_> = servers.iter().map(|s| s.index().stats()).collect();
+        let keys: u64 = stats
+            .iter()
+            .map(|s| s.live_trained + s.bin_entries)
+            .sum();
+        let heap: u64 = stats.iter().map(|s| s.heap_bytes).sum();
+        let data = keys * 16;
+        let per_million = if keys == 0 {
+            0.0
+        } else {
+            bytes as f64 * 1e6 / keys as f64
+        };
+        note.push_str(&format!(
+            "; {keys} keys on the servers: {per_million:.0} bytes per million keys; the servers' \
+             keys and values {data} bytes ({:.4}% of them), FINEdex's heap estimate {heap} bytes",
+            if data == 0 {
+                0.0
+            } else {
+                bytes as f64 * 100.0 / data as f64
+            }
+        ));
+    }
+    Ok(note)
 }
 
 /// One delaying relay per server address when `delay_us > 0`, else none.

@@ -26,6 +26,7 @@ use std::time::Duration;
 use crate::codec::consts::*;
 use crate::codec::msg::{
     BinAddr, BinCopy, BinResult, Payload, ReadItem, ReadResult, Reply, Request, WireLayout,
+    WireRegion,
 };
 use crate::error::WireError;
 use cached::{Found, Window, find, window};
@@ -175,6 +176,44 @@ impl Client {
         s.round_trips = self.shards.iter().map(|x| x.conn.round_trips).sum();
         s.reconnects = self.shards.iter().map(|x| x.conn.reconnects).sum();
         s
+    }
+
+    /// Fetches every shard's layout that is not cached (or older than its server's) now.
+    pub fn fetch_layouts(&mut self) -> Result<(), WireError> {
+        for i in 0..self.shards.len() {
+            self.layout(i)?;
+        }
+        Ok(())
+    }
+
+    /// Bytes the cached layouts hold: per shard the layout's fields, per region its fields and
+    /// its segment arrays (first key u64, slope f32, intercept f32 each: 16 bytes a model), the
+    /// heap this client keeps to predict windows without the server.
+    pub fn cached_model_bytes(&self) -> u64 {
+        self.shards
+            .iter()
+            .filter_map(|s| s.layout.as_ref())
+            .map(|l| {
+                let regions: u64 = l
+                    .regions
+                    .iter()
+                    .map(|r| {
+                        std::mem::size_of::<WireRegion>() as u64
+                            + r.segments.len() as u64 * lidb_index::segment::SEGMENT_BYTES
+                    })
+                    .sum();
+                std::mem::size_of::<WireLayout>() as u64 + regions
+            })
+            .sum()
+    }
+
+    /// Models and regions in the cached layouts.
+    pub fn cached_models(&self) -> (u64, u64) {
+        let layouts = self.shards.iter().filter_map(|s| s.layout.as_ref());
+        layouts.fold((0, 0), |(m, r), l| {
+            let models: u64 = l.regions.iter().map(|x| x.segments.len() as u64).sum();
+            (m + models, r + l.regions.len() as u64)
+        })
     }
 
     fn shard_of(&self, key: u64) -> Result<usize, WireError> {
