@@ -236,10 +236,7 @@ pub fn model_cache_note(addrs: &[String], servers: &[Server]) -> Result<String, 
     );
     if !servers.is_empty() {
         let stats: Vec<_> = servers.iter().map(|s| s.index().stats()).collect();
-        let keys: u64 = stats
-            .iter()
-            .map(|s| s.live_trained + s.bin_entries)
-            .sum();
+        let keys: u64 = stats.iter().map(|s| s.live_trained + s.bin_entries).sum();
         let heap: u64 = stats.iter().map(|s| s.heap_bytes).sum();
         let data = keys * 16;
         let per_million = if keys == 0 {
