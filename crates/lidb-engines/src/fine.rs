@@ -155,8 +155,9 @@ impl Engine for FineEngine {
 }
 
 /// Bytes of the regular files directly in `dir` (FineStore makes no subdirectories); a file
-/// that vanishes meanwhile (a checkpoint removing the old log) counts 0.
-fn dir_bytes(dir: &std::path::Path) -> u64 {
+/// that vanishes meanwhile (a checkpoint removing the old log) counts 0. Also the RESP face of
+/// a fine-wire shard (lidb-fine-net), whose directory is a FineStore's.
+pub fn dir_bytes(dir: &std::path::Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };

@@ -20,6 +20,7 @@ mod lidb;
 mod size;
 
 pub use budget::{BudgetFit, CachePlan};
+pub use fine::dir_bytes;
 pub use size::{format_size, human_size};
 
 pub use lidb::Tiering;

@@ -151,7 +151,7 @@ impl Engine for ShardEngine {
     }
     fn space(&self) -> Space {
         Space {
-            vlog_bytes: self.dir.as_deref().map_or(0, dir_bytes),
+            vlog_bytes: self.dir.as_deref().map_or(0, lidb_engines::dir_bytes),
             ..Space::default()
         }
     }
@@ -177,19 +177,6 @@ impl Engine for ShardEngine {
             }
         )]
     }
-}
-
-/// Bytes of the regular files directly in `dir` (the store makes no subdirectories).
-fn dir_bytes(dir: &std::path::Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.metadata().ok())
-        .filter(std::fs::Metadata::is_file)
-        .map(|m| m.len())
-        .sum()
 }
 
 #[cfg(test)]

@@ -278,17 +278,7 @@ impl Client {
                 };
                 self.pipeline(i, Request::Search { addr, key })
             }
-            None => {
-                self.stats.fallbacks += 1;
-                self.op_by_key(
-                    i,
-                    key,
-                    Request::Search {
-                        addr: BinAddr::default(),
-                        key,
-                    },
-                )
-            }
+            None => self.search_by_key(i, key),
         }
     }
 
@@ -482,15 +472,15 @@ impl Client {
                 Copy::Stale | Copy::Torn => {}
             }
         }
+        self.search_by_key(i, key)
+    }
+
+    /// Gives up on remote reads for a get: one SEARCH routed by key on the server (counted as a
+    /// fallback).
+    fn search_by_key(&mut self, i: usize, key: u64) -> Result<Option<u64>, WireError> {
         self.stats.fallbacks += 1;
-        self.op_by_key(
-            i,
-            key,
-            Request::Search {
-                addr: BinAddr::default(),
-                key,
-            },
-        )
+        let addr = BinAddr::default();
+        self.op_by_key(i, key, Request::Search { addr, key })
     }
 
     /// Reads the level bin below record `pos` of `region` (the root bin, then the child bin
