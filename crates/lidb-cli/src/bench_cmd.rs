@@ -100,6 +100,10 @@ enum ExperimentArg {
     Compaction,
     /// Lookups answered per level, uniform vs zipfian keys.
     Levels,
+    /// A boundary per level under --index-memory: observes each level's reads and index bytes at
+    /// every --boundary, picks the B per level with the least expected device time per lookup
+    /// that fits the budget, and times it against every uniform B (one --index).
+    LevelPlan,
     /// Range lookups: seek versus scan time (Figure 9); see --range-len.
     Range,
     /// A YCSB workload (see --workload, --ops) on the loaded database (Figure 13).
@@ -185,6 +189,10 @@ pub struct LsmArgs {
     /// indexes alone exceed the budget [default: an 8MiB cache, indexes outside it].
     #[arg(long)]
     memory: Option<String>,
+    /// The index memory (all levels' table indexes) --experiment level-plan chooses a boundary
+    /// per level for, e.g. 2MiB (KiB/MiB/GiB suffixes); only for that experiment.
+    #[arg(long)]
+    index_memory: Option<String>,
     /// Timed 4 KiB O_DIRECT reads of the device probe (pareto, granularity), run in the
     /// databases' directory in the same invocation; rows give p50 and mean as multiples of it.
     /// 0 for no probe.
@@ -222,6 +230,7 @@ fn experiment(e: ExperimentArg) -> Experiment {
         ExperimentArg::Granularity => Experiment::Granularity,
         ExperimentArg::Compaction => Experiment::Compaction,
         ExperimentArg::Levels => Experiment::Levels,
+        ExperimentArg::LevelPlan => Experiment::LevelPlan,
         ExperimentArg::Range => Experiment::Range,
         ExperimentArg::Ycsb => Experiment::Ycsb,
     }
@@ -327,6 +336,17 @@ fn lsm_bench(a: LsmArgs) -> Result<(), CliError> {
         .map(load::parse_size)
         .transpose()
         .map_err(usage("--memory"))?;
+    let index_memory_bytes = a
+        .index_memory
+        .as_deref()
+        .map(load::parse_size)
+        .transpose()
+        .map_err(usage("--index-memory"))?;
+    if index_memory_bytes.is_some() != (exp == Experiment::LevelPlan) {
+        return Err(CliError::Usage(
+            "--index-memory goes with --experiment level-plan, and level-plan needs it".into(),
+        ));
+    }
     let cfg = Config {
         families,
         boundaries,
@@ -338,6 +358,7 @@ fn lsm_bench(a: LsmArgs) -> Result<(), CliError> {
         db_dir: a.db.clone(),
         progress: true,
         device_probe_reads: a.device_probe_reads,
+        index_memory_bytes,
         data,
     };
     let header = config_line(&a, &cfg, exp, available);
@@ -395,6 +416,9 @@ fn config_line(a: &LsmArgs, cfg: &Config, exp: Experiment, available: usize) -> 
     let extra = match exp {
         Experiment::Range => format!(" range_len={}", a.range_len),
         Experiment::Ycsb => format!(" workload={} ops={}", cfg.workload, a.ops),
+        Experiment::LevelPlan => {
+            format!(" index_memory={}", cfg.index_memory_bytes.map_or(0, |b| b))
+        }
         _ => String::new(),
     };
     format!(

@@ -194,6 +194,56 @@ fn levels_account_for_every_lookup() {
     }
 }
 
+/// The per-level plan: one row per uniform B and a plan row; the plan's measured index bytes fit
+/// the budget, and a budget between the uniform B = 2 and B = 16 indexes is not met by B = 2.
+#[test]
+fn level_plan_fits_the_index_budget() {
+    let (probe, _) = run_rows(&["--index", "pgm", "--boundary", "2,16"]);
+    let (b2, b16) = (num(&probe[0], "index_bytes"), num(&probe[1], "index_bytes"));
+    assert!(b16 < b2, "{probe:?}");
+    let budget = ((b2 + b16) / 2.0) as u64;
+    let (rows, err) = run_rows(&[
+        "--experiment",
+        "level-plan",
+        "--index",
+        "pgm",
+        "--boundary",
+        "2,4,16",
+        "--index-memory",
+        &budget.to_string(),
+    ]);
+    assert!(err.contains("level plan: L0"), "{err}");
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for r in &rows {
+        has_fields(
+            r,
+            &[
+                "config",
+                "boundaries",
+                "index_bytes",
+                "within_budget",
+                "predicted_cost",
+            ],
+        );
+        assert_eq!(num(r, "lookups"), 500.0, "{r}");
+    }
+    assert_eq!(rows[0]["within_budget"], false, "{rows:?}");
+    let plan = &rows[3];
+    assert_eq!(plan["config"], "plan");
+    assert!(num(plan, "index_bytes") <= budget as f64, "{plan}");
+    assert_eq!(plan["within_budget"], true);
+    let o = lidb(&[
+        "bench",
+        "lsm",
+        "--experiment",
+        "level-plan",
+        "--index",
+        "pgm",
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--index-memory"));
+}
+
 /// The LSM study's Figure 5 kinds and its mapped-keys variant, over variable-length keys: every
 /// lookup and seek is checked by the bench itself; the unclustered structures and the retained
 /// images cost more memory than the model alone (Observation 3).

@@ -3,8 +3,8 @@
 //! Each experiment is a function from a [`Config`] to a [`Report`] of rows; every row carries
 //! "index" and "boundary". Experiments (one file each): `pareto` (memory versus point-lookup
 //! latency), `granularity` (table size and level models), `compaction` (time split of a
-//! write-only load), `levels` (where lookups are answered), `range` (seek versus scan), `ycsb`
-//! (workloads A-F). `load` builds the databases, `measure` times and checks lookups.
+//! write-only load), `levels` (where lookups are answered), `level_plan` (a boundary per level
+//! under an index-memory budget), `range` (seek versus scan), `ycsb` (workloads A-F). `load` builds the databases, `measure` times and checks lookups.
 //!
 //! Runs on the calling thread (the engine adds its compaction thread). Invariants:
 //! 1. Every lookup's value is checked against the value loaded for its key.
@@ -16,6 +16,7 @@
 
 pub mod compaction;
 pub mod granularity;
+pub mod level_plan;
 pub mod levels;
 pub mod load;
 pub mod measure;
@@ -38,6 +39,7 @@ pub enum Experiment {
     Granularity,
     Compaction,
     Levels,
+    LevelPlan,
     Range,
     Ycsb,
 }
@@ -49,6 +51,7 @@ impl Experiment {
             Experiment::Granularity => "granularity",
             Experiment::Compaction => "compaction",
             Experiment::Levels => "levels",
+            Experiment::LevelPlan => "level-plan",
             Experiment::Range => "range",
             Experiment::Ycsb => "ycsb",
         }
@@ -77,6 +80,8 @@ pub struct Config {
     /// Timed reads of each device probe (point-lookup experiments; `crate::device_limit`); 0:
     /// none.
     pub device_probe_reads: usize,
+    /// The index-memory budget `level-plan` chooses a boundary per level for (None elsewhere).
+    pub index_memory_bytes: Option<u64>,
 }
 
 impl Config {
@@ -155,6 +160,7 @@ pub enum Rows {
     Lookup(Vec<pareto::LookupRow>),
     Compaction(Vec<compaction::CompactionRow>),
     Levels(Vec<levels::LevelRow>),
+    Plan(Vec<level_plan::PlanRow>),
     Range(Vec<range::RangeRow>),
     Ycsb(Vec<ycsb::YcsbRow>),
 }
@@ -181,6 +187,7 @@ impl Rows {
             Rows::Lookup(r) => table_of(r),
             Rows::Compaction(r) => table_of(r),
             Rows::Levels(r) => table_of(r),
+            Rows::Plan(r) => table_of(r),
             Rows::Range(r) => table_of(r),
             Rows::Ycsb(r) => table_of(r),
         }
@@ -192,6 +199,7 @@ impl Rows {
             Rows::Lookup(r) => json_of(r),
             Rows::Compaction(r) => json_of(r),
             Rows::Levels(r) => json_of(r),
+            Rows::Plan(r) => json_of(r),
             Rows::Range(r) => json_of(r),
             Rows::Ycsb(r) => json_of(r),
         }
@@ -250,6 +258,7 @@ pub fn run(experiment: Experiment, cfg: &Config) -> Result<Report, Error> {
         Experiment::Granularity => Rows::Lookup(granularity::run(cfg, &work, &mut notes)?),
         Experiment::Compaction => Rows::Compaction(compaction::run(cfg, &work, &mut notes)?),
         Experiment::Levels => Rows::Levels(levels::run(cfg, &work, &mut notes)?),
+        Experiment::LevelPlan => Rows::Plan(level_plan::run(cfg, &work, &mut notes)?),
         Experiment::Range => Rows::Range(range::run(cfg, &work, &mut notes)?),
         Experiment::Ycsb => Rows::Ycsb(ycsb::run(cfg, &work, &mut notes)?),
     };
@@ -375,19 +384,7 @@ pub fn each_config<T>(
     mut f: impl FnMut(&Db, IndexChoice, u64) -> Result<T, Error>,
 ) -> Result<Vec<T>, Error> {
     let configs = cfg.configurations();
-    let data_id = format!(
-        "data={} keys={} key_size={} value_size={} seed={}",
-        cfg.data.source,
-        cfg.data.keys.len(),
-        cfg.data.key_size,
-        cfg.data.value_size,
-        cfg.data.seed
-    );
-    let sizes = format!(
-        "sst{}-wb{}",
-        load::format_size(engine.sst_size_bytes),
-        load::format_size(engine.write_buffer_bytes)
-    );
+    let (data, sizes) = (data_id(cfg), sizes_id(engine));
     let mut out = Vec::with_capacity(configs.len());
     let load_note = |notes: &mut Vec<String>, name: &str, l: &load::Loaded| {
         notes.push(if l.reused {
@@ -403,9 +400,8 @@ pub fn each_config<T>(
         let Some(&(f0, b0)) = configs.first() else {
             return Ok(out);
         };
-        let name = format!("table-{sizes}");
+        let (name, what) = table_load_id(cfg, engine);
         let dir = work.path(&name);
-        let what = format!("{data_id} {}", engine.layout());
         let loaded = load::open_or_load(
             &dir,
             &cfg.data,
@@ -468,7 +464,7 @@ pub fn each_config<T>(
             let name = format!("level-{sizes}-{}-{b}", family.name());
             let dir = work.path(&name);
             let what = format!(
-                "{data_id} {} index={} boundary={b}",
+                "{data} {} index={} boundary={b}",
                 engine.describe(),
                 family.name()
             );
@@ -500,6 +496,36 @@ pub fn each_config<T>(
         }
     }
     Ok(out)
+}
+
+/// What a load holds, for its marker: the data and its seed.
+fn data_id(cfg: &Config) -> String {
+    format!(
+        "data={} keys={} key_size={} value_size={} seed={}",
+        cfg.data.source,
+        cfg.data.keys.len(),
+        cfg.data.key_size,
+        cfg.data.value_size,
+        cfg.data.seed
+    )
+}
+
+/// "sst4MiB-wb4MiB": the sizes part of a load's directory name.
+fn sizes_id(engine: Engine) -> String {
+    format!(
+        "sst{}-wb{}",
+        load::format_size(engine.sst_size_bytes),
+        load::format_size(engine.write_buffer_bytes)
+    )
+}
+
+/// (directory name, marker) of the table-granularity load every configuration of `cfg`
+/// re-indexes: runs of different experiments over the same data share it under `--db`.
+pub fn table_load_id(cfg: &Config, engine: Engine) -> (String, String) {
+    (
+        format!("table-{}", sizes_id(engine)),
+        format!("{} {}", data_id(cfg), engine.layout()),
+    )
 }
 
 /// "pgm B=16", naming a configuration in notes.
