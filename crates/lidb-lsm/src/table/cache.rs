@@ -88,6 +88,16 @@ impl PageCache {
         self.lock().touch((table, page))
     }
 
+    /// Pages `first..=last` of `table` as they are cached, without marking any of them used
+    /// (one lock). A point lookup looks at a window's cached pages this way to clip its read,
+    /// then marks with [`PageCache::get`] only the page(s) that answered.
+    pub fn peek_pages(&self, table: u64, first: u64, last: u64) -> Vec<Option<Arc<[u8]>>> {
+        let inner = self.lock();
+        (first..=last)
+            .map(|p| inner.pages.get(&(table, p)).map(|(b, _)| Arc::clone(b)))
+            .collect()
+    }
+
     /// Caches `bytes` (at most `PAGE_SIZE`) as the page, evicting least recently used pages
     /// until it fits. Replaces an existing copy.
     pub fn insert(&self, table: u64, page: u64, bytes: Arc<[u8]>) {
@@ -172,6 +182,23 @@ mod tests {
             cache.insert(p % 7, p, page(((p * 37) % PAGE_SIZE + 1) as usize, 1));
             assert!(cache.usage_bytes() <= cache.capacity_bytes());
         }
+    }
+
+    #[test]
+    fn peek_does_not_change_the_eviction_order() {
+        let cache = PageCache::new(2 * PAGE_SIZE);
+        cache.insert(1, 0, page(PAGE_SIZE as usize, 0));
+        cache.insert(1, 1, page(PAGE_SIZE as usize, 1));
+        let seen: Vec<bool> = cache
+            .peek_pages(1, 0, 2)
+            .iter()
+            .map(Option::is_some)
+            .collect();
+        assert_eq!(seen, [true, true, false]);
+        // Page 0 is still the least recently used: peeking did not touch it.
+        cache.insert(1, 2, page(PAGE_SIZE as usize, 2));
+        assert_eq!(cache.peek_pages(1, 0, 0).first(), Some(&None));
+        assert!(cache.get(1, 1).is_some());
     }
 
     #[test]

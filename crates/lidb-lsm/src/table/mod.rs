@@ -7,6 +7,8 @@
 //! - `iter`: `TableIter`, seek with the index then sequential chunks.
 //! - `mapped`: the mapped-keys block and the slot indexes rebuilt from it (retained images,
 //!   or an unclustered ALEX, LIPP, DILI or LITS).
+//! - `window` (private): point lookups through the cache at page granularity (clipped windows,
+//!   only the answering page cached).
 //! - `filter`: `BloomFilter`. `cache`: `PageCache` (thread-safe LRU of pages).
 //! - `reindex` (here): rewrite a closed table's tail with another index configuration.
 
@@ -17,6 +19,7 @@ pub mod format;
 pub mod iter;
 pub mod mapped;
 pub mod reader;
+mod window;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -7,6 +7,11 @@
 //!         ─► ONE read of slots [lo, hi) (through the page cache) ─► binary search of full keys
 //! ```
 //!
+//! Through the page cache the window is read at page granularity (table/window.rs): cached
+//! pages of `[lo, hi)` clip it, only the uncached span that can still hold the key is read, and
+//! only the page(s) of the slot that answered are cached. Single-slot reads (`probe`,
+//! `find_from`) cache the pages they read; iterators bypass the cache.
+//!
 //! Thread-safety: a `Table` is immutable after `open`; any thread may call `get` concurrently
 //! (the page cache locks itself). Iterators hold an `Arc<Table>`.
 //!
@@ -445,7 +450,18 @@ impl Table {
         Some((b.lo.min(hi), hi))
     }
 
-    /// One read of `[lo, hi)`, binary search, and (with `ties`) the tie fallback.
+    /// The table file's length in bytes.
+    pub(super) fn file_len(&self) -> u64 {
+        self.file.len()
+    }
+
+    /// Reads `buf.len()` bytes of the table file at `offset` (no counting, no cache).
+    pub(super) fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.file.read_at(offset, buf)
+    }
+
+    /// One read of `[lo, hi)` (through the cache: clipped by its cached pages, see
+    /// table/window.rs), binary search, and (with `ties`) the tie fallback.
     fn find_in(
         &self,
         key: &[u8],
@@ -458,15 +474,23 @@ impl Table {
         if lo >= hi {
             return Ok(None);
         }
-        let buf = self.read_slots(lo, hi, via, stats)?;
-        let t = Instant::now();
-        let p = self.search_buf(&buf, lo, key)?;
-        let found = if p < hi {
-            self.match_slot(&buf, lo, p, key)?
-        } else {
-            None
+        let (p, found) = match (&self.cache, via) {
+            (Some(cache), Via::Cache | Via::CacheOnly) => {
+                self.search_window_cached(cache, key, lo, hi, via, stats)?
+            }
+            _ => {
+                let buf = self.read_slots(lo, hi, via, stats)?;
+                let t = Instant::now();
+                let p = self.search_buf(&buf, lo, key)?;
+                let found = if p < hi {
+                    self.match_slot(&buf, lo, p, key)?
+                } else {
+                    None
+                };
+                stats.search_time += t.elapsed();
+                (p, found)
+            }
         };
-        stats.search_time += t.elapsed();
         let run = self.block.max_image_run;
         if p == hi && ties && run > 1 && hi < self.entries() {
             let hi2 = (hi - 1).saturating_add(run).min(self.entries());
@@ -494,7 +518,13 @@ impl Table {
         Ok(lo + a)
     }
 
-    fn match_slot(&self, buf: &[u8], lo: u64, p: u64, key: &[u8]) -> Result<Option<Found>> {
+    pub(super) fn match_slot(
+        &self,
+        buf: &[u8],
+        lo: u64,
+        p: u64,
+        key: &[u8],
+    ) -> Result<Option<Found>> {
         let slot = self.slot_in(buf, p - lo)?;
         let s = decode_slot(slot, p).map_err(|d| corruption(&self.path, d))?;
         Ok((s.key == key).then(|| Found {

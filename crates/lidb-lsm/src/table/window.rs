@@ -1,0 +1,234 @@
+//! Point lookups through the page cache at page granularity (issue 13). The index's window of
+//! slots `[lo, hi)` is first clipped by whichever of its pages are cached; then the contiguous
+//! span of uncached pages that can still hold the key is read once; only the page(s) of the slot
+//! that answered are put in the cache, not every page of the window.
+//!
+//! ```text
+//! window [lo, hi) ─► peek its pages ─► slots lying wholly in cached pages are "known"
+//!   ─► binary search of the known slots: a = 1 + last known < q, b = first known >= q
+//!   ─► known slot b == q: the answer, no read     a == b: the position is b, no read
+//!   ─► otherwise ONE read of the uncached pages covering [a, b) ─► binary search ─► position p
+//!   ─► cache the page(s) of slot p when it holds q; when q is absent, those of slots p - 1
+//!      and p (inside the window), which prove it absent
+//! ```
+//!
+//! Thread-safety: as `Table` (any thread; the cache locks itself). A page evicted between the
+//! peek and the end of the lookup stays valid for it (pages are `Arc`s).
+//!
+//! Invariants relied on: keys strictly increase with the slot index and slots are fixed-width,
+//! so a known slot whose key is < q rules out every slot up to it and one whose key is >= q every
+//! slot after it: the position returned is the one a full read of `[lo, hi)` would give. Every
+//! slot used (known or read) has its CRC checked by `decode_slot`. Counting: a lookup that reads
+//! adds one `data_reads` and exactly the span's bytes to `bytes_read`; one that does not read
+//! adds one `cache_hits`. `Via::CacheOnly` never reads: a needed page not cached is
+//! `Error::NotInMemory`, so it answers whenever the answering page(s) are cached.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::error::{Error, Result, corruption};
+use crate::storage::PAGE_SIZE;
+use crate::table::cache::PageCache;
+use crate::table::format::decode_slot;
+use crate::table::reader::{Found, Table, Via};
+use crate::types::ReadStats;
+
+/// First and last page holding bytes `[start, end)` (`start < end`).
+fn pages_of(start: u64, end: u64) -> (u64, u64) {
+    (start / PAGE_SIZE, (end - 1) / PAGE_SIZE)
+}
+
+/// A run of consecutive pages of one table, each cached, read by this lookup, or absent.
+struct PageRun {
+    first: u64,
+    /// Page `first + i`: its bytes and whether this lookup read it (it is not in the cache).
+    pages: Vec<Option<(Arc<[u8]>, bool)>>,
+}
+
+impl PageRun {
+    fn page(&self, page: u64) -> Option<&(Arc<[u8]>, bool)> {
+        let i = usize::try_from(page.checked_sub(self.first)?).ok()?;
+        self.pages.get(i)?.as_ref()
+    }
+
+    /// Whether every page of bytes `[start, end)` is present.
+    fn holds(&self, start: u64, end: u64) -> bool {
+        let (a, b) = pages_of(start, end);
+        (a..=b).all(|p| self.page(p).is_some())
+    }
+
+    /// Bytes `[start, end)`, or `None` when a page is absent or too short.
+    fn bytes(&self, start: u64, end: u64) -> Option<Vec<u8>> {
+        let (a, b) = pages_of(start, end);
+        let mut buf = Vec::with_capacity((end - start) as usize);
+        for p in a..=b {
+            let (page, _) = self.page(p)?;
+            let page_start = p * PAGE_SIZE;
+            let from = start.saturating_sub(page_start) as usize;
+            let to = (end - page_start).min(page.len() as u64) as usize;
+            buf.extend_from_slice(page.get(from..to)?);
+        }
+        (buf.len() as u64 == end - start).then_some(buf)
+    }
+
+    /// Records page `page` as read by this lookup, unless it is already present.
+    fn fill(&mut self, page: u64, bytes: &[u8]) {
+        let Some(i) = page
+            .checked_sub(self.first)
+            .and_then(|i| usize::try_from(i).ok())
+        else {
+            return;
+        };
+        if let Some(slot @ None) = self.pages.get_mut(i) {
+            *slot = Some((bytes.into(), true));
+        }
+    }
+}
+
+impl Table {
+    /// The first position in `[lo, hi)` (`lo < hi <= entries`) whose key is `>= key` (`hi` if
+    /// none), and the entry there if it holds `key`; reads through `cache` as the module doc says.
+    pub(super) fn search_window_cached(
+        &self,
+        cache: &PageCache,
+        key: &[u8],
+        lo: u64,
+        hi: u64,
+        via: Via,
+        stats: &mut ReadStats,
+    ) -> Result<(u64, Option<Found>)> {
+        debug_assert!(lo < hi && hi <= self.entries(), "window inside the table");
+        let w = self.slot_width();
+        let short = |what: &str| corruption(self.path(), format!("{what} of slots [{lo}, {hi})"));
+        let t = Instant::now();
+        let (first, last) = pages_of(lo * w, hi * w);
+        let mut run = PageRun {
+            first,
+            pages: cache
+                .peek_pages(self.number(), first, last)
+                .into_iter()
+                .map(|p| p.map(|b| (b, false)))
+                .collect(),
+        };
+        let known: Vec<u64> = (lo..hi)
+            .filter(|&i| run.holds(i * w, (i + 1) * w))
+            .collect();
+        let (a, b) = self.clip_by_known(&run, &known, key, lo, hi)?;
+        if b < hi {
+            // Slot b is known and its key is >= key: equal means the answer is cached.
+            let slot = run
+                .bytes(b * w, (b + 1) * w)
+                .ok_or_else(|| short("cached page"))?;
+            let found = self.match_slot(&slot, b, b, key)?;
+            if found.is_some() || a == b {
+                self.keep_answer(cache, &run, lo, hi, b, found.is_some());
+                stats.cache_hits += 1;
+                stats.search_time += t.elapsed();
+                return Ok((b, found));
+            }
+        } else if a == b {
+            // Slot hi - 1 is known and smaller than key: no slot of the window holds it.
+            self.keep_answer(cache, &run, lo, hi, b, false);
+            stats.cache_hits += 1;
+            stats.search_time += t.elapsed();
+            return Ok((b, None));
+        }
+        stats.search_time += t.elapsed();
+
+        let t = Instant::now();
+        let (span_first, span_last) = pages_of(a * w, b * w);
+        let mut missing = (span_first..=span_last).filter(|&p| run.page(p).is_none());
+        match missing.next() {
+            Some(m0) => {
+                let m1 = missing.next_back().unwrap_or(m0);
+                if via == Via::CacheOnly {
+                    return Err(Error::NotInMemory);
+                }
+                let span_start = m0 * PAGE_SIZE;
+                let span_end = ((m1 + 1) * PAGE_SIZE).min(self.file_len());
+                let mut span = vec![0u8; span_end.saturating_sub(span_start) as usize];
+                self.read_exact_at(span_start, &mut span)?;
+                stats.data_reads += 1;
+                stats.bytes_read += span.len() as u64;
+                for (k, chunk) in span.chunks(PAGE_SIZE as usize).enumerate() {
+                    run.fill(m0 + k as u64, chunk);
+                }
+            }
+            None => stats.cache_hits += 1,
+        }
+        stats.io_time += t.elapsed();
+
+        let t = Instant::now();
+        let buf = run.bytes(a * w, b * w).ok_or_else(|| short("pages read"))?;
+        let p = self.search_buf(&buf, a, key)?;
+        let found = if p < b {
+            self.match_slot(&buf, a, p, key)?
+        } else {
+            None
+        };
+        stats.search_time += t.elapsed();
+        self.keep_answer(cache, &run, lo, hi, p, found.is_some());
+        Ok((p, found))
+    }
+
+    /// Caches the pages that answered position `p` of `[lo, hi)`: slot `p` when it holds the
+    /// key; when the key is absent, the slots on either side of `p` inside the window (`p - 1`,
+    /// smaller, and `p`, larger), which together prove it absent on a later lookup. Those that
+    /// were cached are marked used before those this lookup read are inserted, so an insert
+    /// never evicts a page of the same answer.
+    fn keep_answer(&self, cache: &PageCache, run: &PageRun, lo: u64, hi: u64, p: u64, hit: bool) {
+        let w = self.slot_width();
+        let first_slot = if !hit && p > lo { p - 1 } else { p };
+        let last_slot = p.min(hi - 1);
+        if first_slot > last_slot {
+            return;
+        }
+        let (a, b) = pages_of(first_slot * w, (last_slot + 1) * w);
+        for fresh in [false, true] {
+            for page in a..=b {
+                match run.page(page) {
+                    Some((bytes, true)) if fresh => {
+                        cache.insert(self.number(), page, Arc::clone(bytes));
+                    }
+                    Some((_, false)) if !fresh => {
+                        cache.get(self.number(), page);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// `[a, b]`: the positions the first slot `>= key` can still have, given the known slots
+    /// (sorted positions inside `[lo, hi)`). `b < hi` means slot `b` is known.
+    fn clip_by_known(
+        &self,
+        run: &PageRun,
+        known: &[u64],
+        key: &[u8],
+        lo: u64,
+        hi: u64,
+    ) -> Result<(u64, u64)> {
+        let w = self.slot_width();
+        let (mut x, mut y) = (0usize, known.len());
+        while x < y {
+            let mid = x + (y - x) / 2;
+            let Some(&i) = known.get(mid) else { break };
+            let slot = run.bytes(i * w, (i + 1) * w).ok_or_else(|| {
+                corruption(self.path(), format!("cached page of slot {i} is short"))
+            })?;
+            let s = decode_slot(&slot, i).map_err(|d| corruption(self.path(), d))?;
+            if s.key < key {
+                x = mid + 1;
+            } else {
+                y = mid;
+            }
+        }
+        let a = x
+            .checked_sub(1)
+            .and_then(|j| known.get(j))
+            .map_or(lo, |&i| i + 1);
+        let b = known.get(x).copied().unwrap_or(hi);
+        Ok((a, b))
+    }
+}
