@@ -1,5 +1,6 @@
-//! The learned tier's key-list page cache: point lookups reuse cached pages (no key-list read the
-//! second time), answers are the same as without the cache, and scans do not fill it.
+//! The learned tier's page cache: one-read point lookups reuse cached svlog pages and
+//! `get_pointer` reuses cached key-list pages (no read the second time), answers are the same as
+//! without the cache, and scans do not fill it.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -13,7 +14,7 @@ use lidb_lsm::storage::mem::MemStorage;
 use lidb_lsm::table::cache::PageCache;
 
 #[test]
-fn cached_lookups_read_each_key_list_page_once_and_answer_the_same() {
+fn cached_lookups_read_each_page_once_and_answer_the_same() {
     let storage: Arc<dyn lidb_lsm::storage::Storage> = Arc::new(MemStorage::new());
     let dir = Path::new("/t");
     storage.create_dir_all(dir).unwrap();
@@ -40,8 +41,13 @@ fn cached_lookups_read_each_key_list_page_once_and_answer_the_same() {
         );
     }
     assert_eq!(tier.get(b"zzzz").unwrap(), None);
-    let before = tier.read_stats().keylist_reads;
-    assert!(before > 0);
+    assert!(tier.reads_once());
+    let before = tier.read_stats();
+    assert!(before.svlog_reads > 0);
+    assert_eq!(
+        before.keylist_reads, 0,
+        "one-read lookups do not read the key list"
+    );
     for i in (0..20_000u32).step_by(37) {
         assert_eq!(
             tier.get(format!("{i:08}").as_bytes()).unwrap(),
@@ -49,9 +55,27 @@ fn cached_lookups_read_each_key_list_page_once_and_answer_the_same() {
         );
     }
     assert_eq!(
-        tier.read_stats().keylist_reads,
+        tier.read_stats(),
         before,
-        "cached pages were read again"
+        "cached svlog pages were read again"
+    );
+    // The key list's pages, through get_pointer, are cached the same way: the first pass reads
+    // them, the second reads nothing.
+    let mut reads = Vec::new();
+    for _ in 0..2 {
+        let before = tier.read_stats().keylist_reads;
+        for i in (0..20_000u32).step_by(37) {
+            let p = tier.get_pointer(format!("{i:08}").as_bytes()).unwrap();
+            assert_eq!(
+                tier.read_value(p.unwrap()).unwrap(),
+                i.to_le_bytes().to_vec()
+            );
+        }
+        reads.push(tier.read_stats().keylist_reads - before);
+    }
+    assert!(
+        reads[0] > 0 && reads[1] == 0,
+        "key-list reads per pass: {reads:?}"
     );
     // A full scan reads the key list in bulk and leaves the cache as it was.
     let used = cache.usage_bytes();

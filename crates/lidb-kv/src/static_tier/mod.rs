@@ -25,6 +25,8 @@
 mod builder;
 pub mod format;
 mod iter;
+mod one_read;
+pub mod page_model;
 mod reader;
 
 use std::path::{Path, PathBuf};
