@@ -1,7 +1,9 @@
 //! Point lookups of a packed generation in ONE device read (docs/format/static-tier.md,
 //! "One-read lookup"): the svlog page model names a window of svlog pages that holds the key's
 //! record, which is read in one positional read and parsed from the page-start table. Called
-//! from any thread through `StaticTier::get` (`&self`, no state besides the read counters).
+//! from any thread through `StaticTier::get` (`&self`, no state besides the read counters),
+//! which takes this path unless the tier's page cache can hold the whole key list (then the
+//! cached key list plus one read of the record alone is the smaller read).
 //!
 //! With `with_cache`, the window's svlog pages are cached as key-list pages are: keyed by
 //! (generation, `SVLOG_CACHE_PAGE | page`), bit 63 set so they never meet the key list's page

@@ -499,12 +499,15 @@ impl StaticTier {
         }
     }
 
-    /// The value of `key`. A packed generation with an svlog page model (model version 3):
-    /// ONE read of svlog pages (a second only for a record spanning more than 16 pages). Else,
-    /// or when that window holds damage (which may be another key's record), one key-list read
-    /// and one read of the key's own record, so damage to one record fails only its own key.
+    /// The value of `key`. A packed generation with an svlog page model (model version 3) and
+    /// no page cache that holds its whole key list: ONE read of svlog pages (a second only for
+    /// a record spanning more than 16 pages). Else, or when that window holds damage (which may
+    /// be another key's record), the key list's pages (cached when a cache holds them) and one
+    /// read of the key's own record, so damage to one record fails only its own key.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if let Some(index) = self.svlog_index.as_deref() {
+        if let Some(index) = self.svlog_index.as_deref()
+            && !self.key_list_fits_cache()
+        {
             match self.get_one_read(index, key) {
                 Err(crate::Error::Corruption { .. }) => {
                     let c = &self.counters.one_read_fallbacks;
@@ -603,9 +606,20 @@ impl StaticTier {
         &self.model
     }
 
-    /// Whether point lookups read once (the svlog page model was loaded).
+    /// Whether point lookups read once: the svlog page model was loaded and no page cache holds
+    /// the whole key list (docs/format/static-tier.md, "Which lookup a get takes").
     pub fn reads_once(&self) -> bool {
-        self.svlog_index.is_some()
+        self.svlog_index.is_some() && !self.key_list_fits_cache()
+    }
+
+    /// Whether the tier's page cache can hold every data page of the key list: then a settled
+    /// get costs one read of its record alone (the key list's pages come from the cache), a
+    /// smaller read than the one-read lookup's window of svlog pages.
+    fn key_list_fits_cache(&self) -> bool {
+        let pages_bytes = self.header.pages * PAGE_BYTES;
+        self.cache
+            .as_ref()
+            .is_some_and(|c| pages_bytes > 0 && c.capacity_bytes() >= pages_bytes)
     }
 
     pub(super) fn file_path(&self, idx: usize) -> &Path {

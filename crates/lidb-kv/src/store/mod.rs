@@ -67,8 +67,9 @@ pub struct StoreStats {
     /// Live bytes of the value logs as of the last GC, plus new keys since.
     pub live_bytes_estimate: u64,
     pub vlog_bytes: u64,
-    /// Device reads of the current learned tier since it was opened (zero without one): a
-    /// settled get of a GC-built generation is one `svlog_reads` and no `keylist_reads`.
+    /// Device reads of the current learned tier since it was opened (zero without one): once
+    /// the cache is warm, a settled get of a GC-built generation is one `svlog_reads` (its
+    /// window, or its record alone when the cache holds the key list) and no `keylist_reads`.
     pub tier_reads: crate::static_tier::TierReadStats,
 }
 
