@@ -16,6 +16,7 @@ use super::format::{
     EntryRef, KeyListHeader, Layout, MAX_TIER_FILES, MAX_TIER_KEY_BYTES, ModelFile, PAGE_BYTES,
     TierFile, TierFileKind, encode_entry, seal_page,
 };
+use super::page_model::{SvlogModel, max_lead, plan_pages};
 use super::{TierMeta, TierOptions, keys_path, model_path, svlog_path};
 use crate::vlog::{VlogKind, VlogWriter, vlog_path};
 use crate::{Error, Result};
@@ -258,6 +259,7 @@ impl StaticTierBuilder {
             smallest: Vec::new(),
             largest: Vec::new(),
             index: Vec::new(),
+            svlog: None,
         };
         if let Some(last) = n.checked_sub(1) {
             let map = self.keymap.finish(self.key(last));
@@ -272,6 +274,9 @@ impl StaticTierBuilder {
             model.smallest = self.key(0).to_vec();
             model.largest = self.key(last).to_vec();
             model.index = index.encode();
+            if self.svlog.is_some() {
+                model.svlog = Some(self.svlog_model(&map, svlog_bytes)?);
+            }
         }
         let train_time = started.elapsed();
         model.train_nanos = train_time.as_nanos() as u64;
@@ -293,6 +298,43 @@ impl StaticTierBuilder {
             keylist_bytes: header.file_bytes(),
             model_bytes: model_bytes.len() as u64,
             train_time,
+        })
+    }
+
+    /// The svlog page model of a packed build (docs/format/static-tier.md, "One-read lookup"):
+    /// the page-start table, and an index over the image of each svlog page's last key.
+    fn svlog_model(&self, map: &lidb_lsm::keys::KeyMap, svlog_bytes: u64) -> Result<SvlogModel> {
+        let places: Vec<(u64, u32)> = self.pointers.iter().map(|p| (p.offset, p.len)).collect();
+        let plan = plan_pages(&places, svlog_bytes);
+        debug_assert!(
+            plan.is_some(),
+            "the svlog's records are contiguous from byte 32"
+        );
+        let Some(plan) = plan else {
+            return Err(Error::InvalidOption(
+                "static tier svlog records are not contiguous".into(),
+            ));
+        };
+        let images: Vec<u64> = plan
+            .last_record
+            .iter()
+            .map(|&i| map.image(self.key(i as usize)))
+            .collect();
+        let index = lidb_index::build(self.opts.family, &images, &self.opts.params)?;
+        let records = plan
+            .start_page
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| (p, map.image(self.key(i))));
+        Ok(SvlogModel {
+            pages: images.len() as u64,
+            family_tag: self.opts.family.tag(),
+            page_boundary: self.opts.page_boundary,
+            max_lead: max_lead(&images, records),
+            tail_pages: plan.tail_pages,
+            max_record_len: plan.max_record_len,
+            page_starts: plan.page_starts,
+            index: index.encode(),
         })
     }
 

@@ -8,6 +8,7 @@
 use lidb_lsm::keys::KeyMap;
 use lidb_lsm::table::format::ByteReader;
 
+use super::page_model::SvlogModel;
 use crate::vlog::{RECORD_HEADER_BYTES, VLOG_HEADER_BYTES};
 
 /// Bytes of a key list page (header page and data pages).
@@ -22,8 +23,12 @@ pub const MAX_TIER_KEY_BYTES: u64 = PAGE_PAYLOAD_BYTES - ENTRY_FIXED_BYTES;
 pub const KEYS_MAGIC: u64 = 0x4c49_4442_4b45_5953;
 /// "LIDBTMDL" read big-endian, stored little-endian.
 pub const MODEL_MAGIC: u64 = 0x4c49_4442_544d_444c;
-/// Format version of the key list and the model file (2: the key list's file table).
+/// Format version of the key list (2: the key list's file table).
 pub const TIER_FORMAT_VERSION: u32 = 2;
+/// Format version of the model file this build writes (3: the svlog page model).
+pub const MODEL_FORMAT_VERSION: u32 = 3;
+/// The model version before the svlog page model; still read (its tier reads twice per get).
+pub const MODEL_FORMAT_VERSION_V2: u32 = 2;
 /// Bytes of the header page before the file table (through `file_count`).
 const HEADER_FIXED_BYTES: usize = 56;
 /// Bytes of one file-table row: kind u8, number u64, bytes u64.
@@ -337,13 +342,25 @@ pub struct ModelFile {
     pub largest: Vec<u8>,
     /// The lidb-index encoding; empty when the tier is empty.
     pub index: Vec<u8>,
+    /// The svlog page model (one-read lookups): a packed generation with entries, version 3.
+    pub svlog: Option<SvlogModel>,
 }
 
 impl ModelFile {
+    /// The version-3 encoding.
     pub fn encode(&self) -> Vec<u8> {
+        self.encode_as(MODEL_FORMAT_VERSION)
+    }
+
+    /// The version-2 encoding (no svlog page model), for old-format fixtures.
+    pub fn encode_v2(&self) -> Vec<u8> {
+        self.encode_as(MODEL_FORMAT_VERSION_V2)
+    }
+
+    fn encode_as(&self, version: u32) -> Vec<u8> {
         let mut out = Vec::with_capacity(128 + self.index.len());
         out.extend_from_slice(&MODEL_MAGIC.to_le_bytes());
-        out.extend_from_slice(&TIER_FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&version.to_le_bytes());
         out.extend_from_slice(&0u32.to_le_bytes());
         out.extend_from_slice(&self.generation.to_le_bytes());
         out.extend_from_slice(&self.entries.to_le_bytes());
@@ -360,6 +377,15 @@ impl ModelFile {
         }
         out.extend_from_slice(&(self.index.len() as u64).to_le_bytes());
         out.extend_from_slice(&self.index);
+        if version >= MODEL_FORMAT_VERSION {
+            match &self.svlog {
+                Some(m) => {
+                    out.push(1);
+                    m.encode_into(&mut out);
+                }
+                None => out.push(0),
+            }
+        }
         let crc = crc32c::crc32c(&out);
         out.extend_from_slice(&crc.to_le_bytes());
         out
@@ -378,9 +404,10 @@ impl ModelFile {
             return Err(format!("bad magic {magic:#018x}: not a static tier model"));
         }
         let version = r.u32()?;
-        if version != TIER_FORMAT_VERSION {
+        if version != MODEL_FORMAT_VERSION && version != MODEL_FORMAT_VERSION_V2 {
             return Err(format!(
-                "format version {version} is not supported (this build reads {TIER_FORMAT_VERSION})"
+                "format version {version} is not supported (this build reads \
+                 {MODEL_FORMAT_VERSION_V2} and {MODEL_FORMAT_VERSION})"
             ));
         }
         let mut c = [0u8; 4];
@@ -404,11 +431,20 @@ impl ModelFile {
         }
         let index_len = r.u64()?;
         let index = r.bytes(index_len)?.to_vec();
+        let svlog = if version == MODEL_FORMAT_VERSION {
+            match r.u8()? {
+                0 => None,
+                1 => Some(SvlogModel::decode_from(&mut r)?),
+                f => return Err(format!("svlog_model flag {f} is neither 0 nor 1")),
+            }
+        } else {
+            None
+        };
         r.finish("model")?;
         let [smallest, largest] = keys;
         let empty = entries == 0;
         let consistent = if empty {
-            pages == 0 && index.is_empty() && family_tag == 0
+            pages == 0 && index.is_empty() && family_tag == 0 && svlog.is_none()
         } else {
             pages >= 1
                 && !index.is_empty()
@@ -437,6 +473,7 @@ impl ModelFile {
             smallest,
             largest,
             index,
+            svlog,
         })
     }
 }

@@ -6,8 +6,11 @@
 //! - [`StaticTierBuilder`] writes a generation from keys in strictly increasing order, streaming
 //!   the values to the svlog and keeping only (key, pointer) pairs in memory, as the paper does;
 //!   one thread.
-//! - [`StaticTier`] answers point lookups (one key-list read, one svlog read) and range scans
-//!   (sequential reads of both files) from any thread; it is immutable once open.
+//! - [`StaticTier`] answers point lookups and range scans (sequential reads of both files) from
+//!   any thread; it is immutable once open. A GC-built generation's get is ONE read of a window
+//!   of svlog pages found by the svlog page model (`page_model`, `one_read`), unless its page
+//!   cache holds the whole key list (then the cached key list and one read of the record); a
+//!   converted generation or a version-2 model reads a key-list window, then the record.
 //!
 //! Greedy-PLR+: the paper bounds the model error in PAGES of the key list. Any family is trained
 //! over one point per page (the image of the page's last key, position = page number) with
@@ -25,6 +28,8 @@
 mod builder;
 pub mod format;
 mod iter;
+mod one_read;
+pub mod page_model;
 mod reader;
 
 use std::path::{Path, PathBuf};

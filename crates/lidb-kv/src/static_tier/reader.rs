@@ -28,6 +28,9 @@ pub struct TierReadStats {
     pub keylist_bytes: u64,
     pub svlog_reads: u64,
     pub svlog_bytes: u64,
+    /// One-read lookups whose window held a damaged record or page-start entry, answered again
+    /// through the key list (docs/format/static-tier.md, "Lookup" 6).
+    pub one_read_fallbacks: u64,
 }
 
 #[derive(Debug, Default)]
@@ -36,6 +39,7 @@ struct Counters {
     keylist_bytes: AtomicU64,
     svlog_reads: AtomicU64,
     svlog_bytes: AtomicU64,
+    one_read_fallbacks: AtomicU64,
 }
 
 /// Consecutive data pages of the key list held in memory, checked.
@@ -61,6 +65,8 @@ pub struct StaticTier {
     model: ModelFile,
     /// None when the tier is empty.
     index: Option<Box<dyn LearnedIndex>>,
+    /// The index of the svlog page model (`model.svlog`): set when gets read once.
+    svlog_index: Option<Box<dyn LearnedIndex>>,
     keylist: Arc<dyn RandomAccessFile>,
     /// The file table's files, in row order.
     files: Vec<OpenFile>,
@@ -68,7 +74,8 @@ pub struct StaticTier {
     paths: [PathBuf; 2],
     model_bytes: u64,
     counters: Counters,
-    /// Key-list pages of point lookups (scans bypass it), keyed by (generation, page).
+    /// Key-list pages of point lookups (scans bypass it), keyed by (generation, page), and the
+    /// svlog pages of one-read lookups, keyed by (generation, `SVLOG_CACHE_PAGE | page`).
     cache: Option<Arc<PageCache>>,
 }
 
@@ -174,11 +181,46 @@ impl StaticTier {
                 handle,
             });
         }
+        let svlog_index = match &model.svlog {
+            None => None,
+            Some(sm) => {
+                let svlog_bytes = files.first().map_or(0, |f| f.row.bytes);
+                if !header.packed() || sm.pages != svlog_bytes.div_ceil(PAGE_BYTES) {
+                    return Err(bad_model(format!(
+                        "svlog page model of {} pages for a {} generation with an svlog of \
+                         {svlog_bytes} bytes",
+                        sm.pages,
+                        if header.packed() {
+                            "packed"
+                        } else {
+                            "converted"
+                        }
+                    )));
+                }
+                let index = lidb_index::decode(&sm.index)
+                    .map_err(|e| bad_model(format!("svlog index: {e}")))?;
+                let family = Family::from_tag(sm.family_tag)
+                    .map_err(|e| bad_model(format!("svlog index: {e}")))?;
+                if index.family() != family
+                    || index.key_count() != sm.pages
+                    || index.boundary() != sm.page_boundary
+                {
+                    return Err(bad_model(format!(
+                        "svlog index ({} over {} positions, B {}) does not match its header",
+                        index.family(),
+                        index.key_count(),
+                        index.boundary()
+                    )));
+                }
+                Some(index)
+            }
+        };
         Ok(StaticTier {
             generation,
             header,
             model,
             index,
+            svlog_index,
             keylist,
             files,
             paths: [kpath, mpath],
@@ -273,6 +315,7 @@ impl StaticTier {
             keylist_bytes: c.keylist_bytes.load(Ordering::Relaxed),
             svlog_reads: c.svlog_reads.load(Ordering::Relaxed),
             svlog_bytes: c.svlog_bytes.load(Ordering::Relaxed),
+            one_read_fallbacks: c.one_read_fallbacks.load(Ordering::Relaxed),
         }
     }
 
@@ -280,7 +323,8 @@ impl StaticTier {
         self.paths.first().map_or(Path::new(""), PathBuf::as_path)
     }
 
-    /// Gives point lookups a page cache for key-list pages (the same budget the LSM's tables get).
+    /// Gives point lookups a page cache for key-list pages and, in one-read lookups, svlog pages
+    /// (the same budget the LSM's tables get).
     pub fn with_cache(mut self, cache: Arc<PageCache>) -> StaticTier {
         self.cache = Some(cache);
         self
@@ -455,8 +499,23 @@ impl StaticTier {
         }
     }
 
-    /// The value of `key`: one key-list read and one read of the record.
+    /// The value of `key`. A packed generation with an svlog page model (model version 3) and
+    /// no page cache that holds its whole key list: ONE read of svlog pages (a second only for
+    /// a record spanning more than 16 pages). Else, or when that window holds damage (which may
+    /// be another key's record), the key list's pages (cached when a cache holds them) and one
+    /// read of the key's own record, so damage to one record fails only its own key.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        if let Some(index) = self.svlog_index.as_deref()
+            && !self.key_list_fits_cache()
+        {
+            match self.get_one_read(index, key) {
+                Err(crate::Error::Corruption { .. }) => {
+                    let c = &self.counters.one_read_fallbacks;
+                    c.fetch_add(1, Ordering::Relaxed);
+                }
+                answer => return answer,
+            }
+        }
         let Some(e) = self.find(key)? else {
             return Ok(None);
         };
@@ -537,6 +596,30 @@ impl StaticTier {
 
     pub(super) fn header(&self) -> &KeyListHeader {
         &self.header
+    }
+
+    pub(super) fn cache(&self) -> Option<&PageCache> {
+        self.cache.as_deref()
+    }
+
+    pub(super) fn model(&self) -> &ModelFile {
+        &self.model
+    }
+
+    /// Whether point lookups read once: the svlog page model was loaded and no page cache holds
+    /// the whole key list (docs/format/static-tier.md, "Which lookup a get takes").
+    pub fn reads_once(&self) -> bool {
+        self.svlog_index.is_some() && !self.key_list_fits_cache()
+    }
+
+    /// Whether the tier's page cache can hold every data page of the key list: then a settled
+    /// get costs one read of its record alone (the key list's pages come from the cache), a
+    /// smaller read than the one-read lookup's window of svlog pages.
+    fn key_list_fits_cache(&self) -> bool {
+        let pages_bytes = self.header.pages * PAGE_BYTES;
+        self.cache
+            .as_ref()
+            .is_some_and(|c| pages_bytes > 0 && c.capacity_bytes() >= pages_bytes)
     }
 
     pub(super) fn file_path(&self, idx: usize) -> &Path {

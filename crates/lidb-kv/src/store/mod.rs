@@ -67,6 +67,10 @@ pub struct StoreStats {
     /// Live bytes of the value logs as of the last GC, plus new keys since.
     pub live_bytes_estimate: u64,
     pub vlog_bytes: u64,
+    /// Device reads of the current learned tier since it was opened (zero without one): once
+    /// the cache is warm, a settled get of a GC-built generation is one `svlog_reads` (its
+    /// window, or its record alone when the cache holds the key list) and no `keylist_reads`.
+    pub tier_reads: crate::static_tier::TierReadStats,
 }
 
 /// Bytes on disk, as the paper's Table 1 splits them.
@@ -278,6 +282,10 @@ impl Store {
             conversions: c.conversions.load(Ordering::Relaxed),
             live_bytes_estimate: self.shared.live_bytes.load(Ordering::Relaxed),
             vlog_bytes: self.shared.vlog_bytes.load(Ordering::Relaxed),
+            tier_reads: match self.shared.current().tier.as_ref().map(|h| &h.tier) {
+                Some(state::Tier::Learned(t)) => t.read_stats(),
+                _ => crate::static_tier::TierReadStats::default(),
+            },
         }
     }
 

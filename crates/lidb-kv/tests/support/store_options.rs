@@ -7,7 +7,12 @@ use lidb_lsm::{IndexOptions, Options};
 pub fn small(tier: TierKind) -> StoreOptions {
     StoreOptions {
         lsm: Options {
-            index: IndexOptions { family: Family::Pgm, params: Params::new(16), level_boundaries: vec![], kind: Default::default() },
+            index: IndexOptions {
+                family: Family::Pgm,
+                params: Params::new(16),
+                level_boundaries: vec![],
+                kind: Default::default(),
+            },
             sst_size_bytes: 16 * 1024,
             write_buffer_bytes: 64 * 1024,
             l0_compaction_trigger: 2,
@@ -23,5 +28,9 @@ pub fn small(tier: TierKind) -> StoreOptions {
 }
 
 pub fn learned() -> TierKind {
-    TierKind::Learned { family: Family::Plr, page_boundary: 4, params: Params::new(4) }
+    TierKind::Learned {
+        family: Family::Plr,
+        page_boundary: 4,
+        params: Params::new(4),
+    }
 }
