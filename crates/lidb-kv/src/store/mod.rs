@@ -96,6 +96,11 @@ pub(crate) struct Shared {
     pub current: RwLock<Arc<Tiers>>,
     pub write: Mutex<WriteState>,
     pub reader: Arc<VlogReader>,
+    /// The store's one page cache pool (`opts.lsm.shared_cache` names it): the active, frozen and
+    /// tier LSMs and the static tiers each read through a namespace of their own in it, so the
+    /// store's cache is one capacity however many parts GC makes. A part's pages leave the pool
+    /// when the part is dropped.
+    pub cache: Arc<lidb_lsm::table::cache::PageCache>,
     /// Every key of the store (inserts vs updates, for the live-data estimate).
     pub all_keys: RwLock<Arc<MemBloom>>,
     /// During a GC: the every-key filter that replaces `all_keys` at install, filled with the
@@ -288,6 +293,23 @@ impl Store {
     /// Bytes held in memory, split as lidb-lsm splits them (see `read::memory`).
     pub fn memory(&self) -> lidb_lsm::MemoryUsage {
         read::memory(&self.shared)
+    }
+
+    /// Resizes the store's one page cache (every LSM's and the tier's pages together) to
+    /// `bytes`, evicting least recently used pages down to it; parts GC makes later share it.
+    pub fn set_cache_bytes(&self, bytes: u64) {
+        self.shared.cache.set_capacity(bytes);
+    }
+
+    /// The capacity of the store's one page cache now.
+    pub fn cache_capacity_bytes(&self) -> u64 {
+        self.shared.cache.capacity_bytes()
+    }
+
+    /// Namespaces (LSMs, static tiers) holding pages in the store's cache now: at most the parts
+    /// of the current view and of views readers still hold.
+    pub fn cached_parts(&self) -> u64 {
+        self.shared.cache.namespaces_cached()
     }
 
     /// What the open found and cut (torn tails, and damage in point-in-time mode).

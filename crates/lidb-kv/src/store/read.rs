@@ -277,17 +277,22 @@ pub(crate) fn space(s: &Shared) -> SpaceUsage {
     u
 }
 
-/// What the store holds in memory: every LSM part's memtables, table indexes, filters and
-/// cached pages, the parts' in-memory key filters (as filters) and a learned tier's model (as
-/// index). The learned tier's key list is on disk and not counted.
+/// What the store holds in memory, measured from the structures held: every LSM part's
+/// memtables, table indexes and filters; the parts' in-memory key filters and the every-key
+/// filter (and, during a GC, the next one) as filters; a learned tier's model as index, counted
+/// twice over because the tier holds it twice (the model file's bytes, which keep the encoded
+/// index, and the decoded index); the store's one page cache pool once (every part reports the
+/// whole pool's usage). The learned tier's key list is on disk and not counted.
 pub(crate) fn memory(s: &Shared) -> lidb_lsm::MemoryUsage {
     let view = s.current();
-    let mut m = lidb_lsm::MemoryUsage::default();
+    let mut m = lidb_lsm::MemoryUsage {
+        cache_bytes: s.cache.usage_bytes(),
+        ..lidb_lsm::MemoryUsage::default()
+    };
     let mut add_part = |part: &crate::store::state::LsmPart| {
         let p = part.db().stats().memory;
         m.index_bytes += p.index_bytes;
         m.filter_bytes += p.filter_bytes + part.bloom.as_ref().map_or(0, |b| b.size_bytes());
-        m.cache_bytes += p.cache_bytes;
         m.memtable_bytes += p.memtable_bytes;
     };
     for part in [Some(&view.active), view.frozen.as_ref()]
@@ -297,9 +302,19 @@ pub(crate) fn memory(s: &Shared) -> lidb_lsm::MemoryUsage {
         add_part(part);
     }
     match view.tier.as_ref().map(|h| &h.tier) {
-        Some(Tier::Learned(t)) => m.index_bytes += t.model_bytes(),
+        Some(Tier::Learned(t)) => {
+            m.index_bytes += t.model_bytes() + t.index().map_or(0, |i| i.size_bytes());
+        }
         Some(Tier::Lsm(part)) => add_part(part),
         None => {}
     }
+    m.filter_bytes += s
+        .all_keys
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .size_bytes();
+    m.filter_bytes += crate::store::state::lock(&s.next_all_keys)
+        .as_ref()
+        .map_or(0, |b| b.size_bytes());
     m
 }
