@@ -270,7 +270,7 @@ pub(crate) fn collect(s: &Shared, view: &Arc<Tiers>) -> Result<KvIterator> {
         tier: view.tier.clone(),
         vlogs: view.vlogs.clone(),
     };
-    read::scan_view(s, Arc::new(without_active), b"", None)
+    read::scan_view(s, Arc::new(without_active), b"", None, None)
 }
 
 /// The key-list page cache of a learned tier: a namespace of its own in the store's one pool

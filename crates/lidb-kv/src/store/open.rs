@@ -198,6 +198,8 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         }),
         reader,
         cache,
+        vlog_reads: Arc::default(),
+        retired_reads: (AtomicU64::new(0), AtomicU64::new(0)),
         all_keys: RwLock::new(all_keys),
         next_all_keys: Mutex::new(None),
         live_bytes: AtomicU64::new(live),
