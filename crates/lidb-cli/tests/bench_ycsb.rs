@@ -516,6 +516,8 @@ fn ycsb_memory_budget_and_device_columns() {
     let kv = p1("learnedkv");
     assert_eq!(kv["budget"], "over", "{kv}");
     assert_eq!(kv["cache_bytes"], 0, "{kv}");
+    // Its reads are counted too (value-log records, tables, key list and svlog).
+    assert!(kv["device_reads_per_op"].as_f64().unwrap() > 0.5, "{kv}");
     assert!(
         err.contains("learnedkv: memory budget after P0: OVER BUDGET"),
         "{err}"

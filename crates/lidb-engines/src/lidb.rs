@@ -195,7 +195,9 @@ impl Engine for TieredEngine {
         limit: usize,
         each: &mut dyn FnMut(&[u8], &[u8]),
     ) -> EngineResult<usize> {
-        Ok(drain(&mut self.store.scan(start, end)?, limit, each)?)
+        // The store reads the values of `limit` entries' LSM pointers together.
+        let mut it = self.store.scan_limited(start, end, limit)?;
+        Ok(drain(&mut it, limit, each)?)
     }
     fn gc(&self) -> EngineResult<()> {
         Ok(self.store.gc()?)
@@ -217,6 +219,15 @@ impl Engine for TieredEngine {
     }
     fn memory(&self) -> MemorySplit {
         split_of(self.store.memory())
+    }
+    /// Value-log records (a scan's span of nearby records is one read), table reads of every
+    /// LSM and the tier's key-list and svlog reads (`Store::device_reads`).
+    fn device_reads(&self) -> Option<DeviceReads> {
+        let r = self.store.device_reads();
+        Some(DeviceReads {
+            reads: r.reads,
+            bytes: Some(r.bytes),
+        })
     }
     fn read_split(&self) -> ReadSplit {
         let s = self.store.stats();
