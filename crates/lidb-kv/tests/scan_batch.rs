@@ -200,3 +200,34 @@ fn a_scan_over_keys_written_together_reads_their_values_in_few_reads() {
         );
     }
 }
+
+/// Records far apart in the log (each followed by a 20 KB value of another key) are a read each,
+/// read several at once (the batch's spans go to parallel reads): the scan still returns each
+/// key's own value, in key order.
+#[test]
+fn a_scan_over_scattered_records_reads_each_once_and_in_key_order() {
+    for tier in [learned(), TierKind::Lsm, TierKind::WriteBack] {
+        let store = Store::open_with_storage(
+            Arc::new(MemStorage::new()),
+            Path::new("/kv"),
+            small(tier.clone()),
+        )
+        .unwrap();
+        let k = 64u32;
+        // Written in reverse key order, so log order is the opposite of the scan's.
+        for i in (0..k).rev() {
+            store.put(&key(i), &i.to_le_bytes().repeat(50)).unwrap();
+            store.put(b"zz-filler", &vec![i as u8; 20_000]).unwrap();
+        }
+        let before = store.device_reads();
+        let got = scan(&store, &key(0), Some(&key(k)), None);
+        let reads = store.device_reads().vlog_reads - before.vlog_reads;
+        assert_eq!(got.len(), k as usize, "{tier:?}");
+        for (n, (kk, v)) in got.iter().enumerate() {
+            let i = n as u32;
+            assert_eq!((kk, v), (&key(i), &i.to_le_bytes().repeat(50)), "{tier:?}");
+        }
+        // One read per record (the filler after the range is not read).
+        assert_eq!(reads, u64::from(k), "{tier:?}");
+    }
+}

@@ -5,14 +5,18 @@
 //! that span's end, while the span stays within `MAX_SPAN_BYTES`. Each span is ONE read
 //! (`VlogReader::read_span`); its records are decoded from their slices and checked like a point
 //! read's ([`fetch`]). Keys written together sit together in the log, so a scan over them costs
-//! a read per span instead of a read per key.
+//! a read per span instead of a read per key; spans that stay apart (keys written at different
+//! times) are read several at once.
 //!
-//! Pure planning plus reads through `&VlogReader`; callers from any thread. Invariants: every
-//! pointer of a batch is in exactly one span; a span holds pointers of one file only and covers
-//! each of its records entirely; the results come back in the batch's order.
+//! Threads: callers from any thread. A batch of at least `PARALLEL_MIN_SPANS` spans is read from
+//! up to `PARALLEL_READS` scoped threads, all joined before [`fetch`] returns; they share only
+//! `&VlogReader` (its handle map is behind a mutex) and an atomic index of the next span.
+//! Invariants: every pointer of a batch is in exactly one span; a span holds pointers of one file
+//! only and covers each of its records entirely; each span is read once; the results come back
+//! in the batch's order.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use lidb_lsm::error::corruption;
 use lidb_lsm::storage::PAGE_SIZE;
@@ -26,6 +30,10 @@ use crate::vlog::{VlogReader, decode_pointed};
 pub(crate) const COALESCE_GAP_BYTES: u64 = 16 * 1024;
 /// The longest span one read covers.
 pub(crate) const MAX_SPAN_BYTES: u64 = 512 * 1024;
+/// Reads of one batch issued at once (scoped threads), at most.
+const PARALLEL_READS: usize = 8;
+/// Spans below which a batch is read on the caller's thread.
+const PARALLEL_MIN_SPANS: usize = 4;
 
 /// Value-log reads since open (point reads and scans), machine-independent benchmark counters.
 #[derive(Debug, Default)]
@@ -96,8 +104,9 @@ pub(crate) fn fetch(
 ) -> Result<Vec<Vec<u8>>> {
     let pointers: Vec<Pointer> = batch.iter().map(|(_, p)| *p).collect();
     let mut values: Vec<Option<Vec<u8>>> = vec![None; batch.len()];
-    for span in plan(&pointers, COALESCE_GAP_BYTES, MAX_SPAN_BYTES) {
-        let buf = reader.read_span(span.file, span.start, span.end - span.start)?;
+    let spans = plan(&pointers, COALESCE_GAP_BYTES, MAX_SPAN_BYTES);
+    let bufs = read_spans(reader, &spans)?;
+    for (span, buf) in spans.into_iter().zip(bufs) {
         counters.count(span.start, span.end, direct);
         for i in span.members {
             let (Some((key, p)), Some(slot)) = (batch.get(i), values.get_mut(i)) else {
@@ -129,6 +138,44 @@ pub(crate) fn fetch(
         .into_iter()
         .map(|v| v.ok_or_else(|| corruption(dir, "a scan's pointer was in no span")))
         .collect()
+}
+
+/// The bytes of every span, in order: one read each, issued from up to `PARALLEL_READS` scoped
+/// threads when there are at least `PARALLEL_MIN_SPANS` (a device serves several random reads at
+/// once about as fast as one), on the caller's thread otherwise.
+fn read_spans(reader: &VlogReader, spans: &[Span]) -> Result<Vec<Vec<u8>>> {
+    let read = |s: &Span| reader.read_span(s.file, s.start, s.end - s.start);
+    if spans.len() < PARALLEL_MIN_SPANS {
+        return spans.iter().map(read).collect();
+    }
+    let threads = spans.len().min(PARALLEL_READS);
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<(usize, Result<Vec<u8>>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(span) = spans.get(i) else { break };
+                        mine.push((i, read(span)));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                // A reader thread does not panic (reads return errors); if one did, the panic
+                // goes on here, as it would have on the caller's thread.
+                w.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+            })
+            .collect()
+    });
+    results.sort_by_key(|(i, _)| *i);
+    debug_assert_eq!(results.len(), spans.len(), "every span read once");
+    results.into_iter().map(|(_, r)| r).collect()
 }
 
 #[cfg(test)]
