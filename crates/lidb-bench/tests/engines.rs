@@ -217,7 +217,8 @@ fn learnedstore_and_btree_gc_is_a_checkpoint_and_their_notes_say_what_they_ignor
 
 /// `--memory`: every engine either fits itself to one budget for index + filters + cache or
 /// says why not. lsm resizes its cache to what its indexes and filters leave and stays within the
-/// budget under reads; rocksdb took the budget at open (its index and filter blocks inside its
+/// budget under reads; learnedkv, lsm+ and lsm+tier do the same with their store's one cache (or
+/// report the excess); rocksdb took the budget at open (its index and filter blocks inside its
 /// block cache, which never exceeds it); the others say they did not apply it.
 #[test]
 fn every_engine_fits_a_memory_budget_or_says_why_not() {
@@ -255,6 +256,25 @@ fn every_engine_fits_a_memory_budget_or_says_why_not() {
             "rocksdb" => {
                 assert_eq!(fit.status(), "at-open", "rocksdb: {fit:?}");
                 assert!(m.cache_bytes <= budget, "rocksdb: {m:?}");
+            }
+            // One cache per store (issue 13), fitted like lsm's. 1 MiB is below their every-key
+            // Bloom (sized for at least a million keys), so they report the excess instead.
+            "learnedkv" | "lsm+" | "lsm+tier" => {
+                let engines::BudgetFit::Resized(plan) = fit else {
+                    panic!("{name}: {fit:?}");
+                };
+                assert_eq!(plan.cache_bytes, budget.saturating_sub(plan.resident_bytes));
+                assert_eq!(plan.over_bytes, plan.resident_bytes.saturating_sub(budget));
+                assert!(m.cache_bytes <= plan.cache_bytes, "{name}: {m:?} {plan:?}");
+                if plan.fits() {
+                    assert!(m.budgeted_bytes() <= budget, "{name} over budget: {m:?}");
+                } else {
+                    assert_eq!(fit.status(), "over", "{name}");
+                    assert_eq!(
+                        m.cache_bytes, 0,
+                        "{name}: an over-budget cache holds nothing"
+                    );
+                }
             }
             _ => assert_eq!(fit.status(), "not-applied", "{name}: {fit:?}"),
         }

@@ -149,9 +149,12 @@ impl TieredEngine {
             Tiering::LsmTier => TierKind::Lsm,
         };
         let opts = StoreOptions {
-            // No budget here: the store's LSMs (active, frozen, tier) each have a cache of
-            // their own, made per GC generation; see `fit_memory_budget`.
-            lsm: lsm_options(cfg, cfg.block_cache_bytes),
+            // The store's LSMs (active, frozen, tier) and static tiers share one cache of this
+            // size; under a budget it starts with all of it and is fitted after the load.
+            lsm: lsm_options(
+                cfg,
+                cfg.memory_budget_bytes.unwrap_or(cfg.block_cache_bytes),
+            ),
             tier,
             over_provisioning: cfg.over_provisioning,
             auto_gc: cfg.background,
@@ -192,7 +195,9 @@ impl Engine for TieredEngine {
         limit: usize,
         each: &mut dyn FnMut(&[u8], &[u8]),
     ) -> EngineResult<usize> {
-        Ok(drain(&mut self.store.scan(start, end)?, limit, each)?)
+        // The store reads the values of `limit` entries' LSM pointers together.
+        let mut it = self.store.scan_limited(start, end, limit)?;
+        Ok(drain(&mut it, limit, each)?)
     }
     fn gc(&self) -> EngineResult<()> {
         Ok(self.store.gc()?)
@@ -215,6 +220,15 @@ impl Engine for TieredEngine {
     fn memory(&self) -> MemorySplit {
         split_of(self.store.memory())
     }
+    /// Value-log records (a scan's span of nearby records is one read), table reads of every
+    /// LSM and the tier's key-list and svlog reads (`Store::device_reads`).
+    fn device_reads(&self) -> Option<DeviceReads> {
+        let r = self.store.device_reads();
+        Some(DeviceReads {
+            reads: r.reads,
+            bytes: Some(r.bytes),
+        })
+    }
     fn read_split(&self) -> ReadSplit {
         let s = self.store.stats();
         ReadSplit {
@@ -223,13 +237,13 @@ impl Engine for TieredEngine {
             gcs: s.gcs,
         }
     }
+    /// Resident = every part's table indexes and filters, the tier's model, the in-memory key
+    /// filters and the every-key Bloom, measured now (`Store::memory`); the store's one cache,
+    /// which every part GC makes later shares, gets the rest.
     fn fit_memory_budget(&self, budget_bytes: u64) -> EngineResult<BudgetFit> {
-        let _ = budget_bytes;
-        Ok(BudgetFit::NotApplied(format!(
-            "{}'s LSMs (active, frozen, tier) each open a cache of their own per GC generation; \
-             they kept --cache each and their memory is printed as measured",
-            self.name()
-        )))
+        let plan = budget::plan(budget_bytes, self.memory().resident_bytes());
+        self.store.set_cache_bytes(plan.cache_bytes);
+        Ok(BudgetFit::Resized(plan))
     }
 }
 
@@ -306,6 +320,80 @@ mod tests {
         assert_eq!(e.memory().cache_bytes, 0);
         drop(e);
         let _ = std::fs::remove_dir_all(&dir);
+        Ok(())
+    }
+
+    /// learnedkv, lsm+ and lsm+tier under one budget: the fit gives the store's one cache what
+    /// the measured resident part leaves, GC's new parts share that cache (its capacity holds),
+    /// and a budget below the resident part is reported with its excess.
+    #[test]
+    fn tiered_engines_fitted_to_a_budget_hold_it_across_gc()
+    -> Result<(), Box<dyn std::error::Error>> {
+        for tiering in [Tiering::Learned, Tiering::WriteBack, Tiering::LsmTier] {
+            let dir = temp_dir(&format!("budget-{tiering:?}"));
+            let budget = 6 << 20;
+            let mut cfg = EngineConfig::new(dir.clone());
+            cfg.memory_budget_bytes = Some(budget);
+            cfg.memtable_bytes = 256 << 10;
+            cfg.background = false;
+            let e = TieredEngine::open(&cfg, tiering)?;
+            let name = e.name();
+            assert_eq!(
+                e.store.cache_capacity_bytes(),
+                budget,
+                "{name}: opens with all of it"
+            );
+            let value = |i: u64, round: u64| vec![(i + round) as u8; 400];
+            for i in 0..8_000u64 {
+                e.put(&i.to_be_bytes(), &value(i, 0))?;
+            }
+            e.flush()?;
+            e.gc()?;
+            for i in (0..8_000u64).step_by(2) {
+                e.put(&i.to_be_bytes(), &value(i, 1))?;
+            }
+            e.flush()?;
+            let round = |i: u64| u64::from(i.is_multiple_of(2));
+            // Fill the cache before fitting, so the fit has to evict.
+            for i in 0..8_000u64 {
+                assert_eq!(e.get(&i.to_be_bytes())?, Some(value(i, round(i))), "{name}");
+            }
+            let resident = e.memory().resident_bytes();
+            assert!(resident > 0, "{name}: indexes and filters are measured");
+            let BudgetFit::Resized(plan) = e.fit_memory_budget(budget)? else {
+                panic!("{name} resizes its cache");
+            };
+            assert!(plan.fits(), "{name}: {plan:?}");
+            assert_eq!(plan.resident_bytes, resident);
+            assert_eq!(plan.cache_bytes + plan.resident_bytes, budget);
+            assert_eq!(e.store.cache_capacity_bytes(), plan.cache_bytes);
+            let m = e.memory();
+            assert!(m.budgeted_bytes() <= budget, "{name}: within budget: {m:?}");
+            // A GC makes new parts (LSM, tier): they share the one cache, whose capacity holds.
+            e.gc()?;
+            for i in (0..8_000u64).step_by(3) {
+                assert_eq!(e.get(&i.to_be_bytes())?, Some(value(i, round(i))), "{name}");
+            }
+            assert_eq!(e.store.cache_capacity_bytes(), plan.cache_bytes, "{name}");
+            assert!(e.memory().cache_bytes <= plan.cache_bytes, "{name}");
+            // Refitted after the GC (as the benchmark does before each phase), still within.
+            let BudgetFit::Resized(after) = e.fit_memory_budget(budget)? else {
+                panic!("{name} resizes its cache");
+            };
+            assert!(after.fits());
+            assert!(e.memory().budgeted_bytes() <= budget, "{name}");
+            // A budget below the resident part: the cache gets nothing, the excess is reported.
+            let resident = e.memory().resident_bytes();
+            let BudgetFit::Resized(over) = e.fit_memory_budget(resident / 2)? else {
+                panic!("{name} resizes its cache");
+            };
+            assert!(!over.fits(), "{name}");
+            assert_eq!(over.over_bytes, resident - resident / 2);
+            assert_eq!(e.memory().cache_bytes, 0, "{name}");
+            assert_eq!(e.get(&1u64.to_be_bytes())?, Some(value(1, 0)), "{name}");
+            drop(e);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
         Ok(())
     }
 }

@@ -17,4 +17,6 @@ pub mod vlog;
 
 pub use lidb_lsm::{Error, Result};
 pub use pointer::Pointer;
-pub use store::{ReadSource, SpaceUsage, Store, StoreOptions, StoreRecovery, StoreStats, TierKind};
+pub use store::{
+    ReadSource, SpaceUsage, Store, StoreOptions, StoreReads, StoreRecovery, StoreStats, TierKind,
+};

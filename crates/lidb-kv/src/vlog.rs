@@ -515,6 +515,26 @@ impl VlogReader {
         Ok((k.to_vec(), v.to_vec()))
     }
 
+    /// ONE read of bytes `[offset, offset + len)` of log `number`, past its header: the span of
+    /// several nearby records a scan fetches at once (`store::scan_batch`), each then decoded
+    /// with [`decode_pointed`] from its slice.
+    pub fn read_span(&self, number: u64, offset: u64, len: u64) -> Result<Vec<u8>> {
+        let end = offset.saturating_add(len);
+        let f = self.handle(number, end)?;
+        if offset < VLOG_HEADER_BYTES || end > f.len() {
+            return Err(corruption(
+                vlog_path(&self.dir, number),
+                format!(
+                    "span [{offset}, {end}) is not within the records (file of {} bytes)",
+                    f.len()
+                ),
+            ));
+        }
+        let mut buf = vec![0u8; len as usize];
+        f.read_at(offset, &mut buf)?;
+        Ok(buf)
+    }
+
     /// Drops the cached handle of log `number` (before the file is deleted).
     pub fn forget(&self, number: u64) {
         self.lock().remove(&number);

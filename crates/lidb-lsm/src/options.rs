@@ -5,6 +5,7 @@ use lidb_index::{Family, Params};
 
 use crate::error::{Error, Result};
 use crate::hooks::{FlushHook, ReplayFilter};
+use crate::table::cache::SharedCache;
 use crate::tail::RecoveryMode;
 
 /// Whether learned models cover one table each, or a whole level.
@@ -160,8 +161,12 @@ pub struct Options {
     pub l0_stop_writes: usize,
     /// Bloom filter bits per key (0 disables filters).
     pub bloom_bits_per_key: u32,
-    /// Page cache for table reads, in bytes.
+    /// Page cache for table reads, in bytes (ignored with `shared_cache`).
     pub block_cache_bytes: u64,
+    /// A page cache pool shared with other databases (a tiered store's LSMs): the database takes
+    /// a namespace of its own in it instead of making a cache of `block_cache_bytes`. Its pages
+    /// leave the pool when the database is dropped.
+    pub shared_cache: Option<SharedCache>,
     /// O_DIRECT for table reads.
     pub direct_io: bool,
     /// Sync the write-ahead log on every write.
@@ -195,6 +200,7 @@ impl Default for Options {
             l0_stop_writes: 12,
             bloom_bits_per_key: 10,
             block_cache_bytes: 8 * MIB,
+            shared_cache: None,
             direct_io: false,
             sync: false,
             create_if_missing: true,

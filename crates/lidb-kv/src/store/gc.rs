@@ -270,15 +270,20 @@ pub(crate) fn collect(s: &Shared, view: &Arc<Tiers>) -> Result<KvIterator> {
         tier: view.tier.clone(),
         vlogs: view.vlogs.clone(),
     };
-    read::scan_view(s, Arc::new(without_active), b"", None)
+    read::scan_view(s, Arc::new(without_active), b"", None, None)
 }
 
-/// The key-list page cache of a learned tier: the same budget an LSM's tables get, so learnedkv
-/// and lsm+ (whose tier is an LSM with its own page cache) hold equal caches.
+/// The key-list page cache of a learned tier: a namespace of its own in the store's one pool
+/// (`opts.lsm.shared_cache`, set at open), which the LSMs share too; its pages leave the pool
+/// when the tier is dropped. Options not yet through the open (none in the store) get a cache of
+/// `block_cache_bytes` of their own.
 pub(crate) fn tier_cache(opts: &StoreOptions) -> Arc<lidb_lsm::table::cache::PageCache> {
-    Arc::new(lidb_lsm::table::cache::PageCache::new(
-        opts.lsm.block_cache_bytes,
-    ))
+    match &opts.lsm.shared_cache {
+        Some(pool) => pool.new_namespace(),
+        None => Arc::new(lidb_lsm::table::cache::PageCache::new(
+            opts.lsm.block_cache_bytes,
+        )),
+    }
 }
 
 /// Phase 3 for LearnedKV: a static value log in key order, its key list and model.

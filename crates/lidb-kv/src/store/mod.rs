@@ -26,6 +26,7 @@ pub(crate) mod gc;
 mod open;
 mod read;
 pub mod recovery;
+mod scan_batch;
 mod write;
 mod writeback;
 
@@ -73,6 +74,20 @@ pub struct StoreStats {
     pub tier_reads: crate::static_tier::TierReadStats,
 }
 
+/// Storage reads since open, machine-independent benchmark counters: value-log records read by
+/// point reads and scans (a scan's span of nearby records is one read), plus the reads of the
+/// LSMs' tables and of the tier (key list and svlogs, or lsm+tier's LSM). The reads of a part a
+/// GC retired are kept, as of the install (reads through the old view after it are not).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreReads {
+    pub reads: u64,
+    /// Bytes read (rounded out to pages with direct I/O).
+    pub bytes: u64,
+    /// Of which value-log reads.
+    pub vlog_reads: u64,
+    pub vlog_bytes: u64,
+}
+
 /// Bytes on disk, as the paper's Table 1 splits them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct SpaceUsage {
@@ -100,6 +115,15 @@ pub(crate) struct Shared {
     pub current: RwLock<Arc<Tiers>>,
     pub write: Mutex<WriteState>,
     pub reader: Arc<VlogReader>,
+    /// The store's one page cache pool (`opts.lsm.shared_cache` names it): the active, frozen and
+    /// tier LSMs and the static tiers each read through a namespace of their own in it, so the
+    /// store's cache is one capacity however many parts GC makes. A part's pages leave the pool
+    /// when the part is dropped.
+    pub cache: Arc<lidb_lsm::table::cache::PageCache>,
+    /// Value-log reads of point reads and scans.
+    pub vlog_reads: Arc<scan_batch::VlogReadCounters>,
+    /// (reads, bytes) the parts GC retired had made (see `StoreReads`).
+    pub retired_reads: (AtomicU64, AtomicU64),
     /// Every key of the store (inserts vs updates, for the live-data estimate).
     pub all_keys: RwLock<Arc<MemBloom>>,
     /// During a GC: the every-key filter that replaces `all_keys` at install, filled with the
@@ -167,6 +191,9 @@ impl Shared {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         cur.retire_unused(&next);
+        let (reads, bytes) = read::reads_retired(&cur, &next);
+        self.retired_reads.0.fetch_add(reads, Ordering::Relaxed);
+        self.retired_reads.1.fetch_add(bytes, Ordering::Relaxed);
         *cur = Arc::new(next);
     }
 
@@ -244,7 +271,24 @@ impl Store {
     /// Keys in `[start, end)` with their values, merged across the LSMs and the tier (newest
     /// wins, deletions hidden), over the view at the time of the call.
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>) -> Result<KvIterator> {
-        read::scan(&self.shared, start, end)
+        read::scan(&self.shared, start, end, None)
+    }
+
+    /// `scan` for a caller that will take about `expected` entries: the first batch of values
+    /// it reads together is that many (and the one its last advance moves to) instead of a
+    /// small first batch that doubles.
+    pub fn scan_limited(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        expected: usize,
+    ) -> Result<KvIterator> {
+        read::scan(&self.shared, start, end, Some(expected))
+    }
+
+    /// Storage reads since open (see [`StoreReads`]).
+    pub fn device_reads(&self) -> StoreReads {
+        read::device_reads(&self.shared)
     }
 
     /// Runs a GC (with conversion) now and returns when its result is installed.
@@ -296,6 +340,23 @@ impl Store {
     /// Bytes held in memory, split as lidb-lsm splits them (see `read::memory`).
     pub fn memory(&self) -> lidb_lsm::MemoryUsage {
         read::memory(&self.shared)
+    }
+
+    /// Resizes the store's one page cache (every LSM's and the tier's pages together) to
+    /// `bytes`, evicting least recently used pages down to it; parts GC makes later share it.
+    pub fn set_cache_bytes(&self, bytes: u64) {
+        self.shared.cache.set_capacity(bytes);
+    }
+
+    /// The capacity of the store's one page cache now.
+    pub fn cache_capacity_bytes(&self) -> u64 {
+        self.shared.cache.capacity_bytes()
+    }
+
+    /// Namespaces (LSMs, static tiers) holding pages in the store's cache now: at most the parts
+    /// of the current view and of views readers still hold.
+    pub fn cached_parts(&self) -> u64 {
+        self.shared.cache.namespaces_cached()
     }
 
     /// What the open found and cut (torn tails, and damage in point-in-time mode).

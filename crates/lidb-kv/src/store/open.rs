@@ -1,7 +1,9 @@
 //! Opening a store: read `KVSTATE` (or create a new store), reopen the active value log (cutting a
 //! torn tail), open the LSMs with hooks bound to that log (`with_vlog_hooks`; a second LSM means a
 //! GC was interrupted: `Store::open` finishes it), open the tier, rebuild the in-memory Bloom
-//! filters from the LSMs' keys, and remove every file `KVSTATE` does not name.
+//! filters from the LSMs' keys, and remove every file `KVSTATE` does not name. Every LSM and
+//! static tier of the store shares one page cache pool (`Shared::cache`), each in a namespace of
+//! its own.
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -9,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use lidb_lsm::storage::{ReadMode, Storage};
+use lidb_lsm::table::cache::{PageCache, SharedCache};
 use lidb_lsm::{Db, Error, ReplayFilter, Result, error::corruption};
 
 use crate::Pointer;
@@ -32,6 +35,13 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
     let mut lsm = opts.lsm.clone();
     lsm.sync = opts.sync;
     lsm.direct_io = opts.direct_io;
+    // One page cache for the whole store: every LSM it opens and every static tier takes a
+    // namespace of its own in this pool (a caller may hand in a pool of its own to share).
+    let cache = match &lsm.shared_cache {
+        Some(pool) => Arc::clone(&pool.0),
+        None => Arc::new(PageCache::new(lsm.block_cache_bytes)),
+    };
+    lsm.shared_cache = Some(SharedCache(Arc::clone(&cache)));
     let opts = StoreOptions { lsm, ..opts };
     let mode = if opts.direct_io {
         ReadMode::Direct
@@ -187,6 +197,9 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
             appended_since_gc: appended,
         }),
         reader,
+        cache,
+        vlog_reads: Arc::default(),
+        retired_reads: (AtomicU64::new(0), AtomicU64::new(0)),
         all_keys: RwLock::new(all_keys),
         next_all_keys: Mutex::new(None),
         live_bytes: AtomicU64::new(live),

@@ -163,7 +163,8 @@ impl Db {
 
     /// Resizes the page cache to `bytes` (evicting least recently used pages down to it), for a
     /// caller sharing one memory budget between the indexes and the cache. `Options` keeps the
-    /// size the database was opened with.
+    /// size the database was opened with. With `Options::shared_cache` this is the shared pool's
+    /// capacity, for every database in it.
     pub fn set_block_cache_bytes(&self, bytes: u64) {
         self.shared.cache.set_capacity(bytes);
     }

@@ -174,7 +174,11 @@ pub(crate) fn check(storage: &Arc<dyn Storage>, dir: &Path, opts: &Options) -> R
         &mut folded.last_sequence,
         &mut report,
     )?;
-    let cache = Arc::new(PageCache::new(opts.block_cache_bytes));
+    // A shared pool gives this database a namespace of its own; otherwise a cache of its own.
+    let cache = match &opts.shared_cache {
+        Some(pool) => pool.new_namespace(),
+        None => Arc::new(PageCache::new(opts.block_cache_bytes)),
+    };
     let mode = read_mode_for(opts);
     let mut handles = HashMap::new();
     for m in folded.version.levels.iter().flatten() {

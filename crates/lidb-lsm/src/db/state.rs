@@ -260,7 +260,7 @@ pub struct MemoryUsage {
     /// Learned (or fence) index bytes of every live table and level model.
     pub index_bytes: u64,
     pub filter_bytes: u64,
-    /// Page cache in use.
+    /// Page cache in use (with `Options::shared_cache`, the whole shared pool's: count it once).
     pub cache_bytes: u64,
     /// Memtables (mutable and immutable).
     pub memtable_bytes: u64,

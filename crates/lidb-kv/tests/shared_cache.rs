@@ -1,0 +1,168 @@
+//! The store's one page cache (issue 13): every LSM it opens (active, frozen, lsm+tier's tier)
+//! and every static tier reads through a namespace of its own in one pool. Model-based against a
+//! BTreeMap over puts, deletes, scans, GC, conversion and reopens, for the three engines, with a
+//! tiny and a roomier cache: the answers are the model's (no part is answered from another part's
+//! page, though their table numbers collide), the pool never exceeds its capacity, and the pages
+//! of a part that went away (a frozen LSM after GC, an old tier) leave the pool. Failure messages
+//! name the seed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use lidb_kv::{Store, StoreOptions, TierKind};
+use lidb_lsm::storage::mem::MemStorage;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+mod support {
+    include!("support/store_options.rs");
+}
+use support::{learned, small};
+
+/// The cache's invariants with no reader holding an old view: within capacity, and pages of at
+/// most the current view's parts (active LSM and tier; no frozen LSM outside a GC).
+fn check_cache(store: &Store, capacity: u64, ctx: &str) {
+    let usage = store.memory().cache_bytes;
+    assert!(
+        usage <= capacity,
+        "{ctx}: cache {usage} > capacity {capacity}"
+    );
+    assert_eq!(store.cache_capacity_bytes(), capacity, "{ctx}");
+    let parts = store.cached_parts();
+    assert!(
+        parts <= 2,
+        "{ctx}: pages of {parts} parts cached, the view has 2"
+    );
+}
+
+fn check_all(store: &Store, model: &Model, ctx: &str) {
+    for (k, v) in model {
+        assert_eq!(store.get(k).unwrap().as_ref(), Some(v), "{ctx}: key {k:?}");
+    }
+    let mut it = store.scan(b"", None).unwrap();
+    let mut got = Model::new();
+    while it.valid() {
+        got.insert(it.key().to_vec(), it.value().to_vec());
+        it.next().unwrap();
+    }
+    assert!(got == *model, "{ctx}: scan differs from the model");
+}
+
+fn run(seed: u64, tier: TierKind, capacity: u64, steps: usize) {
+    let storage = MemStorage::new();
+    let mut opts: StoreOptions = small(tier.clone());
+    opts.lsm.block_cache_bytes = capacity;
+    let open =
+        || Store::open_with_storage(Arc::new(storage.clone()), Path::new("/kv"), opts.clone());
+    let mut store = open().unwrap();
+    let mut model = Model::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let ctx = format!("seed {seed} tier {tier:?} cache {capacity}");
+    let converts = matches!(tier, TierKind::Learned { .. });
+    for step in 0..steps {
+        let ctx = format!("{ctx} step {step}");
+        let k = format!("key{:05}", rng.gen_range(0..1500u32)).into_bytes();
+        match rng.gen_range(0..100) {
+            0..=49 => {
+                let v: Vec<u8> = (0..rng.gen_range(1..200)).map(|_| rng.r#gen()).collect();
+                store.put(&k, &v).unwrap();
+                model.insert(k, v);
+            }
+            50..=56 => {
+                store.delete(&k).unwrap();
+                model.remove(&k);
+            }
+            57..=89 => {
+                assert_eq!(
+                    store.get(&k).unwrap().as_ref(),
+                    model.get(&k),
+                    "{ctx}: get {k:?}"
+                );
+            }
+            90..=92 => store.flush().unwrap(),
+            93..=95 => store.gc().unwrap_or_else(|e| panic!("{ctx}: gc: {e}")),
+            96..=97 if converts => store
+                .convert()
+                .unwrap_or_else(|e| panic!("{ctx}: convert: {e}")),
+            96..=97 => store.compact().unwrap(),
+            _ => {
+                drop(store);
+                store = open().unwrap_or_else(|e| panic!("{ctx}: reopen: {e}"));
+            }
+        }
+        check_cache(&store, capacity, &ctx);
+    }
+    check_all(&store, &model, &ctx);
+    check_cache(&store, capacity, &ctx);
+    store.gc().unwrap();
+    check_all(&store, &model, &format!("{ctx}, after a last GC"));
+    check_cache(&store, capacity, &ctx);
+    assert!(store.stats().gcs > 0, "{ctx}: GC ran");
+    assert!(
+        store.memory().cache_bytes > 0,
+        "{ctx}: reads went through the cache"
+    );
+}
+
+#[test]
+fn learnedkv_shares_one_cache_within_its_capacity() {
+    for (seed, capacity) in [(1, 16 * 1024), (2, 1 << 20)] {
+        run(seed, learned(), capacity, 4_000);
+    }
+}
+
+#[test]
+fn lsm_plus_tier_shares_one_cache_within_its_capacity() {
+    for (seed, capacity) in [(11, 16 * 1024), (12, 1 << 20)] {
+        run(seed, TierKind::Lsm, capacity, 4_000);
+    }
+}
+
+#[test]
+fn lsm_plus_shares_one_cache_within_its_capacity() {
+    for (seed, capacity) in [(21, 16 * 1024), (22, 1 << 20)] {
+        run(seed, TierKind::WriteBack, capacity, 4_000);
+    }
+}
+
+/// A resized cache keeps its capacity across GC: the parts GC makes join the same pool.
+#[test]
+fn a_resized_cache_keeps_its_capacity_across_gc_and_conversion() {
+    for tier in [learned(), TierKind::Lsm, TierKind::WriteBack] {
+        let store = Store::open_with_storage(
+            Arc::new(MemStorage::new()),
+            Path::new("/kv"),
+            small(tier.clone()),
+        )
+        .unwrap();
+        let value = |i: u32, r: u32| (i ^ r).to_le_bytes().repeat(30);
+        for r in 0..3u32 {
+            for i in 0..2_000u32 {
+                store
+                    .put(format!("k{i:05}").as_bytes(), &value(i, r))
+                    .unwrap();
+            }
+            store.flush().unwrap();
+            if r == 0 {
+                store.set_cache_bytes(24 * 1024);
+            }
+            store.gc().unwrap();
+            if matches!(tier, TierKind::Learned { .. }) {
+                store.convert().unwrap();
+            }
+            for i in (0..2_000u32).step_by(3) {
+                assert_eq!(
+                    store.get(format!("k{i:05}").as_bytes()).unwrap(),
+                    Some(value(i, r)),
+                    "{tier:?} round {r}"
+                );
+            }
+            check_cache(&store, 24 * 1024, &format!("{tier:?} round {r}"));
+        }
+    }
+}
