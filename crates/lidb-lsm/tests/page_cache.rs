@@ -10,7 +10,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use lidb_index::{Family, Params};
@@ -21,34 +21,18 @@ use lidb_lsm::{Db, EntryKind, IndexKind, IndexOptions, Options, ReadStats, Sourc
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+mod support {
+    include!("support/scratch.rs");
+}
+
+use support::TempDir;
+
 fn seed() -> u64 {
-    let s = std::env::var("LIDB_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x9a9e_cac4e);
-    eprintln!("seed {s}");
-    s
+    support::seed(0x9a9e_cac4e)
 }
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("lidb-pagecache-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+fn temp_dir(name: &str) -> TempDir {
+    TempDir::new("pagecache", name)
 }
 
 const ENTRIES: u64 = 600;
@@ -142,7 +126,7 @@ fn get(table: &Table, i: u64) -> ReadStats {
 
 #[test]
 fn a_get_caches_only_the_pages_of_the_answer_and_they_answer_again() {
-    let dir = TempDir::new("answer-only");
+    let dir = temp_dir("answer-only");
     let (table, cache, _) = open_table(&dir, 16);
     let mut wider = 0;
     for i in 0..ENTRIES {
@@ -191,7 +175,7 @@ fn a_get_caches_only_the_pages_of_the_answer_and_they_answer_again() {
 
 #[test]
 fn cached_pages_on_both_sides_leave_only_the_gap_to_read() {
-    let dir = TempDir::new("gap");
+    let dir = temp_dir("gap");
     let (table, cache, file) = open_table(&dir, 16);
     let mut checked = 0;
     for i in 0..ENTRIES {
@@ -224,7 +208,7 @@ fn cached_pages_on_both_sides_leave_only_the_gap_to_read() {
 
 #[test]
 fn a_slot_straddling_two_pages() {
-    let dir = TempDir::new("straddle");
+    let dir = temp_dir("straddle");
     let (table, cache, file) = open_table(&dir, 4);
     let mut checked = 0;
     for i in 0..ENTRIES {
@@ -270,7 +254,7 @@ fn a_slot_straddling_two_pages() {
 
 #[test]
 fn absent_keys_cache_the_slot_that_proves_them_absent() {
-    let dir = TempDir::new("absent");
+    let dir = temp_dir("absent");
     let (table, cache, _) = open_table(&dir, 16);
     let mut checked = 0;
     for i in 0..ENTRIES - 1 {
@@ -323,7 +307,7 @@ fn options(boundary: u64, direct_io: bool) -> Options {
 #[test]
 fn engine_with_a_tiny_cache_matches_a_btreemap() {
     let seed = seed();
-    let dir = TempDir::new("engine");
+    let dir = temp_dir("engine");
     for boundary in [2u64, 4, 16] {
         for direct_io in [false, true] {
             let ctx = format!("B={boundary} direct={direct_io} seed {seed}");

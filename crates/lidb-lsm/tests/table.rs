@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use lidb_index::{Family, Params};
@@ -20,33 +20,18 @@ use rand_chacha::ChaCha8Rng;
 
 type Model = BTreeMap<Vec<u8>, (u64, EntryKind, Vec<u8>)>;
 
+mod support {
+    include!("support/scratch.rs");
+}
+
+use support::TempDir;
+
 fn seed() -> u64 {
-    let s = std::env::var("LIDB_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_7ab1e);
-    eprintln!("seed {s}");
-    s
+    support::seed(0x5eed_7ab1e)
 }
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("lidb-table-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+fn temp_dir(name: &str) -> TempDir {
+    TempDir::new("table", name)
 }
 
 fn random_key(rng: &mut ChaCha8Rng) -> Vec<u8> {
@@ -168,7 +153,7 @@ fn implemented(family: Family) -> bool {
 #[test]
 fn round_trip_every_family_and_boundary() {
     let seed = seed();
-    let dir = TempDir::new("round-trip");
+    let dir = temp_dir("round-trip");
     let mut number = 0;
     let mut total_tie_second_reads = 0;
     for family in Family::ALL {
@@ -284,7 +269,7 @@ fn round_trip_every_family_and_boundary() {
 #[test]
 fn table_without_index_or_filter_probes() {
     let seed = seed();
-    let dir = TempDir::new("no-index");
+    let dir = temp_dir("no-index");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let model = random_model(&mut rng, 1500);
     let path = dir.path("000001.sst");
@@ -341,7 +326,7 @@ fn decimal_model(n: u64, value_len: usize, rng: &mut ChaCha8Rng, dense: bool) ->
 #[test]
 fn decimal_keys_use_the_decimal_map() {
     let seed = seed();
-    let dir = TempDir::new("decimal");
+    let dir = temp_dir("decimal");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for (number, dense) in [(1u64, true), (2, false)] {
         let model = decimal_model(3000, 100, &mut rng, dense);
@@ -421,7 +406,7 @@ fn probe_damaged(path: &Path, model: &Model) -> bool {
 #[test]
 fn bit_flips_in_every_region_are_detected() {
     let seed = seed();
-    let dir = TempDir::new("flips");
+    let dir = temp_dir("flips");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let model = random_model(&mut rng, 150);
     let good = dir.path("good.sst");
@@ -491,7 +476,7 @@ fn bit_flips_in_every_region_are_detected() {
 
 #[test]
 fn builder_rejects_bad_input() {
-    let dir = TempDir::new("builder");
+    let dir = temp_dir("builder");
     let path = dir.path("000001.sst");
     let opts = TableOptions {
         index: Some((Family::Fp, Params::new(16))),
@@ -532,7 +517,7 @@ fn builder_rejects_bad_input() {
 #[test]
 fn small_cache_stays_within_capacity() {
     let seed = seed();
-    let dir = TempDir::new("cache");
+    let dir = temp_dir("cache");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let model = decimal_model(2000, 300, &mut rng, false);
     let path = dir.path("000001.sst");
@@ -566,7 +551,7 @@ fn small_cache_stays_within_capacity() {
 #[test]
 fn reindex_replaces_the_tail() {
     let seed = seed();
-    let dir = TempDir::new("reindex");
+    let dir = temp_dir("reindex");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let model = random_model(&mut rng, 1000);
     let path = dir.path("000007.sst");
@@ -605,7 +590,7 @@ fn reindex_replaces_the_tail() {
 #[test]
 #[ignore = "writes 200 MB; run on demand for the figures"]
 fn index_bytes_per_entry() {
-    let dir = TempDir::new("figures");
+    let dir = temp_dir("figures");
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     for dense in [true, false] {
         let model = decimal_model(100_000, 1000, &mut rng, dense);

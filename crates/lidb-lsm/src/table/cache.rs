@@ -139,7 +139,12 @@ impl PageCache {
     pub fn peek_pages(&self, table: u64, first: u64, last: u64) -> Vec<Option<Arc<[u8]>>> {
         let inner = self.lock();
         (first..=last)
-            .map(|p| inner.pages.get(&(self.namespace, table, p)).map(|(b, _)| Arc::clone(b)))
+            .map(|p| {
+                inner
+                    .pages
+                    .get(&(self.namespace, table, p))
+                    .map(|(b, _)| Arc::clone(b))
+            })
             .collect()
     }
 
