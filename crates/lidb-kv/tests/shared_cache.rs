@@ -166,3 +166,38 @@ fn a_resized_cache_keeps_its_capacity_across_gc_and_conversion() {
         }
     }
 }
+
+/// GC sizes the every-key filter by the live keys, from the mean size of the records written:
+/// 20,000 keys of 1 KiB values get a filter for 2 x 64K keys (the floor) at 10 bits, 160 KiB,
+/// where a size taken from 256-byte records gave a million-key floor, 2.5 MB. The filter still
+/// knows every key (updates after the GC are not counted as new live data).
+#[test]
+fn gc_sizes_the_every_key_filter_by_the_keys_written() {
+    let store = Store::open_with_storage(
+        Arc::new(MemStorage::new()),
+        Path::new("/kv"),
+        small(learned()),
+    )
+    .unwrap();
+    let before = store.memory().filter_bytes;
+    for i in 0..20_000u32 {
+        store.put(&i.to_be_bytes(), &[7u8; 1000]).unwrap();
+    }
+    store.gc().unwrap();
+    let after = store.memory().filter_bytes;
+    assert!(before >= 2_500_000, "the open-time filter: {before} bytes");
+    assert!(after < 400_000, "after GC: {after} bytes of filters");
+    let live = store.stats().live_bytes_estimate;
+    for i in 0..20_000u32 {
+        store.put(&i.to_be_bytes(), &[8u8; 1000]).unwrap();
+    }
+    assert_eq!(
+        store.stats().live_bytes_estimate,
+        live,
+        "updates counted as new keys"
+    );
+    assert_eq!(
+        store.get(&7u32.to_be_bytes()).unwrap(),
+        Some(vec![8u8; 1000])
+    );
+}

@@ -239,23 +239,45 @@ pub(crate) fn switch(s: &Shared) -> Result<Arc<Tiers>> {
     w.vlog.replace(writer)?;
     w.appended_since_gc = 0;
     *lock(&s.next_all_keys) = Some(Arc::new(MemBloom::new(
-        all_keys_capacity(s.live_bytes.load(Ordering::Relaxed)),
+        next_all_keys_capacity(s),
         crate::store::ALL_KEYS_BITS,
     )));
     s.install(next);
     Ok(s.current())
 }
 
-/// Keys the every-key filter is sized for, given the live bytes (twice the keys of 256-byte
-/// records, at least a million).
+/// Keys the every-key filter is sized for at open, given the live bytes: twice the keys of
+/// 256-byte records, at least a million (nothing measured yet: a fresh store loads into it).
 pub(crate) fn all_keys_capacity(live_bytes: u64) -> u64 {
     (live_bytes / 256).max(1 << 20) * 2
 }
 
+/// Mean record size assumed until enough records were written since open to measure it.
+const ASSUMED_RECORD_BYTES: u64 = 256;
+
+/// The live keys the live bytes stand for: divided by the mean size of the records written
+/// since open (at least 1,024 of them), else by 256 bytes. A filter sized for 256-byte records
+/// holding 1 KiB records was four times too large (20 MB for 2M keys of 1 KiB).
+pub(crate) fn live_keys(s: &Shared) -> u64 {
+    let records = s.appended_records.0.load(Ordering::Relaxed);
+    let bytes = s.appended_records.1.load(Ordering::Relaxed);
+    let mean = if records >= 1024 {
+        (bytes / records).max(1)
+    } else {
+        ASSUMED_RECORD_BYTES
+    };
+    s.live_bytes.load(Ordering::Relaxed) / mean
+}
+
+/// The every-key filter a GC starts: twice the live keys (room for the inserts until the next
+/// GC), at least 64K keys.
+fn next_all_keys_capacity(s: &Shared) -> u64 {
+    live_keys(s).max(1 << 16) * 2
+}
+
 fn bloom_capacity(s: &Shared) -> u64 {
     // Keys a new LSM will hold before the next GC: about the over-provisioned share of the data.
-    let live_keys = s.live_bytes.load(Ordering::Relaxed) / 256;
-    (live_keys as f64 * s.opts.over_provisioning) as u64 + 100_000
+    (live_keys(s) as f64 * s.opts.over_provisioning) as u64 + 100_000
 }
 
 /// Phase 2: the frozen LSM merged over the old tier, in key order (an iterator over the view

@@ -130,6 +130,9 @@ pub(crate) struct Shared {
     /// keys GC keeps and the keys written since its switch.
     pub next_all_keys: Mutex<Option<Arc<MemBloom>>>,
     pub live_bytes: AtomicU64,
+    /// (records, bytes) appended to value logs since open: their mean record size turns
+    /// `live_bytes` into a key count when GC sizes its filters (`gc::live_keys`).
+    pub appended_records: (AtomicU64, AtomicU64),
     /// Value-log bytes of the current view (live and dead).
     pub vlog_bytes: AtomicU64,
     /// Allocates LSM, value-log and tier numbers.

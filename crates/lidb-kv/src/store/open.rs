@@ -203,6 +203,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         all_keys: RwLock::new(all_keys),
         next_all_keys: Mutex::new(None),
         live_bytes: AtomicU64::new(live),
+        appended_records: (AtomicU64::new(0), AtomicU64::new(0)),
         vlog_bytes: AtomicU64::new(vlog_bytes),
         next_number: AtomicU64::new(state.next_number),
         gc_lock: Mutex::new(()),

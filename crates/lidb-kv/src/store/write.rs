@@ -22,6 +22,10 @@ pub(crate) fn put(s: &Shared, key: &[u8], value: Option<&[u8]>) -> Result<()> {
                 w.vlog.sync()?;
             }
             w.appended_since_gc += u64::from(p.len);
+            s.appended_records.0.fetch_add(1, Ordering::Relaxed);
+            s.appended_records
+                .1
+                .fetch_add(u64::from(p.len), Ordering::Relaxed);
             s.vlog_bytes.fetch_add(u64::from(p.len), Ordering::Relaxed);
             let all = std::sync::Arc::clone(
                 &s.all_keys
