@@ -174,7 +174,10 @@ pub(crate) fn check(storage: &Arc<dyn Storage>, dir: &Path, opts: &Options) -> R
         &mut folded.last_sequence,
         &mut report,
     )?;
-    let cache = Arc::new(PageCache::new(opts.block_cache_bytes));
+    let cache = Arc::new(PageCache::with_mode(
+        opts.block_cache_bytes,
+        opts.cache_mode,
+    ));
     let mode = read_mode_for(opts);
     let mut handles = HashMap::new();
     for m in folded.version.levels.iter().flatten() {
