@@ -189,6 +189,10 @@ pub struct LsmArgs {
     /// indexes alone exceed the budget [default: an 8MiB cache, indexes outside it].
     #[arg(long)]
     memory: Option<String>,
+    /// What a point lookup keeps in the cache: "entries" (the answering slot alone), "pages"
+    /// (its 4 KiB page(s)) or "entries+pages".
+    #[arg(long, default_value = "entries")]
+    cache_mode: String,
     /// The index memory (all levels' table indexes) --experiment level-plan chooses a boundary
     /// per level for, e.g. 2MiB (KiB/MiB/GiB suffixes); only for that experiment.
     #[arg(long)]
@@ -336,6 +340,12 @@ fn lsm_bench(a: LsmArgs) -> Result<(), CliError> {
         .map(load::parse_size)
         .transpose()
         .map_err(usage("--memory"))?;
+    engine.cache_mode = lidb_lsm::CacheMode::from_name(&a.cache_mode).ok_or_else(|| {
+        CliError::Usage(format!(
+            "--cache-mode: {} is not pages, entries or entries+pages",
+            a.cache_mode
+        ))
+    })?;
     let index_memory_bytes = a
         .index_memory
         .as_deref()

@@ -58,6 +58,11 @@ pub struct CommonArgs {
     /// entries B = 16 reads some 16-20 KiB and B = 2 one or two 4 KiB pages, for a larger index.
     #[arg(long, default_value_t = 16)]
     lsm_boundary: u64,
+    /// What lidb's LSM (engine lsm) keeps in its cache for a point lookup: "entries" (the
+    /// answering slot alone, about one slot of cache per hot key), "pages" (the answer's 4 KiB
+    /// page(s)) or "entries+pages".
+    #[arg(long, default_value = "entries")]
+    lsm_cache: String,
     /// Buffer pool of learnedstore and btree (the other engines ignore it). The default is
     /// --cache's, so the read caches are equal; the LSMs' memtable has no counterpart in the
     /// tree: for equal total memory give the pool --cache plus --memtable.
@@ -189,6 +194,12 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
         ));
     }
     engine.lsm_boundary = a.lsm_boundary;
+    engine.lsm_cache_mode = lidb_lsm::CacheMode::from_name(&a.lsm_cache).ok_or_else(|| {
+        CliError::Usage(format!(
+            "--lsm-cache: {} is not pages, entries or entries+pages",
+            a.lsm_cache
+        ))
+    })?;
     Ok(Common {
         engines: a.engine.split(',').map(|s| s.trim().to_string()).collect(),
         records,

@@ -251,6 +251,8 @@ pub struct EngineConfig {
     /// Index of lidb's LSM tables.
     pub lsm_index: Family,
     pub lsm_boundary: u64,
+    /// What lidb's LSM (engine lsm) keeps in its cache for point lookups: pages or entries.
+    pub lsm_cache_mode: lidb_lsm::CacheMode,
     /// Learned tier of learnedkv: family and error bound in key-list pages.
     pub tier_index: Family,
     pub tier_page_boundary: u64,
@@ -278,6 +280,7 @@ impl EngineConfig {
             sync: false,
             lsm_index: Family::Pgm,
             lsm_boundary: 16,
+            lsm_cache_mode: lidb_lsm::CacheMode::default(),
             tier_index: Family::Plr,
             tier_page_boundary: 2,
             over_provisioning: 0.3,

@@ -22,6 +22,7 @@ fn lsm_options(cfg: &EngineConfig, block_cache_bytes: u64) -> Options {
         },
         write_buffer_bytes: cfg.memtable_bytes,
         block_cache_bytes,
+        cache_mode: cfg.lsm_cache_mode,
         bloom_bits_per_key: cfg.bloom_bits_per_key,
         direct_io: cfg.direct_io,
         sync: cfg.sync,

@@ -33,6 +33,6 @@ pub use db::{
 };
 pub use error::{Error, Result};
 pub use hooks::{FlushHook, ReplayFilter};
-pub use options::{Granularity, IndexKind, IndexOptions, Options, Unclustered};
+pub use options::{CacheMode, Granularity, IndexKind, IndexOptions, Options, Unclustered};
 pub use tail::RecoveryMode;
 pub use types::{EntryKind, ReadStats, SortedIter, TableMeta};

@@ -19,6 +19,48 @@ pub enum Granularity {
     Level,
 }
 
+/// What a table's point lookup keeps in the page cache (issue 13; table/window.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheMode {
+    /// The page(s) of the answering slot (or, for an absent key, of the slots around it).
+    Pages,
+    /// The answering slot alone (about one slot's bytes), or the key alone for an absent key.
+    #[default]
+    Entries,
+    /// Both: the entry, and the pages as `Pages` keeps them.
+    EntriesAndPages,
+}
+
+impl CacheMode {
+    pub const ALL: [CacheMode; 3] = [
+        CacheMode::Pages,
+        CacheMode::Entries,
+        CacheMode::EntriesAndPages,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheMode::Pages => "pages",
+            CacheMode::Entries => "entries",
+            CacheMode::EntriesAndPages => "entries+pages",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<CacheMode> {
+        CacheMode::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Whether point lookups keep entries.
+    pub fn keeps_entries(self) -> bool {
+        self != CacheMode::Pages
+    }
+
+    /// Whether point lookups keep the pages of their answers.
+    pub fn keeps_pages(self) -> bool {
+        self != CacheMode::Entries
+    }
+}
+
 /// How a table's index finds a key's slot: the two classes of the LSM study's Figure 5, plus
 /// the clustered families' "mapped keys retained" variant (its Figure 7 (C), (F), (I)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -167,6 +209,8 @@ pub struct Options {
     /// a namespace of its own in it instead of making a cache of `block_cache_bytes`. Its pages
     /// leave the pool when the database is dropped.
     pub shared_cache: Option<SharedCache>,
+    /// What point lookups keep in that cache: pages, entries (the default), or both.
+    pub cache_mode: CacheMode,
     /// O_DIRECT for table reads.
     pub direct_io: bool,
     /// Sync the write-ahead log on every write.
@@ -201,6 +245,7 @@ impl Default for Options {
             bloom_bits_per_key: 10,
             block_cache_bytes: 8 * MIB,
             shared_cache: None,
+            cache_mode: CacheMode::default(),
             direct_io: false,
             sync: false,
             create_if_missing: true,

@@ -17,7 +17,7 @@ use lidb_index::{Family, Params};
 use lidb_lsm::storage::fs::FsStorage;
 use lidb_lsm::storage::{PAGE_SIZE, ReadMode};
 use lidb_lsm::table::{PageCache, Table, TableBuilder, TableOptions};
-use lidb_lsm::{Db, EntryKind, IndexKind, IndexOptions, Options, ReadStats, Source};
+use lidb_lsm::{CacheMode, Db, EntryKind, IndexKind, IndexOptions, Options, ReadStats, Source};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -298,6 +298,8 @@ fn options(boundary: u64, direct_io: bool) -> Options {
         l0_compaction_trigger: 3,
         l0_stop_writes: 8,
         block_cache_bytes: 16 * PAGE_SIZE,
+        // Pages, as this file tests them; tests/entry_cache.rs runs every mode.
+        cache_mode: CacheMode::Pages,
         background_compaction: false,
         direct_io,
         ..Options::default()

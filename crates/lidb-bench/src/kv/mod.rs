@@ -112,7 +112,7 @@ impl Common {
 pub fn describe_engine(cfg: &EngineConfig) -> String {
     format!(
         "memory={} memtable={} cache={} pool={} page_size={} bloom_bits={} direct_io={} sync={} \
-         lsm_index={}/{} tier_index={}/{} pages over_provisioning={} background_gc={}",
+         lsm_index={}/{} lsm_cache={} tier_index={}/{} pages over_provisioning={} background_gc={}",
         cfg.memory_budget_bytes
             .map_or("none".to_string(), format_size),
         format_size(cfg.memtable_bytes),
@@ -124,6 +124,7 @@ pub fn describe_engine(cfg: &EngineConfig) -> String {
         cfg.sync,
         cfg.lsm_index.name(),
         cfg.lsm_boundary,
+        cfg.lsm_cache_mode.name(),
         cfg.tier_index.name(),
         cfg.tier_page_boundary,
         cfg.over_provisioning,

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use lidb_lsm::batch::WriteBatch;
-use lidb_lsm::{Db, Granularity, IndexOptions, Options};
+use lidb_lsm::{CacheMode, Db, Granularity, IndexOptions, Options};
 use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use rand_chacha::ChaCha8Rng;
@@ -268,6 +268,8 @@ pub struct Engine {
     /// as its cache and is fitted before each configuration is measured ([`super::fit_budget`]).
     /// None: the fixed 8 MiB cache, indexes outside it.
     pub memory_budget_bytes: Option<u64>,
+    /// What point lookups keep in the cache (`--cache-mode`): entries (the default) or pages.
+    pub cache_mode: CacheMode,
 }
 
 /// The cache without `--memory`.
@@ -304,6 +306,7 @@ impl Engine {
             direct_io,
             scaled,
             memory_budget_bytes: None,
+            cache_mode: CacheMode::default(),
         }
     }
 
@@ -318,6 +321,7 @@ impl Engine {
             write_buffer_bytes: self.write_buffer_bytes,
             bloom_bits_per_key: 10,
             block_cache_bytes: self.memory_budget_bytes.unwrap_or(DEFAULT_CACHE_BYTES),
+            cache_mode: self.cache_mode,
             direct_io: self.direct_io,
             background_compaction: false,
             ..Options::default()

@@ -301,7 +301,8 @@ pub(crate) fn collect(s: &Shared, view: &Arc<Tiers>) -> Result<KvIterator> {
 /// `block_cache_bytes` of their own.
 pub(crate) fn tier_cache(opts: &StoreOptions) -> Arc<lidb_lsm::table::cache::PageCache> {
     match &opts.lsm.shared_cache {
-        Some(pool) => pool.new_namespace(),
+        // A static tier caches key-list and svlog pages only (it has no slot entries).
+        Some(pool) => pool.new_namespace(lidb_lsm::CacheMode::Pages),
         None => Arc::new(lidb_lsm::table::cache::PageCache::new(
             opts.lsm.block_cache_bytes,
         )),

@@ -176,8 +176,11 @@ pub(crate) fn check(storage: &Arc<dyn Storage>, dir: &Path, opts: &Options) -> R
     )?;
     // A shared pool gives this database a namespace of its own; otherwise a cache of its own.
     let cache = match &opts.shared_cache {
-        Some(pool) => pool.new_namespace(),
-        None => Arc::new(PageCache::new(opts.block_cache_bytes)),
+        Some(pool) => pool.new_namespace(opts.cache_mode),
+        None => Arc::new(PageCache::with_mode(
+            opts.block_cache_bytes,
+            opts.cache_mode,
+        )),
     };
     let mode = read_mode_for(opts);
     let mut handles = HashMap::new();

@@ -126,7 +126,10 @@ pub(crate) fn write_merged(
         out.tables.push(b.finish()?.meta);
     }
     if whole_level && !out.tables.is_empty() {
-        let cache = Arc::new(PageCache::new(opts.block_cache_bytes));
+        let cache = Arc::new(PageCache::with_mode(
+            opts.block_cache_bytes,
+            opts.cache_mode,
+        ));
         let mut handles = Vec::new();
         for m in &out.tables {
             let h = open_handle_in(storage, dir, read_mode_for(opts), &cache, m.clone())?;

@@ -9,8 +9,11 @@
 //!
 //! Through the page cache the window is read at page granularity (table/window.rs): cached
 //! pages of `[lo, hi)` clip it, only the uncached span that can still hold the key is read, and
-//! only the page(s) of the slot that answered are cached. Single-slot reads (`probe`,
-//! `find_from`) cache the pages they read; iterators bypass the cache.
+//! only the page(s) of the slot that answered are cached. With entries on (`CacheMode`, the
+//! default) a lookup whose filter passes first asks the cache for the key's entry, which answers
+//! with no read; after a miss the answer is cached as an entry (the slot, or the key as absent).
+//! Single-slot reads (`probe`, `find_from`) cache the pages they read; iterators bypass the
+//! cache.
 //!
 //! Thread-safety: a `Table` is immutable after `open`; any thread may call `get` concurrently
 //! (the page cache locks itself). Iterators hold an `Arc<Table>`.
@@ -338,6 +341,23 @@ impl Table {
         if !self.covers(key) || !self.passes_filter(key, stats) {
             return Ok(None);
         }
+        if let Some(answer) = self.entry_answer(key, via, stats)? {
+            return Ok(answer);
+        }
+        let found = self.get_after_filter(key, via, stats)?;
+        if found.is_none() {
+            self.keep_entry(key, via, None);
+        }
+        Ok(found)
+    }
+
+    /// [`Table::get_via`] once the filter passed and no entry answered.
+    fn get_after_filter(
+        &self,
+        key: &[u8],
+        via: Via,
+        stats: &mut ReadStats,
+    ) -> Result<Option<Found>> {
         let t = Instant::now();
         let range = self.predict(key);
         if let Some(slots) = &self.slots {
@@ -376,6 +396,7 @@ impl Table {
             let s = decode_slot(&buf, p).map_err(|d| corruption(&self.path, d))?;
             stats.search_time += t.elapsed();
             if s.key == key {
+                self.keep_entry(key, via, Some((p, &buf)));
                 return Ok(Some(Found {
                     kind: s.kind,
                     seq: s.seq,
@@ -427,8 +448,15 @@ impl Table {
         if !self.covers(key) || !self.passes_filter(key, stats) {
             return Ok(None);
         }
+        if let Some(answer) = self.entry_answer(key, via, stats)? {
+            return Ok(answer);
+        }
         let hi = hi.min(self.entries());
-        self.find_in(key, lo.min(hi), hi, false, via, stats)
+        let found = self.find_in(key, lo.min(hi), hi, false, via, stats)?;
+        if found.is_none() {
+            self.keep_entry(key, via, None);
+        }
+        Ok(found)
     }
 
     fn passes_filter(&self, key: &[u8], stats: &mut ReadStats) -> bool {
@@ -448,6 +476,11 @@ impl Table {
         let b = index.search(self.block.keymap.image(key));
         let hi = b.hi.min(self.entries());
         Some((b.lo.min(hi), hi))
+    }
+
+    /// The shared cache, if the table was opened with one.
+    pub(super) fn cache(&self) -> Option<&PageCache> {
+        self.cache.as_deref()
     }
 
     /// The table file's length in bytes.
@@ -554,9 +587,12 @@ impl Table {
         }
         let buf = self.read_slots(p, p + 1, via, stats)?;
         let t = Instant::now();
-        let r = self.match_slot(&buf, p, p, key);
+        let r = self.match_slot(&buf, p, p, key)?;
+        if r.is_some() {
+            self.keep_entry(key, via, Some((p, &buf)));
+        }
         stats.search_time += t.elapsed();
-        r
+        Ok(r)
     }
 
     /// Binary search over `[lo, hi)` reading one slot per probe: the first position whose key

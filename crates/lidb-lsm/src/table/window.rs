@@ -12,6 +12,15 @@
 //!      and p (inside the window), which prove it absent
 //! ```
 //!
+//! Entries (issue 13, [`CacheMode::Entries`]): after the filter passes, a lookup first asks the
+//! cache for the entry of (table, hash of the key). An entry is the slot's position (`u64` LE)
+//! then the answering slot's bytes, or [`ABSENT`] then the key for a key the table proved
+//! absent. A hit whose key equals the query answers with no read and no page touch (one
+//! `cache_hits`); another key under the same hash is a miss. After a miss the lookup reads as
+//! above and caches the answer as an entry: the slot that holds the key, or the key alone when
+//! it is absent (a filter false positive: a few bytes instead of the neighbour pages, and the
+//! memory-only tier can still prove it absent). Pages are kept only in the modes that keep them.
+//!
 //! Thread-safety: as `Table` (any thread; the cache locks itself). A page evicted between the
 //! peek and the end of the lookup stays valid for it (pages are `Arc`s).
 //!
@@ -27,8 +36,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crate::error::{Error, Result, corruption};
+use crate::options::CacheMode;
 use crate::storage::PAGE_SIZE;
-use crate::table::cache::PageCache;
+use crate::table::cache::{PageCache, entry_hash};
 use crate::table::format::decode_slot;
 use crate::table::reader::{Found, Table, Via};
 use crate::types::ReadStats;
@@ -85,7 +95,73 @@ impl PageRun {
     }
 }
 
+/// The position word of an entry for a key the table does not hold.
+pub(super) const ABSENT: u64 = u64::MAX;
+
 impl Table {
+    /// The cache, when lookups through `via` keep entries in it.
+    fn entry_cache(&self, via: Via) -> Option<&PageCache> {
+        match (self.cache(), via) {
+            (Some(c), Via::Cache | Via::CacheOnly) if c.mode().keeps_entries() => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The answer an entry of this table holds for `key`: `Some(answer)` on a hit (`None`
+    /// inside: the table does not hold the key), `None` on a miss or when entries are off.
+    pub(super) fn entry_answer(
+        &self,
+        key: &[u8],
+        via: Via,
+        stats: &mut ReadStats,
+    ) -> Result<Option<Option<Found>>> {
+        let Some(cache) = self.entry_cache(via) else {
+            return Ok(None);
+        };
+        let t = Instant::now();
+        let Some(bytes) = cache.get_entry(self.number(), entry_hash(key)) else {
+            stats.search_time += t.elapsed();
+            return Ok(None);
+        };
+        let answer = self.decode_entry(&bytes, key)?;
+        stats.search_time += t.elapsed();
+        if answer.is_some() {
+            stats.cache_hits += 1;
+        }
+        Ok(answer)
+    }
+
+    /// What entry `bytes` says of `key`: `None` when it is another key's (same hash).
+    pub(super) fn decode_entry(&self, bytes: &[u8], key: &[u8]) -> Result<Option<Option<Found>>> {
+        let bad = || corruption(self.path(), "cached entry shorter than its position");
+        let (head, body) = bytes.split_at_checked(8).ok_or_else(bad)?;
+        let pos = u64::from_le_bytes(head.try_into().map_err(|_| bad())?);
+        if pos == ABSENT {
+            return Ok((body == key).then_some(None));
+        }
+        let s = decode_slot(body, pos).map_err(|d| corruption(self.path(), d))?;
+        Ok((s.key == key).then(|| {
+            Some(Found {
+                kind: s.kind,
+                seq: s.seq,
+                value: s.value.to_vec(),
+            })
+        }))
+    }
+
+    /// Caches the answer for `key` as an entry, when lookups through `via` keep entries:
+    /// `Some((position, slot bytes))` of the slot holding it, or `None` when it is absent.
+    pub(super) fn keep_entry(&self, key: &[u8], via: Via, slot: Option<(u64, &[u8])>) {
+        let Some(cache) = self.entry_cache(via) else {
+            return;
+        };
+        let (pos, body) = slot.unwrap_or((ABSENT, key));
+        let mut bytes = Vec::with_capacity(8 + body.len());
+        bytes.extend_from_slice(&pos.to_le_bytes());
+        bytes.extend_from_slice(body);
+        cache.insert_entry(self.number(), entry_hash(key), bytes.into());
+    }
+
     /// The first position in `[lo, hi)` (`lo < hi <= entries`) whose key is `>= key` (`hi` if
     /// none), and the entry there if it holds `key`; reads through `cache` as the module doc says.
     pub(super) fn search_window_cached(
@@ -120,6 +196,9 @@ impl Table {
                 .bytes(b * w, (b + 1) * w)
                 .ok_or_else(|| short("cached page"))?;
             let found = self.match_slot(&slot, b, b, key)?;
+            if found.is_some() {
+                self.keep_entry(key, via, Some((b, &slot)));
+            }
             if found.is_some() || a == b {
                 self.keep_answer(cache, &run, lo, hi, b, found.is_some());
                 stats.cache_hits += 1;
@@ -166,6 +245,9 @@ impl Table {
         } else {
             None
         };
+        if found.is_some() {
+            self.keep_entry(key, via, Some((p, self.slot_in(&buf, p - a)?)));
+        }
         stats.search_time += t.elapsed();
         self.keep_answer(cache, &run, lo, hi, p, found.is_some());
         Ok((p, found))
@@ -176,7 +258,11 @@ impl Table {
     /// smaller, and `p`, larger), which together prove it absent on a later lookup. Those that
     /// were cached are marked used before those this lookup read are inserted, so an insert
     /// never evicts a page of the same answer.
+    /// Nothing in [`CacheMode::Entries`].
     fn keep_answer(&self, cache: &PageCache, run: &PageRun, lo: u64, hi: u64, p: u64, hit: bool) {
+        if cache.mode() == CacheMode::Entries {
+            return;
+        }
         let w = self.slot_width();
         let first_slot = if !hit && p > lo { p - 1 } else { p };
         let last_slot = p.min(hi - 1);
