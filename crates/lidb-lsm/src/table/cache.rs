@@ -358,8 +358,10 @@ impl PageCache {
         self.lock().pages.len() as u64
     }
 
+    /// Whether the pool holds no page and no entry.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        let inner = self.lock();
+        inner.pages.is_empty() && inner.entries.is_empty()
     }
 }
 
