@@ -9,7 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use lidb_index::{Family, Params};
@@ -21,34 +21,18 @@ use lidb_lsm::{CacheMode, Db, EntryKind, IndexKind, IndexOptions, Options, ReadS
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+mod support {
+    include!("support/scratch.rs");
+}
+
+use support::TempDir;
+
 fn seed() -> u64 {
-    let s = std::env::var("LIDB_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x0005_107c_ac4e);
-    eprintln!("seed {s}");
-    s
+    support::seed(0x0005_107c_ac4e)
 }
 
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir =
-            std::env::temp_dir().join(format!("lidb-entrycache-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+fn temp_dir(name: &str) -> TempDir {
+    TempDir::new("entrycache", name)
 }
 
 const ENTRIES: u64 = 300;
@@ -112,7 +96,7 @@ fn want(i: u64) -> Option<(EntryKind, Vec<u8>)> {
 
 #[test]
 fn an_entry_answers_its_key_again_with_no_read_and_no_page() {
-    let dir = TempDir::new("hit");
+    let dir = temp_dir("hit");
     let (table, cache) = open_table(&dir);
     for i in 0..ENTRIES {
         let (cold, st) = get(&table, &table_key(i));
@@ -142,7 +126,7 @@ fn an_entry_answers_its_key_again_with_no_read_and_no_page() {
 
 #[test]
 fn an_absent_key_is_cached_as_absent_in_a_few_bytes() {
-    let dir = TempDir::new("absent");
+    let dir = temp_dir("absent");
     let (table, cache) = open_table(&dir);
     let mut checked = 0;
     for i in 0..ENTRIES - 1 {
@@ -172,7 +156,7 @@ fn an_absent_key_is_cached_as_absent_in_a_few_bytes() {
 
 #[test]
 fn an_entry_never_answers_another_key_of_the_same_hash() {
-    let dir = TempDir::new("collision");
+    let dir = temp_dir("collision");
     let (table, cache) = open_table(&dir);
     let n = table.number();
     for (a, b) in [(1u64, 2u64), (3, 4), (10, 9), (20, 3)] {
@@ -232,7 +216,7 @@ fn options(boundary: u64, direct_io: bool, mode: CacheMode) -> Options {
 #[test]
 fn engine_with_a_tiny_cache_matches_a_btreemap_in_every_cache_mode() {
     let seed = seed();
-    let dir = TempDir::new("engine");
+    let dir = temp_dir("engine");
     for mode in CacheMode::ALL {
         for boundary in [2u64, 4, 16] {
             for direct_io in [false, true] {
@@ -318,7 +302,7 @@ fn run_engine(path: &Path, opts: Options, seed: u64, ctx: &str) {
 
 #[test]
 fn a_deleted_key_cached_as_a_tombstone_entry_reads_as_absent() {
-    let dir = TempDir::new("tombstone");
+    let dir = temp_dir("tombstone");
     let db = Db::open(dir.path("db"), options(4, false, CacheMode::Entries)).unwrap();
     for i in 0..50u32 {
         db.put(format!("k{i:04}").as_bytes(), &[i as u8; 900])

@@ -2,34 +2,24 @@
 //! the page(s) of the slot that answered; cached pages of a window clip the read to the uncached
 //! span that can still hold the key; the memory-only tier answers whenever those pages are
 //! cached. Table-level tests place pages in the cache by hand and check the exact reads; the
-//! engine test runs random operations against a BTreeMap with a tiny cache, for several
-//! boundaries, buffered and direct I/O.
-//!
-//! Every random test prints its seed; rerun one with `LIDB_SEED=<seed>`.
+//! engine-level model test (every cache mode) is in tests/entry_cache.rs.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use lidb_index::{Family, Params};
 use lidb_lsm::storage::fs::FsStorage;
 use lidb_lsm::storage::{PAGE_SIZE, ReadMode};
 use lidb_lsm::table::{PageCache, Table, TableBuilder, TableOptions};
-use lidb_lsm::{CacheMode, Db, EntryKind, IndexKind, IndexOptions, Options, ReadStats, Source};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use lidb_lsm::{EntryKind, IndexKind, ReadStats};
 
 mod support {
     include!("support/scratch.rs");
 }
 
 use support::TempDir;
-
-fn seed() -> u64 {
-    support::seed(0x9a9e_cac4e)
-}
 
 fn temp_dir(name: &str) -> TempDir {
     TempDir::new("pagecache", name)
@@ -283,99 +273,5 @@ fn absent_keys_cache_the_slot_that_proves_them_absent() {
 
 // ---- The engine against a BTreeMap, tiny cache, both read modes. ----
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn options(boundary: u64, direct_io: bool) -> Options {
-    Options {
-        index: IndexOptions {
-            family: Family::Pgm,
-            params: Params::new(boundary),
-            level_boundaries: vec![],
-            kind: IndexKind::Clustered,
-        },
-        sst_size_bytes: 64 * 1024,
-        write_buffer_bytes: 64 * 1024,
-        l0_compaction_trigger: 3,
-        l0_stop_writes: 8,
-        block_cache_bytes: 16 * PAGE_SIZE,
-        // Pages, as this file tests them; tests/entry_cache.rs runs every mode.
-        cache_mode: CacheMode::Pages,
-        background_compaction: false,
-        direct_io,
-        ..Options::default()
-    }
-}
-
-#[test]
-fn engine_with_a_tiny_cache_matches_a_btreemap() {
-    let seed = seed();
-    let dir = temp_dir("engine");
-    for boundary in [2u64, 4, 16] {
-        for direct_io in [false, true] {
-            let ctx = format!("B={boundary} direct={direct_io} seed {seed}");
-            let path = dir.path(&format!("db-{boundary}-{direct_io}"));
-            run_engine(&path, options(boundary, direct_io), seed ^ boundary, &ctx);
-        }
-    }
-}
-
-fn run_engine(path: &Path, opts: Options, seed: u64, ctx: &str) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let db = Db::open(path, opts).unwrap();
-    let mut model = Model::new();
-    let key = |rng: &mut ChaCha8Rng| format!("k{:06}", rng.gen_range(0..700u32)).into_bytes();
-    let (mut from_tables, mut tier_answers) = (0u64, 0u64);
-    for step in 0..4000 {
-        match rng.gen_range(0..100) {
-            0..=44 => {
-                let k = key(&mut rng);
-                let len = rng.gen_range(0..1500);
-                let v: Vec<u8> = (0..len).map(|_| rng.r#gen()).collect();
-                db.put(&k, &v).unwrap();
-                model.insert(k, v);
-            }
-            45..=52 => {
-                let k = key(&mut rng);
-                db.delete(&k).unwrap();
-                model.remove(&k);
-            }
-            53..=54 => db.flush().unwrap(),
-            55 => db.compact().unwrap(),
-            _ => {
-                let k = key(&mut rng);
-                if let Some(v) = db.get_if_in_memory(&k).unwrap() {
-                    assert_eq!(v.as_ref(), model.get(&k), "{ctx} step {step}: memory tier");
-                }
-                let traced = db.get_traced(&k).unwrap();
-                assert_eq!(traced.value.as_ref(), model.get(&k), "{ctx} step {step}");
-                // Tables that read or hit kept at most 4 pages each (a slot of two pages,
-                // twice with the tie fallback); while they fit the 16-page cache the memory
-                // tier must answer the same key.
-                let st = traced.stats;
-                let touched = st.tables_probed - st.filter_negatives;
-                if matches!(traced.source, Source::Level(_)) && touched * 4 <= 16 {
-                    from_tables += 1;
-                    let again = db.get_if_in_memory(&k).unwrap();
-                    assert_eq!(
-                        again,
-                        Some(model.get(&k).cloned()),
-                        "{ctx} step {step}: {:?} {st:?}",
-                        traced.source
-                    );
-                    tier_answers += 1;
-                }
-            }
-        }
-    }
-    for (k, v) in &model {
-        assert_eq!(db.get(k).unwrap().as_ref(), Some(v), "{ctx} final");
-    }
-    assert!(
-        from_tables > 100,
-        "{ctx}: only {from_tables} answers came from tables"
-    );
-    assert_eq!(tier_answers, from_tables);
-    let stats = db.stats();
-    eprintln!("{ctx}: {stats:?}");
-    db.close().unwrap();
-}
+// The engine-level model test against a BTreeMap with a tiny cache (every cache mode, Pages
+// included) is tests/entry_cache.rs's `engine_with_a_tiny_cache_matches_a_btreemap_in_every_cache_mode`.

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 /// The seed of a random test: `LIDB_SEED` if set, else `default`; printed so a failure can be
 /// replayed.
+#[allow(dead_code, reason = "a file that includes this module may have no random test")]
 pub fn seed(default: u64) -> u64 {
     let s = std::env::var("LIDB_SEED")
         .ok()
