@@ -201,3 +201,42 @@ fn gc_sizes_the_every_key_filter_by_the_keys_written() {
         Some(vec![8u8; 1000])
     );
 }
+
+/// A held budget is refitted by GC: when a GC changes the resident part (a new LSM, the tier's
+/// model, a fresh every-key Bloom), the cache gets what the new resident part leaves, so
+/// resident + cache capacity stay at the budget after the GC without a call from outside.
+#[test]
+fn a_held_budget_is_refitted_when_gc_changes_the_resident_part() {
+    for tier in [learned(), TierKind::Lsm, TierKind::WriteBack] {
+        let store = Store::open_with_storage(
+            Arc::new(MemStorage::new()),
+            Path::new("/kv"),
+            small(tier.clone()),
+        )
+        .unwrap();
+        for i in 0..20_000u32 {
+            store.put(&i.to_be_bytes(), &[3u8; 200]).unwrap();
+        }
+        let resident = |s: &Store| {
+            let m = s.memory();
+            m.index_bytes + m.filter_bytes
+        };
+        let budget = 4 << 20;
+        let before = resident(&store);
+        let cache = store.hold_memory_budget(budget);
+        assert_eq!(cache, budget - before, "{tier:?}");
+        assert_eq!(store.cache_capacity_bytes(), cache, "{tier:?}");
+        store.gc().unwrap();
+        let after = resident(&store);
+        assert_ne!(after, before, "{tier:?}: GC changed the resident part");
+        assert_eq!(
+            store.cache_capacity_bytes(),
+            budget - after,
+            "{tier:?}: refitted at the install"
+        );
+        assert!(after + store.memory().cache_bytes <= budget, "{tier:?}");
+        for i in (0..20_000u32).step_by(97) {
+            assert_eq!(store.get(&i.to_be_bytes()).unwrap(), Some(vec![3u8; 200]));
+        }
+    }
+}

@@ -243,7 +243,21 @@ pub(crate) fn switch(s: &Shared) -> Result<Arc<Tiers>> {
         crate::store::ALL_KEYS_BITS,
     )));
     s.install(next);
+    refit(s);
     Ok(s.current())
+}
+
+/// Under a held memory budget, gives the cache what the resident part leaves now; returns the
+/// cache's capacity (unchanged without a budget).
+pub(crate) fn refit(s: &Shared) -> u64 {
+    let budget = s.memory_budget.load(Ordering::Relaxed);
+    if budget == u64::MAX {
+        return s.cache.capacity_bytes();
+    }
+    let m = crate::store::read::memory(s);
+    let cache = budget.saturating_sub(m.index_bytes + m.filter_bytes);
+    s.cache.set_capacity(cache);
+    cache
 }
 
 /// Keys the every-key filter is sized for at open, given the live bytes: twice the keys of
@@ -413,5 +427,6 @@ pub(crate) fn install(
         .store(tier_bytes + w.appended_since_gc, Ordering::Relaxed);
     s.install(next);
     drop(w);
+    refit(s);
     Ok(())
 }

@@ -133,6 +133,9 @@ pub(crate) struct Shared {
     /// (records, bytes) appended to value logs since open: their mean record size turns
     /// `live_bytes` into a key count when GC sizes its filters (`gc::live_keys`).
     pub appended_records: (AtomicU64, AtomicU64),
+    /// The memory budget the store holds its resident part and cache to (`u64::MAX`: none);
+    /// GC refits the cache whenever it changes the resident part (`gc::refit`).
+    pub memory_budget: AtomicU64,
     /// Value-log bytes of the current view (live and dead).
     pub vlog_bytes: AtomicU64,
     /// Allocates LSM, value-log and tier numbers.
@@ -343,6 +346,17 @@ impl Store {
     /// Bytes held in memory, split as lidb-lsm splits them (see `read::memory`).
     pub fn memory(&self) -> lidb_lsm::MemoryUsage {
         read::memory(&self.shared)
+    }
+
+    /// Holds indexes + filters + cache to `budget_bytes` from now on: the cache gets what the
+    /// resident part (indexes, filters, tier models, every-key Blooms) leaves, now and again each
+    /// time a GC changes that part (at its switch, when a new LSM and a second every-key Bloom
+    /// appear, and at its install). Returns the cache's capacity now.
+    pub fn hold_memory_budget(&self, budget_bytes: u64) -> u64 {
+        self.shared
+            .memory_budget
+            .store(budget_bytes, Ordering::Relaxed);
+        gc::refit(&self.shared)
     }
 
     /// Resizes the store's one page cache (every LSM's and the tier's pages together) to
