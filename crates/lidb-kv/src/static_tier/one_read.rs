@@ -5,12 +5,10 @@
 //! which takes this path unless the tier's page cache can hold the whole key list (then the
 //! cached key list plus one read of the record alone is the smaller read).
 //!
-//! With `with_cache`, the window's svlog pages are cached as key-list pages are: keyed by
-//! (generation, `SVLOG_CACHE_PAGE | page`), bit 63 set so they never meet the key list's page
-//! numbers; pages in the cache are not read, the span from the first to the last missing page is
-//! one read, and its pages join the cache.
-
-use std::sync::Arc;
+//! With `with_cache`, the window's svlog pages are cached as key-list pages are
+//! (`reader::pages_through_cache`), in a namespace of their own in the same pool: pages in the
+//! cache are not read, the span from the first to the last missing page is one read, and its
+//! pages join the cache.
 
 use lidb_index::LearnedIndex;
 use lidb_lsm::error::corruption;
@@ -19,12 +17,10 @@ use lidb_lsm::storage::RandomAccessFile;
 use super::StaticTier;
 use super::format::PAGE_BYTES;
 use super::page_model::{Found, Window, find_in_window};
+use super::reader::pages_through_cache;
 use crate::Pointer;
 use crate::Result;
 use crate::vlog::decode_pointed;
-
-/// Marks a page cache entry of the svlog (the key list's pages have this bit clear).
-pub const SVLOG_CACHE_PAGE: u64 = 1 << 63;
 
 impl StaticTier {
     /// The value of `key` through the svlog page model `index` (spec, "Lookup" 1-6).
@@ -99,44 +95,13 @@ impl StaticTier {
             self.count_svlog(buf.len() as u64);
             Ok(buf)
         };
-        let Some(cache) = self.cache() else {
+        let Some(cache) = self.svlog_cache() else {
             return read(lo, hi);
         };
-        let g = self.generation();
         let page_len = |p: u64| {
             let (from, to) = span(p, p + 1);
             (to - from) as usize
         };
-        let cached: Vec<Option<Arc<[u8]>>> = (lo..hi)
-            .map(|p| {
-                cache
-                    .get(g, SVLOG_CACHE_PAGE | p)
-                    .filter(|c| c.len() == page_len(p))
-            })
-            .collect();
-        let missing = |i: usize| lo + i as u64;
-        let fresh = match (
-            cached.iter().position(Option::is_none),
-            cached.iter().rposition(Option::is_none),
-        ) {
-            (Some(a), Some(b)) => Some((missing(a), read(missing(a), missing(b) + 1)?)),
-            _ => None,
-        };
-        let (from, to) = span(lo, hi);
-        let mut out = Vec::with_capacity((to - from) as usize);
-        for (i, hit) in cached.iter().enumerate() {
-            let p = lo + i as u64;
-            match (hit, &fresh) {
-                (Some(c), _) => out.extend_from_slice(c),
-                (None, Some((first, bytes))) => {
-                    let at = ((p - first) * PAGE_BYTES) as usize;
-                    let page = bytes.get(at..at + page_len(p)).unwrap_or_default();
-                    cache.insert(g, SVLOG_CACHE_PAGE | p, Arc::from(page));
-                    out.extend_from_slice(page);
-                }
-                (None, None) => {}
-            }
-        }
-        Ok(out)
+        pages_through_cache(cache, self.generation(), lo, hi, page_len, read)
     }
 }

@@ -74,9 +74,11 @@ pub struct StaticTier {
     paths: [PathBuf; 2],
     model_bytes: u64,
     counters: Counters,
-    /// Key-list pages of point lookups (scans bypass it), keyed by (generation, page), and the
-    /// svlog pages of one-read lookups, keyed by (generation, `SVLOG_CACHE_PAGE | page`).
+    /// Key-list pages of point lookups (scans bypass it), keyed by (generation, page).
     cache: Option<Arc<PageCache>>,
+    /// The svlog pages of one-read lookups, keyed by (generation, page): a namespace of its own
+    /// in the same pool, so they never meet the key list's pages.
+    svlog_cache: Option<PageCache>,
 }
 
 impl StaticTier {
@@ -227,6 +229,7 @@ impl StaticTier {
             model_bytes: raw.len() as u64,
             counters: Counters::default(),
             cache: None,
+            svlog_cache: None,
         })
     }
 
@@ -326,6 +329,7 @@ impl StaticTier {
     /// Gives point lookups a page cache for key-list pages and, in one-read lookups, svlog pages
     /// (the same budget the LSM's tables get).
     pub fn with_cache(mut self, cache: Arc<PageCache>) -> StaticTier {
+        self.svlog_cache = Some(cache.new_namespace());
         self.cache = Some(cache);
         self
     }
@@ -338,37 +342,14 @@ impl StaticTier {
         };
         let hi = hi.min(self.header.pages);
         let lo = lo.min(hi);
-        let cached: Vec<Option<Arc<[u8]>>> =
-            (lo..hi).map(|p| cache.get(self.generation, p)).collect();
-        let first_missing = cached
-            .iter()
-            .position(Option::is_none)
-            .map(|i| lo + i as u64);
-        let last_missing = cached
-            .iter()
-            .rposition(Option::is_none)
-            .map(|i| lo + i as u64);
-        let fresh = match (first_missing, last_missing) {
-            (Some(a), Some(b)) => Some(self.read_pages_uncached(a, b + 1)?),
-            _ => None,
-        };
-        let mut bytes = Vec::with_capacity(((hi - lo) * PAGE_BYTES) as usize);
-        for (i, hit) in cached.iter().enumerate() {
-            let page = lo + i as u64;
-            match (hit, &fresh) {
-                (Some(p), _) => bytes.extend_from_slice(p),
-                (None, Some(run)) => {
-                    let at = ((page - run.first_page) * PAGE_BYTES) as usize;
-                    let p = run
-                        .bytes
-                        .get(at..at + PAGE_BYTES as usize)
-                        .unwrap_or_default();
-                    cache.insert(self.generation, page, Arc::from(p));
-                    bytes.extend_from_slice(p);
-                }
-                (None, None) => {}
-            }
-        }
+        let bytes = pages_through_cache(
+            cache,
+            self.generation,
+            lo,
+            hi,
+            |_| PAGE_BYTES as usize,
+            |a, b| Ok(self.read_pages_uncached(a, b)?.bytes),
+        )?;
         Ok(PageRun {
             first_page: lo,
             bytes,
@@ -598,8 +579,9 @@ impl StaticTier {
         &self.header
     }
 
-    pub(super) fn cache(&self) -> Option<&PageCache> {
-        self.cache.as_deref()
+    /// The cache of one-read lookups' svlog pages (with `with_cache`).
+    pub(super) fn svlog_cache(&self) -> Option<&PageCache> {
+        self.svlog_cache.as_ref()
     }
 
     pub(super) fn model(&self) -> &ModelFile {
@@ -627,4 +609,46 @@ impl StaticTier {
             .get(idx)
             .map_or(self.keys_file(), |f| f.path.as_path())
     }
+}
+
+/// Pages `[lo, hi)` of `table` through `cache` (keyed (table, page)): cached pages of the
+/// expected length (`page_len`; a file's last page may be short) are not read; the span from the
+/// first to the last missing page is ONE read (`read(a, b)`: the bytes of pages `[a, b)`), whose
+/// pages then join the cache. Shared by the key list's and the svlog's point lookups.
+pub(super) fn pages_through_cache(
+    cache: &PageCache,
+    table: u64,
+    lo: u64,
+    hi: u64,
+    page_len: impl Fn(u64) -> usize,
+    read: impl FnOnce(u64, u64) -> Result<Vec<u8>>,
+) -> Result<Vec<u8>> {
+    let cached: Vec<Option<Arc<[u8]>>> = (lo..hi)
+        .map(|p| cache.get(table, p).filter(|c| c.len() == page_len(p)))
+        .collect();
+    let fresh = match (
+        cached.iter().position(Option::is_none),
+        cached.iter().rposition(Option::is_none),
+    ) {
+        (Some(a), Some(b)) => {
+            let (a, b) = (lo + a as u64, lo + b as u64);
+            Some((a, read(a, b + 1)?))
+        }
+        _ => None,
+    };
+    let mut out = Vec::with_capacity(((hi - lo) * PAGE_BYTES) as usize);
+    for (i, hit) in cached.iter().enumerate() {
+        let p = lo + i as u64;
+        match (hit, &fresh) {
+            (Some(c), _) => out.extend_from_slice(c),
+            (None, Some((first, bytes))) => {
+                let at = ((p - first) * PAGE_BYTES) as usize;
+                let page = bytes.get(at..at + page_len(p)).unwrap_or_default();
+                cache.insert(table, p, Arc::from(page));
+                out.extend_from_slice(page);
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(out)
 }
