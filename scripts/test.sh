@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test suite of lidb, on a fresh Debian machine with a Rust toolchain: installs what the
 # suites outside cargo need (Debian's packages, when absent and when run as root), then runs
-#   1. cargo test --workspace                     (every Rust crate)
+#   1. cargo test --workspace                     (every Rust crate), then lidb-sync's loom model
 #   2. the engine conformance harness with real RocksDB (cargo feature rocksdb)
 #   3. the YCSB binding's JUnit tests             (ycsb/, Maven)
 #   4. lidb serve with redis-cli and redis-benchmark, beside Debian's redis-server
@@ -33,6 +33,9 @@ install librocksdb-dev libclang-dev redis-tools redis-server openjdk-17-jdk-head
 
 echo "== 1. cargo test --workspace"
 cargo test --workspace
+
+echo "== 1b. the loom model of the hybrid latch (lidb-sync, built with --cfg loom)"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p lidb-sync --release --test loom
 
 echo "== 2. the engine conformance harness with real RocksDB"
 cargo test -p lidb-bench --features rocksdb --test engines

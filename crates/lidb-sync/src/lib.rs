@@ -11,12 +11,16 @@
 //!   statistics), updated under the shard's own uncontended lock and folded on read.
 //! - [`sharded::Counter`]: a sharded `u64` counter (relaxed atomics, summed on read).
 //! - [`sharded::CachePadded`]: a value alone on its cache lines.
+//! - [`latch::HybridLatch`]: a version word plus a mutex; readers validate a version instead of
+//!   locking (the level bins of FINEdex and the frames of the B+-tree).
 //!
 //! Threads: every type is `Send + Sync` and every method takes `&self`. A thread is given its
 //! shard once, on its first update (round robin over the shard count), so up to [`SHARDS`]
 //! threads never share a shard; more threads share them two or more to one, which is still
 //! correct, only less private.
 
+pub mod latch;
 pub mod sharded;
 
+pub use latch::{ExclusiveGuard, HybridLatch, RETIRED};
 pub use sharded::{CachePadded, Counter, SHARDS, Sharded};
