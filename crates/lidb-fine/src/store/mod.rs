@@ -47,9 +47,13 @@
 //! checkpoint refuses every later write and `close` with `Error::Closed` naming it, after
 //! making the acknowledged writes durable (`checkpoint.rs`, invariant 3); reads go on.
 //!
-//! Lock order: `files` (held by a checkpoint for its whole run, and by close), bucket, logger
-//! state, checkpoint trigger (a leaf: a writer nudges under the logger state).
+//! Lock order: `files` (held by a checkpoint for its whole run, and by close), bucket writer
+//! mutex, logger state, checkpoint trigger (a leaf: a writer nudges under the logger state).
+//! Readers (`get`, `scan`) take none of them: they load buckets (`bucket.rs`), so a read writes
+//! nothing another reader writes; the checkpoint's snapshot alone takes each bucket's writer
+//! mutex, which is what lets it wait for a write whose record is below P.
 
+mod bucket;
 mod checkpoint;
 mod format;
 mod logger;
@@ -255,12 +259,13 @@ impl FineStore {
         let s = &self.shared;
         let seq = {
             let bucket = s.memory.bucket_or_create(key);
-            let mut b = lock(bucket);
+            let mut b = bucket.write();
             let seq = s
                 .logger
                 .append(|seq, buf| format::encode_record(buf, seq, key, Some(value)))?;
             let old = b.insert(key.to_vec(), value.to_vec());
-            s.memory.account_insert(key, value, old.as_deref());
+            s.memory
+                .account_insert(key, value, old.as_deref().map(|e| &*e.1));
             seq
         };
         self.acknowledge(seq)
@@ -273,7 +278,7 @@ impl FineStore {
             let Some(bucket) = s.memory.bucket(key) else {
                 return Ok(false);
             };
-            let mut b = lock(bucket);
+            let mut b = bucket.write();
             if !b.contains_key(key) {
                 return Ok(false);
             }
@@ -281,7 +286,7 @@ impl FineStore {
                 .logger
                 .append(|seq, buf| format::encode_record(buf, seq, key, None))?;
             let old = b.remove(key);
-            s.memory.account_remove(key, old.as_deref());
+            s.memory.account_remove(key, old.as_deref().map(|e| &*e.1));
             seq
         };
         self.acknowledge(seq).map(|()| true)
