@@ -20,15 +20,15 @@
 //! by `Drop`: the logger, and (unless `checkpoint_log_bytes` is 0) the checkpointer, which is
 //! stopped first (a checkpoint it runs or that is due finishes) and holds the `Shared` state
 //! behind an `Arc`.
-//! A write holds its key's bucket lock while it buffers its log record and applies itself, so
+//! A write holds its key's bucket writer mutex while it buffers its log record and applies itself, so
 //! records of one key reach the log in the order they were applied, and the log as a whole in
 //! seq order (`logger.rs`).
 //!
 //! Checkpoints are fuzzy (writers never wait for one): the logger switches to a new log at a
 //! seq P (every record below P is then in the old log, synced; every one from P on goes to the
-//! new log); the snapshot is read bucket by bucket without stopping writers, so it holds every
-//! write below P (such a write held its bucket lock from before P was chosen until it applied
-//! itself) and any mix of later ones; the log is flushed (every write the snapshot may hold is
+//! new log); the snapshot is read bucket by bucket without stopping writers, each bucket under
+//! its writer mutex, so it holds every write below P (such a write held that mutex from before P
+//! was chosen until it published itself) and any mix of later ones; the log is flushed (every write the snapshot may hold is
 //! then durable in the new log); the checkpoint is written with next_seq P, `FINESTATE` names it
 //! and the new log, and the old pair goes. Recovery loads the checkpoint and replays the new log
 //! from its start. That is right because a log record is idempotent: it holds the whole new
