@@ -35,19 +35,20 @@ pub struct IoCounters {
     pub syncs: u64,
 }
 
+/// Reads are counted in per-thread shards: every buffer-pool miss counts one, from any reader.
 #[derive(Debug, Default)]
 struct Counters {
-    reads: AtomicU64,
+    reads: lidb_sync::Counter,
     writes: AtomicU64,
-    bytes_read: AtomicU64,
+    bytes_read: lidb_sync::Counter,
     bytes_written: AtomicU64,
     syncs: AtomicU64,
 }
 
 impl Counters {
     fn read(&self, n: usize) {
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        self.bytes_read.fetch_add(n as u64, Ordering::Relaxed);
+        self.reads.incr();
+        self.bytes_read.add(n as u64);
     }
     fn write(&self, n: usize) {
         self.writes.fetch_add(1, Ordering::Relaxed);
@@ -55,9 +56,9 @@ impl Counters {
     }
     fn snapshot(&self) -> IoCounters {
         IoCounters {
-            reads: self.reads.load(Ordering::Relaxed),
+            reads: self.reads.get(),
             writes: self.writes.load(Ordering::Relaxed),
-            bytes_read: self.bytes_read.load(Ordering::Relaxed),
+            bytes_read: self.bytes_read.get(),
             bytes_written: self.bytes_written.load(Ordering::Relaxed),
             syncs: self.syncs.load(Ordering::Relaxed),
         }

@@ -14,7 +14,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
 
 use lidb_lsm::db::report::{CutKind, LogCut, refused, save_lost};
 use lidb_lsm::error::corruption;
@@ -438,13 +440,21 @@ impl VlogWriter {
     }
 }
 
+/// The open handles of a reader, by log number.
+type Handles = HashMap<u64, Arc<dyn RandomAccessFile>>;
+
 /// Reads records of the value logs of one directory by pointer, from any thread.
+///
+/// The handle map is published through an `ArcSwap` and replaced whole (copy on write) when a
+/// log is opened or forgotten, which is rare: a read loads it into a guard of its own thread and
+/// reads through the handle it finds there, so reads take no lock and write no reference count
+/// that other readers write.
 #[derive(Debug)]
 pub struct VlogReader {
     storage: Arc<dyn Storage>,
     dir: PathBuf,
     mode: ReadMode,
-    files: Mutex<HashMap<u64, Arc<dyn RandomAccessFile>>>,
+    files: ArcSwap<Handles>,
 }
 
 impl VlogReader {
@@ -453,18 +463,33 @@ impl VlogReader {
             storage,
             dir,
             mode,
-            files: Mutex::new(HashMap::new()),
+            files: ArcSwap::from_pointee(HashMap::new()),
         }
     }
 
-    /// The cached handle of log `number`, opened (and its header checked) if needed or if the
-    /// cached one is shorter than `need` bytes (the log grew since it was opened).
-    fn handle(&self, number: u64, need: u64) -> Result<Arc<dyn RandomAccessFile>> {
-        if let Some(f) = self.lock().get(&number)
-            && f.len() >= need
+    /// Runs `read` on the handle of log `number`: the cached one, or one opened now (its header
+    /// checked) when none is cached or the cached one is shorter than `need` bytes (the log grew
+    /// since it was opened).
+    fn with_handle<R>(
+        &self,
+        number: u64,
+        need: u64,
+        read: impl FnOnce(&dyn RandomAccessFile) -> Result<R>,
+    ) -> Result<R> {
         {
-            return Ok(Arc::clone(f));
+            let files = self.files.load();
+            if let Some(f) = files.get(&number)
+                && f.len() >= need
+            {
+                return read(f.as_ref());
+            }
         }
+        let f = self.open_handle(number)?;
+        read(f.as_ref())
+    }
+
+    /// Opens log `number`, checks its header and caches the handle.
+    fn open_handle(&self, number: u64) -> Result<Arc<dyn RandomAccessFile>> {
         let path = vlog_path(&self.dir, number);
         let f = self.storage.open(&path, self.mode)?;
         let mut h = [0u8; VLOG_HEADER_BYTES as usize];
@@ -476,18 +501,27 @@ impl VlogReader {
         }
         f.read_at(0, &mut h)?;
         check_header(&h, VlogKind::Log, number).map_err(|d| corruption(&path, d))?;
-        self.lock().insert(number, Arc::clone(&f));
+        self.files.rcu(|m| {
+            let mut m = Handles::clone(m);
+            m.insert(number, Arc::clone(&f));
+            m
+        });
         Ok(f)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Arc<dyn RandomAccessFile>>> {
-        self.files.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The key and value of the record `p` points to: ONE read of `p.len` bytes.
     pub fn read(&self, p: Pointer) -> Result<(Vec<u8>, Vec<u8>)> {
         let end = p.offset.saturating_add(u64::from(p.len));
-        let f = self.handle(p.file, end)?;
+        self.with_handle(p.file, end, |f| self.read_in(f, p, end))
+    }
+
+    /// `read` through handle `f` of log `p.file`; `end` is the record's end.
+    fn read_in(
+        &self,
+        f: &dyn RandomAccessFile,
+        p: Pointer,
+        end: u64,
+    ) -> Result<(Vec<u8>, Vec<u8>)> {
         let path = vlog_path(&self.dir, p.file);
         if end > f.len() {
             return Err(corruption(
@@ -520,24 +554,29 @@ impl VlogReader {
     /// with [`decode_pointed`] from its slice.
     pub fn read_span(&self, number: u64, offset: u64, len: u64) -> Result<Vec<u8>> {
         let end = offset.saturating_add(len);
-        let f = self.handle(number, end)?;
-        if offset < VLOG_HEADER_BYTES || end > f.len() {
-            return Err(corruption(
-                vlog_path(&self.dir, number),
-                format!(
-                    "span [{offset}, {end}) is not within the records (file of {} bytes)",
-                    f.len()
-                ),
-            ));
-        }
-        let mut buf = vec![0u8; len as usize];
-        f.read_at(offset, &mut buf)?;
-        Ok(buf)
+        self.with_handle(number, end, |f| {
+            if offset < VLOG_HEADER_BYTES || end > f.len() {
+                return Err(corruption(
+                    vlog_path(&self.dir, number),
+                    format!(
+                        "span [{offset}, {end}) is not within the records (file of {} bytes)",
+                        f.len()
+                    ),
+                ));
+            }
+            let mut buf = vec![0u8; len as usize];
+            f.read_at(offset, &mut buf)?;
+            Ok(buf)
+        })
     }
 
     /// Drops the cached handle of log `number` (before the file is deleted).
     pub fn forget(&self, number: u64) {
-        self.lock().remove(&number);
+        self.files.rcu(|m| {
+            let mut m = Handles::clone(m);
+            m.remove(&number);
+            m
+        });
     }
 
     /// Reads log `number` sequentially from its first record (a fresh handle, not cached).

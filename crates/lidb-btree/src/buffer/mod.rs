@@ -53,35 +53,10 @@ pub struct PoolStats {
     pub frames: u64,
 }
 
-/// A counter bumped on the hot path: one cache line per shard, the shard picked by thread, so
-/// threads do not bounce one line between cores.
-#[derive(Debug, Default)]
-struct Sharded([Padded; 16]);
-
-#[derive(Debug, Default)]
-#[repr(align(64))]
-struct Padded(AtomicU64);
-
-impl Sharded {
-    fn bump(&self) {
-        thread_local! {
-            static SHARD: usize = NEXT_SHARD.fetch_add(1, Ordering::Relaxed);
-        }
-        static NEXT_SHARD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let i = SHARD.with(|s| *s) % 16;
-        if let Some(p) = self.0.get(i) {
-            p.0.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    fn sum(&self) -> u64 {
-        self.0.iter().map(|p| p.0.load(Ordering::Relaxed)).sum()
-    }
-}
-
 #[derive(Debug, Default)]
 struct Counters {
-    hits: Sharded,
+    /// Bumped by every walk at every level: per-thread shards, so walks write no shared line.
+    hits: lidb_sync::Counter,
     misses: AtomicU64,
     write_backs: AtomicU64,
     evictions: AtomicU64,
@@ -172,7 +147,7 @@ impl Pool {
 
     /// Counts a swizzled child followed (the hot path: a sharded counter).
     pub fn count_hit(&self) {
-        self.counters.hits.bump();
+        self.counters.hits.incr();
     }
     /// Counts a cooling or unlinked frame made HOT again (the caller linked it).
     pub fn count_rehit(&self) {
@@ -187,7 +162,7 @@ impl Pool {
         let c = &self.counters;
         let free = lock(&self.free).len() as u64;
         PoolStats {
-            hits: c.hits.sum(),
+            hits: c.hits.get(),
             misses: c.misses.load(Ordering::Relaxed),
             write_backs: c.write_backs.load(Ordering::Relaxed),
             evictions: c.evictions.load(Ordering::Relaxed),

@@ -10,9 +10,9 @@
 
 use std::sync::atomic::Ordering;
 
+use super::Learned;
 use super::patch::pick;
 use super::table::{SlotFind, Table};
-use super::{Learned, bump};
 use crate::error::Result;
 use crate::tree::{LeafProbe, LeafWrite};
 
@@ -32,7 +32,7 @@ impl Learned {
         match self.reach(key, true)? {
             Reached::Answer(v) => Ok(v),
             Reached::NotResident | Reached::Miss => {
-                bump(&self.counters.fallbacks);
+                self.counters.fallbacks.incr();
                 self.tree.get(key)
             }
         }
@@ -48,7 +48,7 @@ impl Learned {
     }
 
     fn reach(&self, key: &[u8], may_load: bool) -> Result<Reached> {
-        bump(&self.counters.lookups);
+        self.counters.lookups.incr();
         let table = self.table.load();
         let slot = match table.find(key) {
             SlotFind::Slot(i) => table.slots.get(i),
@@ -64,19 +64,19 @@ impl Learned {
             Some(p) => p,
             None if !may_load => return Ok(Reached::NotResident),
             None => {
-                bump(&self.counters.unlinked_loads);
+                self.counters.unlinked_loads.incr();
                 self.tree.probe_leaf(leaf.pid, None, key)?
             }
         };
         match probe {
             LeafProbe::Found { value, frame } => {
                 leaf.set_frame_hint(frame);
-                bump(&self.counters.hits);
+                self.counters.hits.incr();
                 Ok(Reached::Answer(Some(value)))
             }
             LeafProbe::Absent { frame } => {
                 leaf.set_frame_hint(frame);
-                bump(&self.counters.hits);
+                self.counters.hits.incr();
                 Ok(Reached::Answer(None))
             }
             LeafProbe::Miss => {
@@ -113,7 +113,7 @@ impl Learned {
             {
                 LeafWrite::Done { frame, .. } => {
                     leaf.set_frame_hint(frame);
-                    bump(&self.counters.learned_writes);
+                    self.counters.learned_writes.incr();
                     self.mark_changed(&table, i);
                     return Ok(());
                 }
@@ -125,7 +125,7 @@ impl Learned {
         } else {
             self.mispredicted();
         }
-        bump(&self.counters.fallbacks);
+        self.counters.fallbacks.incr();
         self.tree.put(key, value)?;
         if let Some(i) = patch {
             // A failed patch leaves the slot as it was (the next miss tries again).
@@ -147,7 +147,7 @@ impl Learned {
             match self.tree.delete_in_leaf(leaf.pid, leaf.frame_hint(), key)? {
                 LeafWrite::Done { frame, found } => {
                     leaf.set_frame_hint(frame);
-                    bump(&self.counters.learned_writes);
+                    self.counters.learned_writes.incr();
                     if found {
                         self.mark_changed(&table, i);
                     }
@@ -158,7 +158,7 @@ impl Learned {
         } else {
             self.mispredicted();
         }
-        bump(&self.counters.fallbacks);
+        self.counters.fallbacks.incr();
         let found = self.tree.delete(key)?;
         self.mark_changed(&table, table.slot_of(key));
         Ok(found)

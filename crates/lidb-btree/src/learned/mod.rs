@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use arc_swap::ArcSwap;
+use lidb_sync::Counter;
 
 use crate::engine::LearnedOptions;
 use crate::error::Result;
@@ -88,14 +89,16 @@ pub enum LearnedSource {
     Built { slots: u64, why: String },
 }
 
+/// The counters of lookups are per-thread shards (`lidb_sync::Counter`): every get bumps two of
+/// them, and a shared word would be a line every reader writes.
 #[derive(Debug, Default)]
 struct Counters {
-    lookups: AtomicU64,
-    hits: AtomicU64,
-    mispredictions: AtomicU64,
-    fallbacks: AtomicU64,
-    unlinked_loads: AtomicU64,
-    learned_writes: AtomicU64,
+    lookups: Counter,
+    hits: Counter,
+    mispredictions: Counter,
+    fallbacks: Counter,
+    unlinked_loads: Counter,
+    learned_writes: Counter,
     table_retrains: AtomicU64,
     table_patches: AtomicU64,
     leaf_refits: AtomicU64,
@@ -223,12 +226,12 @@ impl Learned {
         let table = self.table.load();
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         LearnedStats {
-            lookups: get(&c.lookups),
-            hits: get(&c.hits),
-            mispredictions: get(&c.mispredictions),
-            fallbacks: get(&c.fallbacks),
-            unlinked_loads: get(&c.unlinked_loads),
-            learned_writes: get(&c.learned_writes),
+            lookups: c.lookups.get(),
+            hits: c.hits.get(),
+            mispredictions: c.mispredictions.get(),
+            fallbacks: c.fallbacks.get(),
+            unlinked_loads: c.unlinked_loads.get(),
+            learned_writes: c.learned_writes.get(),
             smos: self.tree.smo_count(),
             table_retrains: get(&c.table_retrains),
             table_patches: get(&c.table_patches),
@@ -244,7 +247,7 @@ impl Learned {
     /// Counts a misprediction and wakes the table's retraining when mispredictions / SMOs
     /// since the last training exceed the tolerance.
     fn mispredicted(&self) {
-        bump(&self.counters.mispredictions);
+        self.counters.mispredictions.incr();
         let m = self.mispredictions_since.fetch_add(1, Ordering::Relaxed) + 1;
         let smos = self
             .tree

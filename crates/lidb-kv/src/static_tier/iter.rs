@@ -2,7 +2,9 @@
 //! of pages. A packed tier (GC-built: every record in its own svlog, in key order) reads the svlog
 //! forward in large chunks (the records of consecutive keys are contiguous); a converted tier
 //! reads each record where its entry points (one read per value). A `TierIter` is used by one
-//! thread; many may run over one tier.
+//! thread; many may run over one tier. An iterator holds its tier by one `Arc` taken when it is
+//! made; its steps borrow the tier and its own fields apart, so a step writes no reference count
+//! that other readers of the tier write.
 
 use std::sync::Arc;
 
@@ -68,20 +70,36 @@ impl StaticTier {
     }
 }
 
-impl TierIter {
-    fn page_loaded(&self, page: u64) -> bool {
-        let held = self.pages.bytes.len() as u64 / super::format::PAGE_BYTES;
-        page >= self.pages.first_page && page < self.pages.first_page + held
-    }
+/// Whether `pages` holds key-list page `page`.
+fn page_loaded(pages: &PageRun, page: u64) -> bool {
+    let held = pages.bytes.len() as u64 / super::format::PAGE_BYTES;
+    page >= pages.first_page && page < pages.first_page + held
+}
 
+/// Makes `pages` hold the key-list page of entry `next` (a chunk of `SCAN_KEYLIST_PAGES`).
+fn load_page(tier: &StaticTier, next: u64, pages: &mut PageRun) -> Result<()> {
+    let page = next / u64::from(tier.header().layout.entries_per_page);
+    if !page_loaded(pages, page) {
+        *pages = tier.read_pages_uncached(page, page + SCAN_KEYLIST_PAGES)?;
+    }
+    Ok(())
+}
+
+/// The svlog chunk a packed scan holds: `bytes` from file offset `start`.
+struct Chunk<'a> {
+    bytes: &'a mut Vec<u8>,
+    start: &'a mut u64,
+}
+
+impl TierIter {
     /// The next entry and where its record is, without reading the value (conversion merges
     /// these with a frozen LSM's pointers). Not to be mixed with `next` on one iterator.
     pub fn next_entry(&mut self) -> Result<Option<TierEntry>> {
-        let tier = Arc::clone(&self.tier);
+        let tier = &*self.tier;
         if self.next >= tier.header().entries {
             return Ok(None);
         }
-        self.load_page()?;
+        load_page(tier, self.next, &mut self.pages)?;
         let (key, e) = tier.entry(&self.pages, self.next)?;
         let file = tier
             .header()
@@ -98,22 +116,12 @@ impl TierIter {
         }))
     }
 
-    fn load_page(&mut self) -> Result<()> {
-        let page = self.next / u64::from(self.tier.header().layout.entries_per_page);
-        if !self.page_loaded(page) {
-            self.pages = self
-                .tier
-                .read_pages_uncached(page, page + SCAN_KEYLIST_PAGES)?;
-        }
-        Ok(())
-    }
-
     fn step(&mut self) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        let tier = Arc::clone(&self.tier);
+        let tier = &*self.tier;
         if self.next >= tier.header().entries {
             return Ok(None);
         }
-        self.load_page()?;
+        load_page(tier, self.next, &mut self.pages)?;
         let (key, e) = tier.entry(&self.pages, self.next)?;
         let key = key.to_vec();
         if self.keys_only {
@@ -122,7 +130,11 @@ impl TierIter {
         }
         let idx = usize::from(e.file_idx);
         let (k, v) = if tier.packed() {
-            self.read_chunked(idx, e.offset, e.len)?
+            let chunk = Chunk {
+                bytes: &mut self.values,
+                start: &mut self.values_start,
+            };
+            read_chunked(tier, chunk, idx, e.offset, e.len)?
         } else {
             tier.read_record(idx, e.offset, e.len)?
         };
@@ -138,37 +150,42 @@ impl TierIter {
         self.next += 1;
         Ok(Some((k, v)))
     }
+}
 
-    /// The record at `offset` of row `idx`, from the chunk held or a new chunk of at least
-    /// `SCAN_SVLOG_BYTES` read from `offset` on.
-    fn read_chunked(&mut self, idx: usize, offset: u64, len: u32) -> Result<(Vec<u8>, Vec<u8>)> {
-        let tier = Arc::clone(&self.tier);
-        let p = tier.pointer(super::format::EntryRef {
-            file_idx: idx as u16,
-            offset,
-            len,
-        });
-        let file_bytes = tier.header().files.get(idx).map_or(0, |f| f.bytes);
-        let end = offset + u64::from(len);
-        let held_end = self.values_start + self.values.len() as u64;
-        if offset < self.values_start || end > held_end {
-            let n = u64::from(len)
-                .max(SCAN_SVLOG_BYTES)
-                .min(file_bytes.saturating_sub(offset));
-            let mut buf = vec![0u8; n as usize];
-            let handle = tier
-                .file_handle(idx)
-                .ok_or_else(|| corruption(tier.file_path(idx), "file index past the table"))?;
-            handle.read_at(offset, &mut buf)?;
-            tier.count_svlog(n);
-            self.values = buf;
-            self.values_start = offset;
-        }
-        let at = (offset - self.values_start) as usize;
-        let rec = self.values.get(at..at + len as usize).unwrap_or_default();
-        let (k, v) = decode_pointed(rec, p).map_err(|d| corruption(tier.file_path(idx), d))?;
-        Ok((k.to_vec(), v.to_vec()))
+/// The record at `offset` of row `idx`, from the chunk held or a new chunk of at least
+/// `SCAN_SVLOG_BYTES` read from `offset` on.
+fn read_chunked(
+    tier: &StaticTier,
+    chunk: Chunk<'_>,
+    idx: usize,
+    offset: u64,
+    len: u32,
+) -> Result<(Vec<u8>, Vec<u8>)> {
+    let p = tier.pointer(super::format::EntryRef {
+        file_idx: idx as u16,
+        offset,
+        len,
+    });
+    let file_bytes = tier.header().files.get(idx).map_or(0, |f| f.bytes);
+    let end = offset + u64::from(len);
+    let held_end = *chunk.start + chunk.bytes.len() as u64;
+    if offset < *chunk.start || end > held_end {
+        let n = u64::from(len)
+            .max(SCAN_SVLOG_BYTES)
+            .min(file_bytes.saturating_sub(offset));
+        let mut buf = vec![0u8; n as usize];
+        let handle = tier
+            .file_handle(idx)
+            .ok_or_else(|| corruption(tier.file_path(idx), "file index past the table"))?;
+        handle.read_at(offset, &mut buf)?;
+        tier.count_svlog(n);
+        *chunk.bytes = buf;
+        *chunk.start = offset;
     }
+    let at = (offset - *chunk.start) as usize;
+    let rec = chunk.bytes.get(at..at + len as usize).unwrap_or_default();
+    let (k, v) = decode_pointed(rec, p).map_err(|d| corruption(tier.file_path(idx), d))?;
+    Ok((k.to_vec(), v.to_vec()))
 }
 
 impl Iterator for TierIter {

@@ -3,9 +3,9 @@
 //! file table: the generation's own svlog, or (a converted tier) `.vlog` and older `.svlog` files,
 //! each opened once at open and checked against its row (kind, number, size).
 
+use lidb_sync::Counter;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use lidb_index::{Family, LearnedIndex};
@@ -33,13 +33,14 @@ pub struct TierReadStats {
     pub one_read_fallbacks: u64,
 }
 
+/// Per-thread shards: a settled get counts its svlog read here, from every reader thread.
 #[derive(Debug, Default)]
 struct Counters {
-    keylist_reads: AtomicU64,
-    keylist_bytes: AtomicU64,
-    svlog_reads: AtomicU64,
-    svlog_bytes: AtomicU64,
-    one_read_fallbacks: AtomicU64,
+    keylist_reads: Counter,
+    keylist_bytes: Counter,
+    svlog_reads: Counter,
+    svlog_bytes: Counter,
+    one_read_fallbacks: Counter,
 }
 
 /// Consecutive data pages of the key list held in memory, checked.
@@ -314,11 +315,11 @@ impl StaticTier {
     pub fn read_stats(&self) -> TierReadStats {
         let c = &self.counters;
         TierReadStats {
-            keylist_reads: c.keylist_reads.load(Ordering::Relaxed),
-            keylist_bytes: c.keylist_bytes.load(Ordering::Relaxed),
-            svlog_reads: c.svlog_reads.load(Ordering::Relaxed),
-            svlog_bytes: c.svlog_bytes.load(Ordering::Relaxed),
-            one_read_fallbacks: c.one_read_fallbacks.load(Ordering::Relaxed),
+            keylist_reads: c.keylist_reads.get(),
+            keylist_bytes: c.keylist_bytes.get(),
+            svlog_reads: c.svlog_reads.get(),
+            svlog_bytes: c.svlog_bytes.get(),
+            one_read_fallbacks: c.one_read_fallbacks.get(),
         }
     }
 
@@ -362,9 +363,8 @@ impl StaticTier {
         let lo = lo.min(hi);
         let mut bytes = vec![0u8; ((hi - lo) * PAGE_BYTES) as usize];
         self.keylist.read_at((1 + lo) * PAGE_BYTES, &mut bytes)?;
-        self.counters.keylist_reads.fetch_add(1, Ordering::Relaxed);
-        let c = &self.counters.keylist_bytes;
-        c.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        self.counters.keylist_reads.incr();
+        self.counters.keylist_bytes.add(bytes.len() as u64);
         for (i, page) in bytes.chunks(PAGE_BYTES as usize).enumerate() {
             check_page(page, lo + i as u64).map_err(|d| corruption(self.keys_file(), d))?;
         }
@@ -491,8 +491,7 @@ impl StaticTier {
         {
             match self.get_one_read(index, key) {
                 Err(crate::Error::Corruption { .. }) => {
-                    let c = &self.counters.one_read_fallbacks;
-                    c.fetch_add(1, Ordering::Relaxed);
+                    self.counters.one_read_fallbacks.incr();
                 }
                 answer => return answer,
             }
@@ -565,10 +564,8 @@ impl StaticTier {
     }
 
     pub(super) fn count_svlog(&self, bytes: u64) {
-        self.counters.svlog_reads.fetch_add(1, Ordering::Relaxed);
-        self.counters
-            .svlog_bytes
-            .fetch_add(bytes, Ordering::Relaxed);
+        self.counters.svlog_reads.incr();
+        self.counters.svlog_bytes.add(bytes);
     }
 
     pub(super) fn file_handle(&self, idx: usize) -> Option<&dyn RandomAccessFile> {

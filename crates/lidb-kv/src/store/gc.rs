@@ -242,7 +242,7 @@ pub(crate) fn switch(s: &Shared) -> Result<Arc<Tiers>> {
         next_all_keys_capacity(s),
         crate::store::ALL_KEYS_BITS,
     )));
-    s.install(next);
+    s.install(&w, next);
     refit(s);
     Ok(s.current())
 }
@@ -425,7 +425,7 @@ pub(crate) fn install(
     }
     s.vlog_bytes
         .store(tier_bytes + w.appended_since_gc, Ordering::Relaxed);
-    s.install(next);
+    s.install(&w, next);
     drop(w);
     refit(s);
     Ok(())

@@ -1,9 +1,15 @@
 //! The tiered store (LearnedKV, and `lsm+` with the learned tier replaced by an LSM).
 //!
 //! Threads: every method may be called from any thread. Writers are serialised by the write mutex
-//! (value-log order = LSM WAL order); readers clone the current `Tiers` and never block writers;
-//! one GC or conversion at a time (the GC mutex), from the background thread, `gc()` or
-//! `convert()`.
+//! (value-log order = LSM WAL order); one GC or conversion at a time (the GC mutex), from the
+//! background thread, `gc()` or `convert()`.
+//!
+//! Readers write nothing other readers write (the BRIEF's many-cores contract): a point read pins
+//! the current `Tiers` with an `ArcSwap` load (a guard in a slot of the calling thread, no shared
+//! reference count), counts in per-thread shards (`lidb_sync::Counter`), and reads value logs
+//! through a handle map published the same way (`VlogReader`). A scan holds its view for its
+//! whole life, so it takes one reference count on it per scan (not per entry). What the LSM
+//! parts do inside a `get` is lidb-lsm's.
 //!
 //! Invariants:
 //! 1. A key's value is found through the newest source that knows the key: active LSM, frozen LSM
@@ -37,6 +43,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
+
+use arc_swap::ArcSwap;
+use lidb_sync::Counter;
 
 use lidb_lsm::Result;
 use lidb_lsm::storage::Storage;
@@ -112,7 +121,8 @@ pub(crate) struct Shared {
     pub dir: PathBuf,
     pub storage: Arc<dyn Storage>,
     pub opts: StoreOptions,
-    pub current: RwLock<Arc<Tiers>>,
+    /// The view readers use. Replaced only by [`Shared::install`], under the write mutex.
+    pub current: ArcSwap<Tiers>,
     pub write: Mutex<WriteState>,
     pub reader: Arc<VlogReader>,
     /// The store's one page cache pool (`opts.lsm.shared_cache` names it): the active, frozen and
@@ -150,12 +160,14 @@ pub(crate) struct Shared {
     pub recovery: StoreRecovery,
 }
 
+/// Read counters are per-thread shards: every get bumps one, and a shared word would be a line
+/// that every reader writes.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
-    pub from_lsm: AtomicU64,
-    pub from_tier: AtomicU64,
-    pub missed: AtomicU64,
-    pub lsm_skipped: AtomicU64,
+    pub from_lsm: Counter,
+    pub from_tier: Counter,
+    pub missed: Counter,
+    pub lsm_skipped: Counter,
     pub gcs: AtomicU64,
     pub conversions: AtomicU64,
 }
@@ -182,25 +194,28 @@ impl Shared {
         }
     }
 
+    /// The current view, owned (a reference count): for a caller that keeps it beyond a short
+    /// call (a scan, GC, writers).
     pub fn current(&self) -> Arc<Tiers> {
-        Arc::clone(
-            &self
-                .current
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        self.current.load_full()
     }
 
-    pub fn install(&self, next: Tiers) {
-        let mut cur = self
-            .current
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+    /// The current view for the length of one short read: a guard held in a slot of the calling
+    /// thread, so pinning it writes no line another reader writes. Hold it briefly (arc-swap
+    /// gives each thread a few such slots; more fall back to a reference count).
+    pub fn view(&self) -> arc_swap::Guard<Arc<Tiers>> {
+        self.current.load()
+    }
+
+    /// Replaces the view. The caller holds the write mutex (`WriteState`), so installs never
+    /// race one another and the view retired is the one `next` was made from.
+    pub fn install(&self, _writers: &WriteState, next: Tiers) {
+        let cur = self.current.load_full();
         cur.retire_unused(&next);
         let (reads, bytes) = read::reads_retired(&cur, &next);
         self.retired_reads.0.fetch_add(reads, Ordering::Relaxed);
         self.retired_reads.1.fetch_add(bytes, Ordering::Relaxed);
-        *cur = Arc::new(next);
+        self.current.store(Arc::new(next));
     }
 
     pub fn new_number(&self) -> u64 {
@@ -324,10 +339,10 @@ impl Store {
     pub fn stats(&self) -> StoreStats {
         let c = &self.shared.counters;
         StoreStats {
-            reads_from_lsm: c.from_lsm.load(Ordering::Relaxed),
-            reads_from_tier: c.from_tier.load(Ordering::Relaxed),
-            reads_missed: c.missed.load(Ordering::Relaxed),
-            lsm_skipped: c.lsm_skipped.load(Ordering::Relaxed),
+            reads_from_lsm: c.from_lsm.get(),
+            reads_from_tier: c.from_tier.get(),
+            reads_missed: c.missed.get(),
+            lsm_skipped: c.lsm_skipped.get(),
             gcs: c.gcs.load(Ordering::Relaxed),
             conversions: c.conversions.load(Ordering::Relaxed),
             live_bytes_estimate: self.shared.live_bytes.load(Ordering::Relaxed),

@@ -191,7 +191,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
     Ok(Shared {
         dir: dir.to_path_buf(),
         storage,
-        current: RwLock::new(Arc::new(view)),
+        current: arc_swap::ArcSwap::from_pointee(view),
         write: Mutex::new(WriteState {
             vlog: active_vlog,
             appended_since_gc: appended,

@@ -49,17 +49,17 @@ fn resolve(s: &Shared, dir: &std::path::Path, key: &[u8], raw: &[u8]) -> Result<
 }
 
 pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadSource)> {
-    let view = s.current();
+    let view = s.view();
     for part in [Some(&view.active), view.frozen.as_ref()]
         .into_iter()
         .flatten()
     {
         if part.bloom.as_ref().is_some_and(|b| !b.may_contain(key)) {
-            s.counters.lsm_skipped.fetch_add(1, Ordering::Relaxed);
+            s.counters.lsm_skipped.incr();
             continue;
         }
         if let Some(raw) = part.db().get(key)? {
-            s.counters.from_lsm.fetch_add(1, Ordering::Relaxed);
+            s.counters.from_lsm.incr();
             if raw.is_empty() {
                 return Ok((None, ReadSource::Lsm));
             }
@@ -76,11 +76,11 @@ pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadSource
     };
     match found {
         Some(v) => {
-            s.counters.from_tier.fetch_add(1, Ordering::Relaxed);
+            s.counters.from_tier.incr();
             Ok((Some(v), ReadSource::Tier))
         }
         None => {
-            s.counters.missed.fetch_add(1, Ordering::Relaxed);
+            s.counters.missed.incr();
             Ok((None, ReadSource::Nowhere))
         }
     }
@@ -499,8 +499,8 @@ pub(crate) fn device_reads(s: &Shared) -> crate::store::StoreReads {
     if let Some(t) = &view.tier {
         add(tier_reads(t));
     }
-    let vlog_reads = s.vlog_reads.reads.load(Ordering::Relaxed);
-    let vlog_bytes = s.vlog_reads.bytes.load(Ordering::Relaxed);
+    let vlog_reads = s.vlog_reads.reads.get();
+    let vlog_bytes = s.vlog_reads.bytes.get();
     crate::store::StoreReads {
         reads: tables.0 + vlog_reads,
         bytes: tables.1 + vlog_bytes,

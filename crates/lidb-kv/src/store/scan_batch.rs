@@ -16,7 +16,7 @@
 //! in the batch's order.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lidb_lsm::error::corruption;
 use lidb_lsm::storage::PAGE_SIZE;
@@ -36,11 +36,12 @@ const PARALLEL_READS: usize = 8;
 const PARALLEL_MIN_SPANS: usize = 4;
 
 /// Value-log reads since open (point reads and scans), machine-independent benchmark counters.
+/// Per-thread shards (`lidb_sync::Counter`): every point read that resolves a pointer counts.
 #[derive(Debug, Default)]
 pub(crate) struct VlogReadCounters {
-    pub reads: AtomicU64,
+    pub reads: lidb_sync::Counter,
     /// Bytes read (rounded out to pages with direct I/O, as the device reads them).
-    pub bytes: AtomicU64,
+    pub bytes: lidb_sync::Counter,
 }
 
 impl VlogReadCounters {
@@ -51,8 +52,8 @@ impl VlogReadCounters {
         } else {
             end - start
         };
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.reads.incr();
+        self.bytes.add(bytes);
     }
 }
 
