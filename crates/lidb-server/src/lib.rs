@@ -9,7 +9,8 @@
 //! - `pool`: the threads that run batches against the engine.
 //! - `memory_reads`: the leading reads of a batch that the engine answers from memory, answered
 //!   on the async worker without the hand-off to the pool.
-//! - `state`: what connections share (the engine, the write order, SCAN cursors, counters).
+//! - `state`: what connections share (the engine, the key stripes, SCAN cursors, counters).
+//! - `stripes`: the striped key locks that order commands on the same keys; reads take none.
 //! - `server`: accept loop, connection cap, graceful stop (stop accepting, finish batches, flush).
 //!
 //! The engine is any [`lidb_engines::Engine`]; its calls may block, so they run on the
@@ -27,6 +28,7 @@ mod memory_reads;
 mod pool;
 mod server;
 mod state;
+mod stripes;
 
 pub use codec::{DecodeError, Limits, RequestCodec, decode_all};
 pub use server::{Server, ServerConfig, ServerError, ServerHandle};
