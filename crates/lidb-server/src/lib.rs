@@ -29,6 +29,7 @@ mod pool;
 mod server;
 mod state;
 mod stripes;
+mod workers;
 
 pub use codec::{DecodeError, Limits, RequestCodec, decode_all};
 pub use server::{Server, ServerConfig, ServerError, ServerHandle};

@@ -1,7 +1,7 @@
 //! The key stripes under many clients at once (`stripes.rs` in the server): a SETNX race on one
 //! key has exactly one winner, a plain SET racing SETNXs is never overwritten by them, GETSET
 //! chains hand every value on exactly once, and MSET is atomic to MGET readers, with reads
-//! answered in memory and on the engine threads.
+//! answered in memory and on the engine threads, on the work-stealing runtime and thread-per-core.
 //!
 //! Bounded in rounds and in time; every server runs on 127.0.0.1 and is stopped by its test.
 
@@ -153,9 +153,11 @@ fn getset_chains_hand_on_every_value_once() {
 
 /// Runs MSET writers against MGET readers of the same keys for a bounded time; returns how many
 /// MGETs the readers made.
-fn mset_against_mget(memory_reads: bool) -> u64 {
+fn mset_against_mget(memory_reads: bool, thread_per_core: bool) -> u64 {
     let config = ServerConfig {
         memory_reads,
+        thread_per_core,
+        threads: 2,
         ..ServerConfig::default()
     };
     let server = start_with("lsm", config);
@@ -224,11 +226,11 @@ fn mset_against_mget(memory_reads: bool) -> u64 {
 
 #[test]
 fn mset_is_atomic_to_mget_readers() {
-    for memory_reads in [true, false] {
-        let reads = mset_against_mget(memory_reads);
+    for (memory_reads, thread_per_core) in [(true, false), (false, false), (true, true)] {
+        let reads = mset_against_mget(memory_reads, thread_per_core);
         assert!(
             reads > 100,
-            "memory_reads {memory_reads}: only {reads} MGETs ran"
+            "memory_reads {memory_reads}, thread_per_core {thread_per_core}: only {reads} MGETs"
         );
     }
 }
