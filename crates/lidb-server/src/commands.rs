@@ -142,8 +142,10 @@ pub fn execute_batch(
             continue;
         }
         let written = {
-            // Each SET is a single-key write (`stripes.rs`): the run holds its keys' stripes.
-            let _held = shared.stripes.lock(&order(group.iter().map(|(k, _)| *k)));
+            // Plain SETs (`stripes.rs`): the run holds its keys' stripes shared.
+            let _held = shared
+                .stripes
+                .lock_shared(&order(group.iter().map(|(k, _)| *k)));
             shared.engine.put_many(&group)
         };
         shared.counters.commands_processed.add(group.len() as u64);
@@ -318,12 +320,14 @@ fn set(shared: &Shared, key: &Bytes, value: &Bytes, options: &[Bytes]) -> Reply 
         }
     }
     let engine = &shared.engine;
-    let _held = shared.stripes.lock(&[stripes::stripe_of(key)]);
+    let stripe = [stripes::stripe_of(key)];
     if !(nx || xx || get) {
+        let _held = shared.stripes.lock_shared(&stripe);
         return engine
             .put(key, value)
             .map_or_else(|e| engine_error(&e), |()| ok());
     }
+    let _held = shared.stripes.lock(&stripe);
     let old = match engine.get(key) {
         Ok(old) => old,
         Err(e) => return engine_error(&e),

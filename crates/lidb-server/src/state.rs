@@ -8,8 +8,8 @@
 //! are below both. Nothing holds `cursors` across an engine call.
 //!
 //! Invariants:
-//! 1. No lock is common to all commands. A command that reads and then writes one key, or a
-//!    plain SET, holds that key's stripe; a write of several keys (MSET, DEL, FLUSHDB) holds its
+//! 1. No lock is common to all commands. A command that reads and then writes one key holds
+//!    that key's stripe exclusively, a plain SET holds it shared; a write of several keys (MSET, DEL, FLUSHDB) holds its
 //!    keys' stripes as a publishing write; reads take no lock (see `stripes.rs`). So MSET is atomic
 //!    to readers and SETNX's check and write are not split by another client's SET, as in
 //!    Redis. Scans (SCAN, LIDB.RANGE, DBSIZE) take no lock: they see each key as some instant of

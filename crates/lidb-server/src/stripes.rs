@@ -3,21 +3,23 @@
 //!
 //! A key hashes to one of [`STRIPES`] stripes. Each stripe is a small hybrid latch (the design of
 //! LeanStore's `HybridLatch`, from "LeanStore: In-Memory Data Management Beyond Main Memory"): a
-//! mutex that writers and waiting readers take, plus a version word that optimistic readers only
-//! load. A stripe sits alone on its cache lines ([`CachePadded`]), so two stripes never share one.
+//! reader-writer lock that writers and waiting readers take, plus a version word that optimistic
+//! readers only load. A stripe sits alone on its cache lines ([`CachePadded`]), so two stripes never share one.
 //!
 //! Who takes what (the commands are in `commands.rs` and `memory_reads.rs`):
-//! - A write of one key (SET, SETNX, GETSET, SET NX|XX|GET) holds its key's stripe
-//!   ([`Stripes::lock`]) across its read and its write. A plain SET takes it too: it must not
-//!   fall between a SETNX's check and its write (the SETNX would overwrite a SET acknowledged
-//!   after the key existed, an order no serial run gives). A pipelined run of plain SETs holds
-//!   the stripes of all its keys.
-//! - A write of several keys (MSET, DEL, FLUSHDB) holds its stripes and makes their versions odd
-//!   while it writes ([`Stripes::lock_publishing`]), so readers see all of it or none of it, as
+//! - A command that reads a key and then writes it (SETNX, GETSET, SET NX|XX|GET) holds its
+//!   key's stripe exclusively ([`Stripes::lock`]) across its read and its write.
+//! - A plain SET holds its key's stripe shared ([`Stripes::lock_shared`]); a pipelined run of
+//!   plain SETs holds the stripes of all its keys shared. Plain SETs do not exclude each other
+//!   (the engine's `put` is atomic per key), but one must not fall between a SETNX's check and
+//!   its write: the SETNX would overwrite a SET acknowledged after the key existed, an order no
+//!   serial run gives.
+//! - A write of several keys (MSET, DEL, FLUSHDB) holds its stripes exclusively and makes their
+//!   versions odd while it writes ([`Stripes::lock_publishing`]), so readers see all of it or none of it, as
 //!   Redis promises for MSET.
 //! - A read (GET, MGET, EXISTS) writes nothing: it loads its stripes' versions, reads the engine,
 //!   and checks the versions again ([`Stripes::read`]); a version that was odd or moved is a
-//!   [`Restart`]. The engine pool then reads under [`Stripes::lock`] (it may wait); the async
+//!   [`Restart`]. The engine pool then reads under [`Stripes::lock_shared`] (it may wait); the async
 //!   memory-read path never waits and hands the request to the pool instead.
 //!
 //! A single-key write does not touch the version: the engine's own `put` and `get` are atomic per
@@ -31,12 +33,12 @@
 //!
 //! Threads: any. Invariants:
 //! 1. A stripe's version is odd exactly while a [`Stripes::lock_publishing`] holder of it writes;
-//!    only the holder of the stripe's mutex changes it, and it only grows.
+//!    only the exclusive holder of the stripe's lock changes it, and it only grows.
 //! 2. A [`Stripes::read`] that returns `Ok` saw no publishing write of its stripes begin or end
 //!    while it read: whatever the engine returned is from before or after each such write whole.
 
 use std::sync::atomic::{AtomicU64, Ordering, fence};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use lidb_sync::CachePadded;
 
@@ -50,7 +52,7 @@ pub struct Restart;
 #[derive(Debug, Default)]
 struct Stripe {
     version: AtomicU64,
-    lock: Mutex<()>,
+    lock: RwLock<()>,
 }
 
 /// The stripes of one server.
@@ -89,11 +91,26 @@ pub fn all() -> Vec<usize> {
     (0..STRIPES).collect()
 }
 
+/// One stripe's lock as a command holds it (kept for its drop).
+#[derive(Debug)]
+enum Guard<'a> {
+    Shared(#[expect(dead_code, reason = "held for its drop")] RwLockReadGuard<'a, ()>),
+    Exclusive(#[expect(dead_code, reason = "held for its drop")] RwLockWriteGuard<'a, ()>),
+}
+
 /// Stripes held by one command; dropping it releases them (and ends a publishing write).
 #[derive(Debug)]
 pub struct Held<'a> {
-    guards: Vec<(MutexGuard<'a, ()>, &'a AtomicU64)>,
+    guards: Vec<(Guard<'a>, &'a AtomicU64)>,
     publishing: bool,
+}
+
+/// How a command holds its stripes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Shared,
+    Exclusive,
+    Publishing,
 }
 
 impl Drop for Held<'_> {
@@ -104,7 +121,7 @@ impl Drop for Held<'_> {
                 version.fetch_add(1, Ordering::Release);
             }
         }
-        // The mutexes are released after this body, when `guards` drops.
+        // The locks are released after this body, when `guards` drops.
     }
 }
 
@@ -118,7 +135,7 @@ impl Stripes {
         &self.stripes[index % STRIPES].0
     }
 
-    fn take(&self, ordered: &[usize], publishing: bool) -> Held<'_> {
+    fn take(&self, ordered: &[usize], mode: Mode) -> Held<'_> {
         debug_assert!(
             ordered.windows(2).all(|w| w.first() < w.get(1)),
             "stripes must come from `order`: ascending, no duplicates"
@@ -126,13 +143,21 @@ impl Stripes {
         let mut guards = Vec::with_capacity(ordered.len());
         for &index in ordered {
             let stripe = self.stripe(index);
-            // A panic in another command poisons nothing: the mutex guards no data.
-            let guard = stripe.lock.lock().unwrap_or_else(PoisonError::into_inner);
-            if publishing {
+            // A panic in another command poisons nothing: the lock guards no data.
+            let guard = match mode {
+                Mode::Shared => {
+                    Guard::Shared(stripe.lock.read().unwrap_or_else(PoisonError::into_inner))
+                }
+                Mode::Exclusive | Mode::Publishing => {
+                    Guard::Exclusive(stripe.lock.write().unwrap_or_else(PoisonError::into_inner))
+                }
+            };
+            if mode == Mode::Publishing {
                 stripe.version.fetch_add(1, Ordering::Relaxed);
             }
             guards.push((guard, &stripe.version));
         }
+        let publishing = mode == Mode::Publishing;
         if publishing {
             // Orders the odd versions before the writes that follow (the seqlock writer fence).
             fence(Ordering::Release);
@@ -140,15 +165,21 @@ impl Stripes {
         Held { guards, publishing }
     }
 
-    /// Holds `ordered` (from [`order`]) for a single-key write or a reader that must not restart.
+    /// Holds `ordered` (from [`order`]) exclusively, for a command that reads a key and then
+    /// writes it.
     pub fn lock(&self, ordered: &[usize]) -> Held<'_> {
-        self.take(ordered, false)
+        self.take(ordered, Mode::Exclusive)
+    }
+
+    /// Holds `ordered` shared, for plain SETs and for readers that must not restart.
+    pub fn lock_shared(&self, ordered: &[usize]) -> Held<'_> {
+        self.take(ordered, Mode::Shared)
     }
 
     /// Holds `ordered` for a write of several keys: optimistic readers of these stripes restart
     /// until it is dropped.
     pub fn lock_publishing(&self, ordered: &[usize]) -> Held<'_> {
-        self.take(ordered, true)
+        self.take(ordered, Mode::Publishing)
     }
 
     /// Runs `read` optimistically over the stripes `ordered`: `Err(Restart)` when a publishing
@@ -189,13 +220,13 @@ impl Stripes {
         }
     }
 
-    /// [`Stripes::read`], falling back to reading under [`Stripes::lock`] when it restarts (for
+    /// [`Stripes::read`], falling back to reading under [`Stripes::lock_shared`] when it restarts (for
     /// the engine pool, which may wait).
     pub fn read_or_lock<T>(&self, ordered: &[usize], mut read: impl FnMut() -> T) -> T {
         match self.read(ordered, &mut read) {
             Ok(value) => value,
             Err(Restart) => {
-                let _held = self.lock(ordered);
+                let _held = self.lock_shared(ordered);
                 read()
             }
         }
@@ -240,10 +271,15 @@ mod tests {
         // A write that starts during the read makes it restart.
         let got = stripes.read(&a, || drop(stripes.lock_publishing(&a)));
         assert_eq!(got, Err(Restart));
-        // A single-key lock leaves readers alone.
+        // A single-key lock leaves readers alone; shared holders do not exclude each other.
         let held = stripes.lock(&a);
         assert_eq!(stripes.read(&a, || 3), Ok(3));
         drop(held);
+        let s = stripes.stripe(a.first().copied().unwrap_or(0));
+        let (first, second) = (stripes.lock_shared(&a), stripes.lock_shared(&a));
+        assert!(s.lock.try_write().is_err());
+        drop((first, second));
+        assert!(s.lock.try_write().is_ok());
         assert_eq!(stripes.read_or_lock(&a, || 4), 4);
     }
 }

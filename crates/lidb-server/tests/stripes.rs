@@ -19,7 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use lidb_server::ServerConfig;
+use lidb_engines::{Engine, EngineConfig, EngineResult, MemorySplit, ReadSplit, Space};
+use lidb_server::{Server, ServerConfig};
 use support::{start, start_with};
 
 const CLIENTS: usize = 12;
@@ -33,10 +34,70 @@ fn connect(addr: std::net::SocketAddr) -> redis::Connection {
     con
 }
 
+/// lsm whose `get` of a `mixed:` key takes 5 ms: a SETNX on such a key holds its check
+/// open long enough that a plain SET sent meanwhile lands inside it unless the stripe stops it.
+struct SlowChecks(Box<dyn Engine>);
+
+impl Engine for SlowChecks {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+    fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        self.0.put(key, value)
+    }
+    fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
+        let got = self.0.get(key);
+        if key.starts_with(b"mixed:") {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        got
+    }
+    fn delete(&self, key: &[u8]) -> EngineResult<()> {
+        self.0.delete(key)
+    }
+    fn scan(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        each: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> EngineResult<usize> {
+        self.0.scan(start, end, limit, each)
+    }
+    fn gc(&self) -> EngineResult<()> {
+        self.0.gc()
+    }
+    fn flush(&self) -> EngineResult<()> {
+        self.0.flush()
+    }
+    fn space(&self) -> Space {
+        self.0.space()
+    }
+    fn memory(&self) -> MemorySplit {
+        self.0.memory()
+    }
+    fn read_split(&self) -> ReadSplit {
+        self.0.read_split()
+    }
+}
+
 #[test]
 fn setnx_races_have_one_winner_and_never_overwrite_a_set() {
     const ROUNDS: usize = 40;
-    let server = start("lsm");
+    let dir = std::env::temp_dir().join(format!("lidb-server-slowchecks-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let engine = lidb_engines::open("lsm", &EngineConfig::new(dir.clone())).unwrap();
+    let config = ServerConfig {
+        listen: "127.0.0.1:0".into(),
+        // More engine threads than clients: SETNXs waiting for the stripe leave a thread free for
+        // the SET.
+        threads: 2 * CLIENTS,
+        ..ServerConfig::default()
+    };
+    let server = Server::bind(config, Box::new(SlowChecks(engine)))
+        .unwrap()
+        .spawn();
     let addr = server.addr();
     let barrier = Arc::new(Barrier::new(CLIENTS));
     let clients: Vec<_> = (0..CLIENTS)
@@ -47,13 +108,15 @@ fn setnx_races_have_one_winner_and_never_overwrite_a_set() {
                 let mut won = Vec::new();
                 for round in 0..ROUNDS {
                     barrier.wait();
-                    // Client 0 sends a plain SET into the race on the second key.
                     let first: i64 = redis::cmd("SETNX")
                         .arg(format!("race:{round}"))
                         .arg(id)
                         .query(&mut c)
                         .unwrap();
+                    // Client 0 sends a plain SET into the SETNXs' race on the second key, a
+                    // little after they start.
                     let second: i64 = if id == 0 {
+                        std::thread::sleep(Duration::from_millis(2));
                         let () = redis::cmd("SET")
                             .arg(format!("mixed:{round}"))
                             .arg("set")
@@ -74,7 +137,7 @@ fn setnx_races_have_one_winner_and_never_overwrite_a_set() {
         })
         .collect();
     let results: Vec<Vec<(i64, i64)>> = clients.into_iter().map(|t| t.join().unwrap()).collect();
-    let mut c = server.client();
+    let mut c = connect(addr);
     for round in 0..ROUNDS {
         let winners: Vec<usize> = (0..CLIENTS)
             .filter(|&id| results[id][round].0 == 1)
@@ -95,7 +158,13 @@ fn setnx_races_have_one_winner_and_never_overwrite_a_set() {
             "round {round}: a SETNX overwrote an acknowledged SET"
         );
     }
-    server.stop();
+    // The SET came while a SETNX held its check open in most rounds: the race was run.
+    let raced = (0..ROUNDS)
+        .filter(|&round| (0..CLIENTS).any(|id| results[id][round].1 == 1))
+        .count();
+    assert!(raced > ROUNDS / 4, "only {raced} rounds raced");
+    server.stop().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
