@@ -12,6 +12,8 @@
 //! - `state`: what connections share (the engine, the key stripes, SCAN cursors, counters).
 //! - `stripes`: the striped key locks that order commands on the same keys; reads take none.
 //! - `server`: accept loop, connection cap, graceful stop (stop accepting, finish batches, flush).
+//! - `workers`: `--thread-per-core`, one current-thread runtime per worker thread (an option; the
+//!   default is one work-stealing runtime, see docs/ARCHITECTURE.md for the measurement).
 //!
 //! The engine is any [`lidb_engines::Engine`]; its calls may block, so they run on the
 //! engine pool's threads (`pool.rs`), never on tokio's async workers; the one exception is the
