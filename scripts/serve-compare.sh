@@ -10,8 +10,12 @@
 #   cargo build --release --bin lidb && scripts/serve-compare.sh
 #
 # ROUNDS (3), REQUESTS (300000), TESTS ("set get mset"), CLIENTS (8), PIPELINE (16),
-# KEYSPACE (redis-benchmark -r; empty: its one fixed key), ENGINE (lsm), LIDB (the binary),
-# OUT (a JSON-lines file of every measurement; default: printed only). Loopback only; every
+# KEYSPACE (redis-benchmark -r; empty: its one fixed key), BENCH_THREADS (redis-benchmark
+# --threads; empty: one), ENGINE (lsm), LIDB (the binary), OUT (a JSON-lines file of every
+# measurement; default: printed only). VARIANTS ("lidb lidb-no-memory-reads") picks the lidb
+# servers of each round: lidb (default options), lidb-no-memory-reads, lidb-tpc
+# (--thread-per-core), base (the binary BASE_LIDB, default options, to compare two builds in
+# one run); LIDB_ARGS (words) are added to every lidb server's options. Loopback only; every
 # server is stopped by its PID; lidb must exit 0 on SIGTERM.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +26,8 @@ tests="${TESTS:-set get mset}"
 engine="${ENGINE:-lsm}"
 keyspace=()
 [ -n "${KEYSPACE:-}" ] && keyspace=(-r "$KEYSPACE")
+[ -n "${BENCH_THREADS:-}" ] && keyspace+=(--threads "$BENCH_THREADS")
+variants="${VARIANTS:-lidb lidb-no-memory-reads}"
 
 work="$(mktemp -d)"
 out="${OUT:-$work/results.jsonl}"
@@ -40,11 +46,13 @@ fail() {
   exit 1
 }
 
-# CPU ticks (user + system) and context switches (all threads) of process $1.
+# CPU ticks (user + system), context switches and the voluntary ones (a thread that slept: the
+# hand-offs; the others are preemptions, which a loaded machine adds) of process $1, all threads.
 sample() {
   local ticks switches
   ticks="$(awk '{ print $14 + $15 }' "/proc/$1/stat")"
-  switches="$(cat /proc/"$1"/task/*/status | awk '/ctxt_switches/ { s += $2 } END { print s }')"
+  switches="$(cat /proc/"$1"/task/*/status |
+    awk '/ctxt_switches/ { s += $2 } /^voluntary_ctxt_switches/ { v += $2 } END { print s, v }')"
   echo "$ticks $switches"
 }
 
@@ -61,12 +69,13 @@ measure() {
 import csv, json, sys
 server, rnd, n, before, after, line, load, hz = sys.argv[1:]
 row = next(csv.reader([line]))
-t0, s0 = map(int, before.split()); t1, s1 = map(int, after.split())
+t0, s0, v0 = map(int, before.split()); t1, s1, v1 = map(int, after.split())
 n = int(n)
 print(json.dumps({"server": server, "round": int(rnd), "test": row[0].split(" (")[0], "rps": float(row[1]),
                   "p50_ms": float(row[4]), "p99_ms": float(row[6]),
                   "cpu_ms_per_1k": (t1 - t0) * 1000 / int(hz) * 1000 / n,
-                  "switches_per_1k": (s1 - s0) * 1000 / n, "load": float(load)}))
+                  "switches_per_1k": (s1 - s0) * 1000 / n,
+                  "voluntary_per_1k": (v1 - v0) * 1000 / n, "load": float(load)}))
 PY
   done
 }
@@ -85,32 +94,40 @@ for round in $(seq "$rounds"); do
   kill -TERM "$redis_pid"
   wait "$redis_pid" || true
   redis_pid=""
-  for variant in lidb lidb-no-memory-reads; do
+  for variant in $variants; do
     rm -rf "$work/db"
     extra=()
-    [ "$variant" = lidb-no-memory-reads ] && extra=(--no-memory-reads)
-    LIDB_SERVE_ARGS="${extra[*]}" start_lidb_serve "$engine" >/dev/null
+    binary="${LIDB:-target/release/lidb}"
+    case "$variant" in
+      lidb) ;;
+      lidb-no-memory-reads) extra=(--no-memory-reads) ;;
+      lidb-tpc) extra=(--thread-per-core) ;;
+      base) binary="${BASE_LIDB:?BASE_LIDB names the base binary}" ;;
+      *) fail "unknown variant $variant" ;;
+    esac
+    lidb="$binary" LIDB_SERVE_ARGS="${extra[*]} ${LIDB_ARGS:-}" start_lidb_serve "$engine" >/dev/null
     measure "$variant" "$lidb_pid" "$port" "$round"
     stop_lidb_serve >/dev/null
   done
 done
 
-python3 - "$out" <<'PY'
+python3 - "$out" "$variants" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 by = {}
 for r in rows:
     by.setdefault((r["test"], r["server"]), []).append(r)
 print(f"{'test':6} {'server':22} {'round':>5} {'req/s':>10} {'p50 ms':>7} {'p99 ms':>7} "
-      f"{'cpu ms/1k':>9} {'ctxsw/1k':>8} {'load':>5}")
+      f"{'cpu ms/1k':>9} {'ctxsw/1k':>8} {'vol/1k':>7} {'load':>5}")
 for (test, server), rs in sorted(by.items()):
     for r in rs:
         print(f"{test:6} {server:22} {r['round']:>5} {r['rps']:>10.0f} {r['p50_ms']:>7.3f} "
-              f"{r['p99_ms']:>7.3f} {r['cpu_ms_per_1k']:>9.3f} {r['switches_per_1k']:>8.1f} {r['load']:>5.2f}")
+              f"{r['p99_ms']:>7.3f} {r['cpu_ms_per_1k']:>9.3f} {r['switches_per_1k']:>8.1f} "
+              f"{r['voluntary_per_1k']:>7.1f} {r['load']:>5.2f}")
 print("ratios to redis in the same round (median over rounds):")
 tests = sorted({t for t, _ in by})
 for test in tests:
-    for server in ("lidb", "lidb-no-memory-reads"):
+    for server in sys.argv[2].split():
         ratios = []
         for r in by.get((test, server), []):
             peer = [x for x in by.get((test, "redis"), []) if x["round"] == r["round"]]

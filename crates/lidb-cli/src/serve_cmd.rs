@@ -74,6 +74,10 @@ pub struct ServeArgs {
     /// hand-off; engines with no memory-only read tier send them to the engine threads anyway).
     #[arg(long)]
     no_memory_reads: bool,
+    /// Serve with one single-threaded async runtime per worker thread (--threads of them), each
+    /// owning the connections dealt to it, instead of one work-stealing runtime.
+    #[arg(long)]
+    thread_per_core: bool,
     /// Index family of the engine's LSM tables (fp, binary, plr, fiting, pgm, rs, rmi, lpa, plex).
     #[arg(long, default_value = "pgm")]
     index: String,
@@ -204,6 +208,7 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
         drain_timeout: Duration::from_secs(args.drain_timeout),
         threads: args.threads,
         memory_reads: !args.no_memory_reads,
+        thread_per_core: args.thread_per_core,
     };
     let server = Server::bind(config, engine).map_err(|e| CliError::Serve(e.to_string()))?;
     let mut printed = Ok(());

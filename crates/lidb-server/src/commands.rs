@@ -14,6 +14,7 @@ use redis_protocol::resp2::types::BytesFrame;
 
 use crate::keyspace;
 use crate::state::Shared;
+use crate::stripes::{self, order};
 
 pub type Reply = BytesFrame;
 
@@ -141,13 +142,13 @@ pub fn execute_batch(
             continue;
         }
         let written = {
-            let _order = shared.shared_order();
+            // Plain SETs (`stripes.rs`): the run holds its keys' stripes shared.
+            let _held = shared
+                .stripes
+                .lock_shared(&order(group.iter().map(|(k, _)| *k)));
             shared.engine.put_many(&group)
         };
-        shared
-            .counters
-            .commands_processed
-            .fetch_add(group.len() as u64, std::sync::atomic::Ordering::Relaxed);
+        shared.counters.commands_processed.add(group.len() as u64);
         let reply = written.map_or_else(|e| engine_error(&e), |()| ok());
         replies.extend(std::iter::repeat_n(reply, group.len()));
         rest = rest.get(group.len()..).unwrap_or_default();
@@ -174,18 +175,15 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
     if (arity > 0 && n != arity) || (arity < 0 && n < -arity) {
         return error(format!("ERR wrong number of arguments for '{cmd}' command"));
     }
-    shared
-        .counters
-        .commands_processed
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    shared.counters.commands_processed.incr();
     let engine = &shared.engine;
     match (cmd, rest) {
         ("ping", []) => BytesFrame::SimpleString(Bytes::from_static(b"PONG")),
         ("ping", [msg]) | ("echo", [msg]) => bulk(msg.clone()),
         ("ping", _) => error("ERR wrong number of arguments for 'ping' command"),
         ("get", [key]) => {
-            let _order = shared.shared_order();
-            match engine.get(key) {
+            let stripe = [stripes::stripe_of(key)];
+            match shared.stripes.read_or_lock(&stripe, || engine.get(key)) {
                 Ok(Some(v)) => bulk(v),
                 Ok(None) => BytesFrame::Null,
                 Err(e) => engine_error(&e),
@@ -193,7 +191,7 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
         }
         ("set", [key, value, options @ ..]) => set(shared, key, value, options),
         ("setnx", [key, value]) => {
-            let _order = shared.exclusive_order();
+            let _held = shared.stripes.lock(&[stripes::stripe_of(key)]);
             match engine.get(key) {
                 Ok(Some(_)) => int(0),
                 Ok(None) => engine
@@ -203,7 +201,7 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
             }
         }
         ("getset", [key, value]) => {
-            let _order = shared.exclusive_order();
+            let _held = shared.stripes.lock(&[stripes::stripe_of(key)]);
             let old = match engine.get(key) {
                 Ok(old) => old,
                 Err(e) => return engine_error(&e),
@@ -214,7 +212,9 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
             }
         }
         ("del", keys) => {
-            let _order = shared.exclusive_order();
+            let _held = shared
+                .stripes
+                .lock_publishing(&order(keys.iter().map(AsRef::as_ref)));
             let mut deleted = 0;
             for key in keys {
                 match engine.get(key) {
@@ -230,27 +230,26 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
             int(deleted)
         }
         ("exists", keys) => {
-            let _order = shared.shared_order();
-            let mut found = 0;
-            for key in keys {
-                match engine.get(key) {
-                    Ok(Some(_)) => found += 1,
-                    Ok(None) => {}
-                    Err(e) => return engine_error(&e),
+            let ordered = order(keys.iter().map(AsRef::as_ref));
+            let found = shared.stripes.read_or_lock(&ordered, || {
+                let mut found = 0;
+                for key in keys {
+                    found += u64::from(engine.get(key)?.is_some());
                 }
-            }
-            int(found)
+                Ok(found)
+            });
+            found.map_or_else(|e| engine_error(&e), int)
         }
         ("mget", keys) => {
-            let _order = shared.shared_order();
-            let mut values = Vec::with_capacity(keys.len());
-            for key in keys {
-                match engine.get(key) {
-                    Ok(v) => values.push(v.map_or(BytesFrame::Null, bulk)),
-                    Err(e) => return engine_error(&e),
+            let ordered = order(keys.iter().map(AsRef::as_ref));
+            let values = shared.stripes.read_or_lock(&ordered, || {
+                let mut values = Vec::with_capacity(keys.len());
+                for key in keys {
+                    values.push(engine.get(key)?.map_or(BytesFrame::Null, bulk));
                 }
-            }
-            BytesFrame::Array(values)
+                Ok(values)
+            });
+            values.map_or_else(|e| engine_error(&e), BytesFrame::Array)
         }
         ("mset", pairs) => {
             if pairs.len() % 2 != 0 {
@@ -263,7 +262,9 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
                     _ => None,
                 })
                 .collect();
-            let _order = shared.exclusive_order();
+            let _held = shared
+                .stripes
+                .lock_publishing(&order(entries.iter().map(|(k, _)| *k)));
             engine
                 .put_many(&entries)
                 .map_or_else(|e| engine_error(&e), |()| ok())
@@ -277,7 +278,7 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
             {
                 return syntax_error();
             }
-            let _order = shared.exclusive_order();
+            let _held = shared.stripes.lock_publishing(&stripes::all());
             keyspace::flush_all(shared).map_or_else(|e| engine_error(&e), |()| ok())
         }
         ("info", sections) => crate::info::info(shared, sections),
@@ -319,13 +320,14 @@ fn set(shared: &Shared, key: &Bytes, value: &Bytes, options: &[Bytes]) -> Reply 
         }
     }
     let engine = &shared.engine;
+    let stripe = [stripes::stripe_of(key)];
     if !(nx || xx || get) {
-        let _order = shared.shared_order();
+        let _held = shared.stripes.lock_shared(&stripe);
         return engine
             .put(key, value)
             .map_or_else(|e| engine_error(&e), |()| ok());
     }
-    let _order = shared.exclusive_order();
+    let _held = shared.stripes.lock(&stripe);
     let old = match engine.get(key) {
         Ok(old) => old,
         Err(e) => return engine_error(&e),

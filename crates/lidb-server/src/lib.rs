@@ -9,8 +9,11 @@
 //! - `pool`: the threads that run batches against the engine.
 //! - `memory_reads`: the leading reads of a batch that the engine answers from memory, answered
 //!   on the async worker without the hand-off to the pool.
-//! - `state`: what connections share (the engine, the write order, SCAN cursors, counters).
+//! - `state`: what connections share (the engine, the key stripes, SCAN cursors, counters).
+//! - `stripes`: the striped key locks that order commands on the same keys; reads take none.
 //! - `server`: accept loop, connection cap, graceful stop (stop accepting, finish batches, flush).
+//! - `workers`: `--thread-per-core`, one current-thread runtime per worker thread (an option; the
+//!   default is one work-stealing runtime, see docs/ARCHITECTURE.md for the measurement).
 //!
 //! The engine is any [`lidb_engines::Engine`]; its calls may block, so they run on the
 //! engine pool's threads (`pool.rs`), never on tokio's async workers; the one exception is the
@@ -27,6 +30,8 @@ mod memory_reads;
 mod pool;
 mod server;
 mod state;
+mod stripes;
+mod workers;
 
 pub use codec::{DecodeError, Limits, RequestCodec, decode_all};
 pub use server::{Server, ServerConfig, ServerError, ServerHandle};

@@ -6,31 +6,28 @@
 //! Handing a batch to the engine pool costs two thread wake-ups (the pool thread, then the
 //! connection's task); for a pipeline of GETs of hot keys that hand-off is most of the server's
 //! CPU time. Reads that would touch the storage still go to the pool, so nothing here can wait on
-//! I/O, and nothing here waits on a lock a pool thread may hold across I/O: the write-order lock
-//! is only tried.
+//! I/O, and nothing here waits on a lock a pool thread may hold across I/O: reads are optimistic
+//! over their key stripes (`stripes.rs`), and one that must restart ends the prefix instead.
 //!
 //! Called from a connection's task, on a tokio worker. Invariants:
 //! 1. It answers a prefix of the batch, in order, and returns its length; the caller runs the
 //!    rest on the pool. A command some of whose keys are not in memory is not answered here at
 //!    all (no half-answered MGET), and the prefix ends before it.
 //! 2. Answers are what [`crate::commands::execute`] would give: the same replies, under the same
-//!    shared write order (invariant 1 of `state.rs`), counted the same in INFO.
+//!    key-stripe rules (`stripes.rs`: a read validated against multi-key writes), counted the
+//!    same in INFO.
 //! 3. Anything else (other commands, wrong arities, an engine error) ends the prefix, so errors
 //!    are always produced by `execute`.
-
-use std::sync::atomic::Ordering;
 
 use bytes::Bytes;
 use redis_protocol::resp2::types::BytesFrame;
 
 use crate::commands::{Reply, bulk};
 use crate::state::Shared;
+use crate::stripes::{self, order};
 
 /// Answers the leading run of `requests` that needs no storage read; returns its length.
 pub fn answer_prefix(shared: &Shared, requests: &[Vec<Bytes>], replies: &mut Vec<Reply>) -> usize {
-    let Some(_order) = shared.try_shared_order() else {
-        return 0;
-    };
     let mut answered = 0;
     for request in requests {
         let Some(reply) = answer(shared, request) else {
@@ -40,9 +37,8 @@ pub fn answer_prefix(shared: &Shared, requests: &[Vec<Bytes>], replies: &mut Vec
         answered += 1;
     }
     let c = &shared.counters;
-    c.commands_processed
-        .fetch_add(answered as u64, Ordering::Relaxed);
-    c.memory_reads.fetch_add(answered as u64, Ordering::Relaxed);
+    c.commands_processed.add(answered as u64);
+    c.memory_reads.add(answered as u64);
     answered
 }
 
@@ -51,22 +47,36 @@ fn answer(shared: &Shared, request: &[Bytes]) -> Option<Reply> {
     let (name, args) = request.split_first()?;
     let is = |cmd: &[u8]| name.eq_ignore_ascii_case(cmd);
     match args {
-        [key] if is(b"get") => Some(lookup(shared, key)?.map_or(BytesFrame::Null, bulk)),
+        [key] if is(b"get") => {
+            let value = shared
+                .stripes
+                .read(&[stripes::stripe_of(key)], || lookup(shared, key))
+                .ok()??;
+            Some(value.map_or(BytesFrame::Null, bulk))
+        }
         [] if is(b"ping") => Some(BytesFrame::SimpleString(Bytes::from_static(b"PONG"))),
         [msg] if is(b"ping") || is(b"echo") => Some(bulk(msg.clone())),
         [_, ..] if is(b"mget") => {
-            let mut values = Vec::with_capacity(args.len());
-            for key in args {
-                values.push(lookup(shared, key)?.map_or(BytesFrame::Null, bulk));
-            }
-            Some(BytesFrame::Array(values))
+            let ordered = order(args.iter().map(AsRef::as_ref));
+            let read = shared.stripes.read(&ordered, || {
+                let mut values = Vec::with_capacity(args.len());
+                for key in args {
+                    values.push(lookup(shared, key)?.map_or(BytesFrame::Null, bulk));
+                }
+                Some(BytesFrame::Array(values))
+            });
+            read.ok()?
         }
         [_, ..] if is(b"exists") => {
-            let mut found = 0i64;
-            for key in args {
-                found += i64::from(lookup(shared, key)?.is_some());
-            }
-            Some(BytesFrame::Integer(found))
+            let ordered = order(args.iter().map(AsRef::as_ref));
+            let read = shared.stripes.read(&ordered, || {
+                let mut found = 0i64;
+                for key in args {
+                    found += i64::from(lookup(shared, key)?.is_some());
+                }
+                Some(BytesFrame::Integer(found))
+            });
+            read.ok()?
         }
         _ => None,
     }

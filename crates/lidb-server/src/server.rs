@@ -20,6 +20,7 @@ use bytes::BytesMut;
 use lidb_engines::{Engine, EngineError};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
+use tokio::runtime::Handle;
 use tokio::sync::{Semaphore, oneshot, watch};
 use tokio::task::JoinSet;
 
@@ -27,6 +28,7 @@ use crate::codec::{Limits, encode_reply};
 use crate::connection::{self, ConnectionContext};
 use crate::pool::EnginePool;
 use crate::state::{Settings, Shared};
+use crate::workers::Workers;
 
 /// How a server runs.
 #[derive(Debug, Clone)]
@@ -48,6 +50,9 @@ pub struct ServerConfig {
     /// Answer the reads the engine can answer from memory on the async workers instead of the
     /// engine threads (`memory_reads.rs`); off sends every request to the engine threads.
     pub memory_reads: bool,
+    /// One single-threaded runtime per worker thread, each serving the connections dealt to it,
+    /// instead of one work-stealing runtime (`workers.rs`).
+    pub thread_per_core: bool,
 }
 
 impl Default for ServerConfig {
@@ -62,6 +67,7 @@ impl Default for ServerConfig {
             drain_timeout: Duration::from_secs(10),
             threads: 0,
             memory_reads: true,
+            thread_per_core: false,
         }
     }
 }
@@ -129,7 +135,15 @@ impl Server {
         self.addr
     }
 
+    /// The runtime of the accept loop: with `thread_per_core` it only accepts (the connections
+    /// run on the workers' runtimes), so one thread does.
     fn runtime(&self) -> Result<tokio::runtime::Runtime, ServerError> {
+        if self.config.thread_per_core {
+            return tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(io_error("tokio runtime"));
+        }
         let mut b = tokio::runtime::Builder::new_multi_thread();
         if self.config.threads > 0 {
             b.worker_threads(self.config.threads);
@@ -195,13 +209,21 @@ impl Server {
             n => n,
         };
         let pool = Arc::new(EnginePool::new(threads).map_err(io_error("engine threads"))?);
+        let workers = if config.thread_per_core {
+            Some(Workers::start(threads).map_err(io_error("worker threads"))?)
+        } else {
+            None
+        };
+        let handles = workers.as_ref().map(Workers::handles).unwrap_or_default();
         runtime.block_on(accept_loop(
             listener,
             Arc::clone(&shared),
             Arc::clone(&pool),
+            &handles,
             &config,
             stop,
         ))?;
+        drop(workers);
         runtime.shutdown_timeout(Duration::from_secs(1));
         shared.engine.flush().map_err(ServerError::Engine)
     }
@@ -211,6 +233,7 @@ async fn accept_loop(
     listener: std::net::TcpListener,
     shared: Arc<Shared>,
     pool: Arc<EnginePool>,
+    workers: &[Handle],
     config: &ServerConfig,
     stop: impl Future<Output = ()>,
 ) -> Result<(), ServerError> {
@@ -250,12 +273,23 @@ async fn accept_loop(
                     shutdown: shutdown.clone(),
                 };
                 let id = next_id;
-                tasks.spawn(async move {
-                    // Dropped when the task ends, also by a panic: the count and the permit
-                    // come back either way.
+                let Some(worker) = workers.get(id as usize % workers.len().max(1)) else {
+                    tasks.spawn(async move {
+                        // Dropped when the task ends, also by a panic: the count and the permit
+                        // come back either way.
+                        let _open = OpenConnection::new(Arc::clone(&ctx.shared), permit);
+                        connection::serve(stream, id, ctx).await;
+                    });
+                    continue;
+                };
+                // The socket moves to the worker's reactor: leave this one's first.
+                let Ok(stream) = stream.into_std() else { continue };
+                tasks.spawn_on(async move {
                     let _open = OpenConnection::new(Arc::clone(&ctx.shared), permit);
-                    connection::serve(stream, id, ctx).await;
-                });
+                    if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
+                        connection::serve(stream, id, ctx).await;
+                    }
+                }, worker);
             }
         }
     }

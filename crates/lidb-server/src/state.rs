@@ -1,26 +1,32 @@
-//! What every connection of one server shares: the engine, the write order lock, SCAN's cursor
-//! map and the counters INFO shows.
+//! What every connection of one server shares: the engine, the key stripes that order commands
+//! on the same keys (`stripes.rs`), SCAN's cursor map and the counters INFO shows.
 //!
-//! Threads: any; commands run on the engine pool's threads, several at once.
+//! Threads: any; commands run on the engine pool's threads, several at once, and in-memory reads
+//! on the async workers.
 //!
-//! Lock order: `write_order` before `cursors`; the engine's own locks are below both. Nothing
-//! holds `cursors` across an engine call.
+//! Lock order: key stripes (ascending, see `stripes.rs`) before `cursors`; the engine's own locks
+//! are below both. Nothing holds `cursors` across an engine call.
 //!
 //! Invariants:
-//! 1. A command that reads and then writes (SETNX, GETSET, SET NX|XX|GET, DEL with its count) or
-//!    writes several keys (MSET, FLUSHDB) holds `write_order` exclusively; GET, MGET, EXISTS and a
-//!    plain SET hold it shared. So MSET is atomic to readers and SETNX's check and write are not
-//!    split by another client's SET, as in Redis. Scans (SCAN, LIDB.RANGE, DBSIZE) take no lock:
-//!    they see each key as some instant of the scan saw it.
+//! 1. No lock is common to all commands. A command that reads and then writes one key holds
+//!    that key's stripe exclusively, a plain SET holds it shared; a write of several keys (MSET, DEL, FLUSHDB) holds its
+//!    keys' stripes as a publishing write; reads take no lock (see `stripes.rs`). So MSET is atomic
+//!    to readers and SETNX's check and write are not split by another client's SET, as in
+//!    Redis. Scans (SCAN, LIDB.RANGE, DBSIZE) take no lock: they see each key as some instant of
+//!    the scan saw it.
 //! 2. Cursor ids are never 0 (0 starts and ends a SCAN) and never reused; at most
 //!    [`MAX_CURSORS`] are remembered, the oldest forgotten first; an unknown id restarts the scan.
+//! 3. Counters bumped per command are [`Counter`]s: a command writes its own thread's shard only.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 use lidb_engines::Engine;
+use lidb_sync::Counter;
+
+use crate::stripes::Stripes;
 
 /// How many SCAN cursors the server remembers (Kvrocks keeps a similar bounded map).
 pub const MAX_CURSORS: usize = 1 << 16;
@@ -42,9 +48,9 @@ pub struct Counters {
     pub connections_received: AtomicU64,
     pub connections_open: AtomicU64,
     pub connections_rejected: AtomicU64,
-    pub commands_processed: AtomicU64,
+    pub commands_processed: Counter,
     /// Commands answered from memory on an async worker (`memory_reads.rs`).
-    pub memory_reads: AtomicU64,
+    pub memory_reads: Counter,
 }
 
 /// Resume keys of open SCAN cursors.
@@ -60,7 +66,7 @@ pub struct Shared {
     pub settings: Settings,
     pub counters: Counters,
     pub started: Instant,
-    write_order: RwLock<()>,
+    pub stripes: Stripes,
     cursors: Mutex<Cursors>,
 }
 
@@ -80,34 +86,9 @@ impl Shared {
             settings,
             counters: Counters::default(),
             started: Instant::now(),
-            write_order: RwLock::new(()),
+            stripes: Stripes::default(),
             cursors: Mutex::new(Cursors::default()),
         }
-    }
-
-    /// For single-key commands (invariant 1). A panic in another command poisons nothing we
-    /// rely on: the lock guards no data.
-    pub fn shared_order(&self) -> RwLockReadGuard<'_, ()> {
-        self.write_order
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// [`Shared::shared_order`] if it is free now; `None` while a command holds it exclusively
-    /// (an async worker must not wait for it: the holder may be waiting on I/O).
-    pub fn try_shared_order(&self) -> Option<RwLockReadGuard<'_, ()>> {
-        match self.write_order.try_read() {
-            Ok(guard) => Some(guard),
-            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        }
-    }
-
-    /// For read-then-write and multi-key writes (invariant 1).
-    pub fn exclusive_order(&self) -> RwLockWriteGuard<'_, ()> {
-        self.write_order
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The resume key of cursor `id`; `None` for 0 or an unknown id (the scan restarts).
