@@ -6,29 +6,92 @@
 //! example keys sharing their first 8 bytes) share a bucket and stay distinct, and walking the
 //! index in image order and each bucket in key order yields keys in byte order.
 //!
-//! A bucket is a sorted `Vec` (most hold one key: a `BTreeMap` would allocate a whole node for
-//! it) published in a [`BucketSlot`] (`bucket.rs`): readers load it without a lock, writers
-//! publish a copy under the slot's writer mutex. Buckets live in an append-only table of segments that double in size
+//! A bucket is a `Mutex` over a sorted `Vec` (most hold one key: a `BTreeMap` would allocate a
+//! whole node for it). Buckets live in an append-only table of segments that double in size
 //! ([`Table`]): an id finds its bucket without a lock, and the table hands out plain references
 //! since a bucket, once made, lives as long as the store. A bucket that empties keeps its slot
 //! and its image in the index (a later write of that image reuses it) but gives its `Vec` back.
 //!
 //! Threads: any. `create` serialises the creation of buckets, so an image never gets two.
 //!
-//! Lock order: `create`, then a bucket's writer mutex (only the new, unshared one); a bucket's
-//! writer mutex is never held while taking `create`. `get` and `scan` take no lock: they load
-//! each bucket; only `snapshot` (the checkpoint) takes each bucket's writer mutex, to wait for a
-//! write that has its log record but is not published yet (`store/mod.rs`, checkpoints).
+//! Lock order: `create`, then a bucket's lock (only the new, unshared one); a bucket's lock is
+//! never held while taking `create`.
 
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
-use super::bucket::{Bucket, BucketSlot};
-
 use lidb_data::keymap::image;
 
 use crate::{Config, FineIndex};
+
+/// A full key and its value.
+type Entry = (Box<[u8]>, Box<[u8]>);
+
+/// Full keys of one image, sorted, with their values.
+#[derive(Debug, Default)]
+pub struct Bucket {
+    entries: Vec<Entry>,
+}
+
+impl Bucket {
+    fn find(&self, key: &[u8]) -> Result<usize, usize> {
+        self.entries.binary_search_by(|(k, _)| k.as_ref().cmp(key))
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
+        let i = self.find(key).ok()?;
+        self.entries.get(i).map(|(_, v)| v.as_ref())
+    }
+
+    pub fn contains_key(&self, key: &[u8]) -> bool {
+        self.find(key).is_ok()
+    }
+
+    /// Sets `key` to `value`; the old value.
+    pub fn insert(&mut self, key: Vec<u8>, value: Vec<u8>) -> Option<Box<[u8]>> {
+        let value = value.into_boxed_slice();
+        match self.find(&key) {
+            Ok(i) => self
+                .entries
+                .get_mut(i)
+                .map(|e| std::mem::replace(&mut e.1, value)),
+            Err(i) => {
+                self.entries.insert(i, (key.into_boxed_slice(), value));
+                None
+            }
+        }
+    }
+
+    /// Removes `key`; its value. An emptied bucket frees its entry array.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Box<[u8]>> {
+        let i = self.find(key).ok()?;
+        let (_, v) = self.entries.remove(i);
+        if self.entries.is_empty() {
+            self.entries = Vec::new();
+        }
+        Some(v)
+    }
+
+    /// Entries with `start <= key` and below `upper`, in key order.
+    pub fn range<'a>(
+        &'a self,
+        start: &[u8],
+        upper: Bound<&'a [u8]>,
+    ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        let from = self.find(start).unwrap_or_else(|i| i);
+        self.entries
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .map(|(k, v)| (k.as_ref(), v.as_ref()))
+            .take_while(move |(k, _)| match upper {
+                Bound::Included(u) => *k <= u,
+                Bound::Excluded(u) => *k < u,
+                Bound::Unbounded => true,
+            })
+    }
+}
 
 /// The image of a byte key in the index.
 pub fn key_image(key: &[u8]) -> u64 {
@@ -46,7 +109,7 @@ const FIRST_SEGMENT: u64 = 1024;
 const SEGMENTS: usize = 40;
 
 /// The slots of one segment of the table.
-type Segment = Box<[OnceLock<BucketSlot>]>;
+type Segment = Box<[OnceLock<Mutex<Bucket>>]>;
 
 /// The append-only bucket table: segment `s` holds ids `FIRST_SEGMENT * (2^s - 1)` up to the
 /// next segment's first, allocated when the first of them is pushed. Reads take no lock; pushes
@@ -72,13 +135,13 @@ impl Table {
         (s as usize, (id - first) as usize)
     }
 
-    fn get(&self, id: u64) -> Option<&BucketSlot> {
+    fn get(&self, id: u64) -> Option<&Mutex<Bucket>> {
         let (s, at) = Table::place(id);
         self.segments.get(s)?.get()?.get(at)?.get()
     }
 
     /// Appends `bucket`; its id. The caller holds the push lock.
-    fn push(&self, bucket: Bucket) -> Option<(u64, &BucketSlot)> {
+    fn push(&self, bucket: Bucket) -> Option<(u64, &Mutex<Bucket>)> {
         let id = self.len.load(Ordering::Relaxed);
         let (s, at) = Table::place(id);
         let segment = self
@@ -86,7 +149,7 @@ impl Table {
             .get(s)?
             .get_or_init(|| (0..FIRST_SEGMENT << s).map(|_| OnceLock::new()).collect());
         let slot = segment.get(at)?;
-        let set = slot.set(BucketSlot::new(bucket));
+        let set = slot.set(Mutex::new(bucket));
         debug_assert!(set.is_ok(), "bucket {id} pushed twice");
         self.len.store(id + 1, Ordering::Relaxed);
         slot.get().map(|b| (id, b))
@@ -146,19 +209,19 @@ impl Memory {
         &self.index
     }
 
-    fn bucket_by_id(&self, id: u64) -> Option<&BucketSlot> {
+    fn bucket_by_id(&self, id: u64) -> Option<&Mutex<Bucket>> {
         let b = self.buckets.get(id);
         debug_assert!(b.is_some(), "index value {id} names no bucket");
         b
     }
 
     /// The bucket of `key`'s image, if one was ever made.
-    pub fn bucket(&self, key: &[u8]) -> Option<&BucketSlot> {
+    pub fn bucket(&self, key: &[u8]) -> Option<&Mutex<Bucket>> {
         self.bucket_by_id(self.index.get(key_image(key))?)
     }
 
     /// The bucket of `key`'s image, made (empty) if there is none.
-    pub fn bucket_or_create(&self, key: &[u8]) -> &BucketSlot {
+    pub fn bucket_or_create(&self, key: &[u8]) -> &Mutex<Bucket> {
         let img = key_image(key);
         if let Some(b) = self.index.get(img).and_then(|id| self.bucket_by_id(id)) {
             return b;
@@ -204,46 +267,30 @@ impl Memory {
         }
     }
 
-    /// The value of `key`: one load of its bucket, no lock.
     pub fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
-        self.bucket(key)?.read().get(key).map(<[u8]>::to_vec)
+        lock(self.bucket(key)?).get(key).map(<[u8]>::to_vec)
     }
 
     /// Applies a write without logging it (recovery's replay).
     pub fn apply(&self, key: &[u8], value: Option<&[u8]>) {
         match value {
             Some(v) => {
-                let old = self
-                    .bucket_or_create(key)
-                    .write()
-                    .insert(key.to_vec(), v.to_vec());
-                self.account_insert(key, v, old.as_deref().map(|e| &*e.1));
+                let old = lock(self.bucket_or_create(key)).insert(key.to_vec(), v.to_vec());
+                self.account_insert(key, v, old.as_deref());
             }
             None => {
                 if let Some(b) = self.bucket(key) {
-                    let old = b.write().remove(key);
-                    self.account_remove(key, old.as_deref().map(|e| &*e.1));
+                    let old = lock(b).remove(key);
+                    self.account_remove(key, old.as_deref());
                 }
             }
         }
     }
 
     /// Entries with `start <= key < end` (no end: to the last key) in key order, at most
-    /// `limit`. Each bucket is loaded once, without a lock; keys written during the scan may or
-    /// may not appear.
+    /// `limit`. Each bucket is read under its lock; keys written during the scan may or may not
+    /// appear.
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>, limit: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
-        self.scan_with(start, end, limit, false)
-    }
-
-    /// `scan`; with `wait_writers`, each bucket is read under its writer mutex, so a write that
-    /// holds it (its record logged, the bucket not yet published) is waited for.
-    fn scan_with(
-        &self,
-        start: &[u8],
-        end: Option<&[u8]>,
-        limit: usize,
-        wait_writers: bool,
-    ) -> Vec<(Vec<u8>, Vec<u8>)> {
         const CHUNK: usize = 64;
         let mut out = Vec::new();
         if end.is_some_and(|e| e <= start) {
@@ -260,11 +307,7 @@ impl Memory {
                 let Some(b) = self.bucket_by_id(id) else {
                     continue;
                 };
-                let held = wait_writers.then(|| b.write());
-                let b = match &held {
-                    Some(w) => w.bucket(),
-                    None => b.read(),
-                };
+                let b = lock(b);
                 for (k, v) in b.range(start, upper).take(limit - out.len()) {
                     out.push((k.to_vec(), v.to_vec()));
                 }
@@ -280,10 +323,9 @@ impl Memory {
         out
     }
 
-    /// Every entry in key order, each bucket read under its writer mutex (the fuzzy checkpoint:
-    /// every write that held its bucket before the call is in it).
+    /// Every entry in key order (the caller keeps writers out).
     pub fn snapshot(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        self.scan_with(&[], None, usize::MAX, true)
+        self.scan(&[], None, usize::MAX)
     }
 }
 
@@ -305,5 +347,27 @@ mod tests {
         }
         assert!(t.get(4_999).is_some());
         assert!(t.get(5_000).is_none());
+    }
+
+    #[test]
+    fn a_bucket_keeps_keys_sorted_and_distinct() {
+        let mut b = Bucket::default();
+        assert_eq!(b.insert(b"k2".to_vec(), b"2".to_vec()), None);
+        assert_eq!(b.insert(b"k1".to_vec(), b"1".to_vec()), None);
+        assert_eq!(b.insert(b"k3".to_vec(), b"3".to_vec()), None);
+        assert_eq!(
+            b.insert(b"k2".to_vec(), b"22".to_vec()).as_deref(),
+            Some(&b"2"[..])
+        );
+        assert_eq!(b.get(b"k2"), Some(&b"22"[..]));
+        let all: Vec<_> = b.range(b"k1", Bound::Excluded(b"k3")).collect();
+        assert_eq!(all, vec![(&b"k1"[..], &b"1"[..]), (&b"k2"[..], &b"22"[..])]);
+        let from: Vec<_> = b.range(b"k15", Bound::Unbounded).map(|e| e.0).collect();
+        assert_eq!(from, vec![&b"k2"[..], &b"k3"[..]]);
+        for k in [&b"k1"[..], b"k2", b"k3"] {
+            assert!(b.remove(k).is_some());
+        }
+        assert!(!b.contains_key(b"k1"));
+        assert_eq!(b.entries.capacity(), 0, "an emptied bucket keeps its array");
     }
 }

@@ -20,15 +20,15 @@
 //! by `Drop`: the logger, and (unless `checkpoint_log_bytes` is 0) the checkpointer, which is
 //! stopped first (a checkpoint it runs or that is due finishes) and holds the `Shared` state
 //! behind an `Arc`.
-//! A write holds its key's bucket writer mutex while it buffers its log record and applies itself, so
+//! A write holds its key's bucket lock while it buffers its log record and applies itself, so
 //! records of one key reach the log in the order they were applied, and the log as a whole in
 //! seq order (`logger.rs`).
 //!
 //! Checkpoints are fuzzy (writers never wait for one): the logger switches to a new log at a
 //! seq P (every record below P is then in the old log, synced; every one from P on goes to the
-//! new log); the snapshot is read bucket by bucket without stopping writers, each bucket under
-//! its writer mutex, so it holds every write below P (such a write held that mutex from before P
-//! was chosen until it published itself) and any mix of later ones; the log is flushed (every write the snapshot may hold is
+//! new log); the snapshot is read bucket by bucket without stopping writers, so it holds every
+//! write below P (such a write held its bucket lock from before P was chosen until it applied
+//! itself) and any mix of later ones; the log is flushed (every write the snapshot may hold is
 //! then durable in the new log); the checkpoint is written with next_seq P, `FINESTATE` names it
 //! and the new log, and the old pair goes. Recovery loads the checkpoint and replays the new log
 //! from its start. That is right because a log record is idempotent: it holds the whole new
@@ -47,13 +47,9 @@
 //! checkpoint refuses every later write and `close` with `Error::Closed` naming it, after
 //! making the acknowledged writes durable (`checkpoint.rs`, invariant 3); reads go on.
 //!
-//! Lock order: `files` (held by a checkpoint for its whole run, and by close), bucket writer
-//! mutex, logger state, checkpoint trigger (a leaf: a writer nudges under the logger state).
-//! Readers (`get`, `scan`) take none of them: they load buckets (`bucket.rs`), so a read writes
-//! nothing another reader writes; the checkpoint's snapshot alone takes each bucket's writer
-//! mutex, which is what lets it wait for a write whose record is below P.
+//! Lock order: `files` (held by a checkpoint for its whole run, and by close), bucket, logger
+//! state, checkpoint trigger (a leaf: a writer nudges under the logger state).
 
-mod bucket;
 mod checkpoint;
 mod format;
 mod logger;
@@ -259,13 +255,12 @@ impl FineStore {
         let s = &self.shared;
         let seq = {
             let bucket = s.memory.bucket_or_create(key);
-            let mut b = bucket.write();
+            let mut b = lock(bucket);
             let seq = s
                 .logger
                 .append(|seq, buf| format::encode_record(buf, seq, key, Some(value)))?;
             let old = b.insert(key.to_vec(), value.to_vec());
-            s.memory
-                .account_insert(key, value, old.as_deref().map(|e| &*e.1));
+            s.memory.account_insert(key, value, old.as_deref());
             seq
         };
         self.acknowledge(seq)
@@ -278,7 +273,7 @@ impl FineStore {
             let Some(bucket) = s.memory.bucket(key) else {
                 return Ok(false);
             };
-            let mut b = bucket.write();
+            let mut b = lock(bucket);
             if !b.contains_key(key) {
                 return Ok(false);
             }
@@ -286,7 +281,7 @@ impl FineStore {
                 .logger
                 .append(|seq, buf| format::encode_record(buf, seq, key, None))?;
             let old = b.remove(key);
-            s.memory.account_remove(key, old.as_deref().map(|e| &*e.1));
+            s.memory.account_remove(key, old.as_deref());
             seq
         };
         self.acknowledge(seq).map(|()| true)
