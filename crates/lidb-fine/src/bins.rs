@@ -177,7 +177,7 @@ impl LevelBins {
     /// both validations. In-place writers change only the child's version, structural writers
     /// both (they latch every child), so a read that passes both saw one consistent state.
     pub fn get(&self, q: u64) -> Read<Option<u64>> {
-        let Some(v) = self.latch.read_begin() else {
+        let Some(v) = self.latch.optimistic() else {
             return Read::Retry;
         };
         if v & RETIRED != 0 {
@@ -235,7 +235,7 @@ impl LevelBins {
         // A reader starts the child's version here, before reading the child's words; a writer
         // holds the latch (it is odd) and reads exactly.
         let child_start = match child_latch {
-            Some(latch) if optimistic => Some(latch.read_begin()?),
+            Some(latch) if optimistic => Some(latch.optimistic()?),
             _ => None,
         };
         let len = len_word.load(Relaxed) as usize;
@@ -279,7 +279,7 @@ impl LevelBins {
 
     /// Takes the structural write section: the root latch, then every allocated child's.
     pub fn lock_all(&self) -> SetWrite<'_> {
-        let root = self.latch.write();
+        let root = self.latch.lock();
         // Children are allocated only under the root latch, so this list is stable now.
         let children = self
             .children
@@ -288,7 +288,7 @@ impl LevelBins {
                 table
                     .iter()
                     .filter_map(OnceLock::get)
-                    .map(|c| c.latch.write())
+                    .map(|c| c.latch.lock())
                     .collect()
             })
             .unwrap_or_default();
@@ -311,7 +311,7 @@ impl LevelBins {
     ) -> ChildWrite {
         let mut backoff = crate::seqlock::Backoff::default();
         loop {
-            let Some(v) = self.latch.read_begin() else {
+            let Some(v) = self.latch.optimistic() else {
                 backoff.snooze();
                 continue;
             };
@@ -329,7 +329,7 @@ impl LevelBins {
             };
             #[cfg(test)]
             tests::interleave_writer();
-            let _cw = child.latch.write();
+            let _cw = child.latch.lock();
             if !self.latch.validate(v) {
                 continue;
             }
@@ -429,7 +429,7 @@ impl LevelBins {
     /// Lock-free read of every entry in key order into `out` (cleared first).
     pub fn snapshot(&self, out: &mut Vec<(u64, u64)>) -> Read<()> {
         out.clear();
-        let Some(v) = self.latch.read_begin() else {
+        let Some(v) = self.latch.optimistic() else {
             return Read::Retry;
         };
         if v & RETIRED != 0 {
@@ -457,7 +457,7 @@ impl LevelBins {
             let Some(child) = self.child(id.load(Relaxed) as usize) else {
                 return false;
             };
-            let Some(cv) = child.latch.read_begin() else {
+            let Some(cv) = child.latch.optimistic() else {
                 return false;
             };
             let clen = child.len.load(Relaxed) as usize;
@@ -854,7 +854,7 @@ mod tests {
         // taken and the root's version does not move) shifts 20 to slot 2 and puts 15's value in
         // slot 1. Only the child's validation tells the reader to start again.
         let bins = five_keys_in_4x4_bins();
-        let before = bins.latch.read_begin();
+        let before = bins.latch.optimistic();
         let writer = Arc::clone(&bins);
         BETWEEN_KEY_AND_VALUE.with(|h| {
             *h.borrow_mut() = Some(Box::new(move || {
@@ -864,7 +864,7 @@ mod tests {
         });
         assert_eq!(bins.get(20), Read::Retry, "a torn read passed validation");
         assert_eq!(
-            bins.latch.read_begin(),
+            bins.latch.optimistic(),
             before,
             "the in-place write moved the root"
         );

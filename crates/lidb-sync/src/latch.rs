@@ -237,4 +237,145 @@ mod tests {
         assert_eq!(l.optimistic(), Some(2));
         assert!(l.try_lock().is_some(), "a poisoned mutex is still usable");
     }
+
+    /// One step of the writer in `every_interleaving_of_a_reader_and_two_writes`: section
+    /// `round` (1 or 2) locks, stores `round` to word a, then to word b, then unlocks.
+    #[derive(Clone, Copy)]
+    enum WriterStep {
+        Lock,
+        StoreA(u64),
+        StoreB(u64),
+        Unlock,
+    }
+
+    /// A reader's optimistic read of two words: start, load a, load b, validate.
+    #[derive(Clone, Copy, PartialEq)]
+    enum ReaderStep {
+        Start,
+        LoadA,
+        LoadB,
+        Validate,
+    }
+
+    /// Every schedule of `writer` and `reader` steps, as the positions of the reader's steps.
+    fn schedules(total: usize, picks: usize) -> Vec<Vec<usize>> {
+        fn rec(
+            from: usize,
+            total: usize,
+            left: usize,
+            cur: &mut Vec<usize>,
+            out: &mut Vec<Vec<usize>>,
+        ) {
+            if left == 0 {
+                out.push(cur.clone());
+                return;
+            }
+            for i in from..=total - left {
+                cur.push(i);
+                rec(i + 1, total, left - 1, cur, out);
+                cur.pop();
+            }
+        }
+        let mut out = Vec::new();
+        rec(0, total, picks, &mut Vec::new(), &mut out);
+        out
+    }
+
+    /// The protocol, checked over every interleaving (run on one thread, so each schedule is
+    /// exact): a writer makes two write sections, each storing its round to two words; a reader
+    /// reads both words optimistically. Whenever the reader's validation passes, the two words
+    /// it read are equal (no torn state is ever accepted), and whenever no write section
+    /// overlaps the read, it passes (a read is not refused for nothing). It fails if the
+    /// validation is dropped (torn reads accepted), if `optimistic` ignores a writer holding the
+    /// latch, or if a section's unlock leaves the version where it was.
+    #[test]
+    fn every_interleaving_of_a_reader_and_two_writes() {
+        use WriterStep::*;
+        use std::sync::atomic::AtomicU64;
+        let writer = [
+            Lock,
+            StoreA(1),
+            StoreB(1),
+            Unlock,
+            Lock,
+            StoreA(2),
+            StoreB(2),
+            Unlock,
+        ];
+        let reader = [
+            ReaderStep::Start,
+            ReaderStep::LoadA,
+            ReaderStep::LoadB,
+            ReaderStep::Validate,
+        ];
+        let total = writer.len() + reader.len();
+        let (mut accepted, mut refused) = (0u32, 0u32);
+        for at in schedules(total, reader.len()) {
+            let latch = HybridLatch::default();
+            let (a, b) = (AtomicU64::new(0), AtomicU64::new(0));
+            let mut guard: Option<ExclusiveGuard<'_>> = None;
+            let (mut w, mut r) = (writer.iter(), reader.iter());
+            let mut version: Option<u64> = None;
+            let (mut seen_a, mut seen_b) = (0, 0);
+            let mut verdict: Option<bool> = None;
+            // Whether a write section was open at any point of the read.
+            let mut overlapped = false;
+            let mut reading = false;
+            for step in 0..total {
+                if at.contains(&step) {
+                    let Some(&rs) = r.next() else { break };
+                    match rs {
+                        ReaderStep::Start => {
+                            version = latch.optimistic();
+                            reading = true;
+                        }
+                        ReaderStep::LoadA => seen_a = a.load(Ordering::Relaxed),
+                        ReaderStep::LoadB => seen_b = b.load(Ordering::Relaxed),
+                        ReaderStep::Validate => {
+                            verdict = Some(version.is_some_and(|v| latch.validate(v)));
+                            reading = false;
+                        }
+                    }
+                    if reading && guard.is_some() {
+                        overlapped = true;
+                    }
+                } else {
+                    let Some(&ws) = w.next() else { break };
+                    match ws {
+                        Lock => guard = Some(latch.lock()),
+                        StoreA(v) => a.store(v, Ordering::Relaxed),
+                        StoreB(v) => b.store(v, Ordering::Relaxed),
+                        Unlock => guard = None,
+                    }
+                    if reading {
+                        overlapped = true;
+                    }
+                }
+            }
+            drop(guard);
+            match verdict {
+                Some(true) => {
+                    accepted += 1;
+                    assert_eq!(
+                        seen_a, seen_b,
+                        "schedule {at:?}: a validated read saw a torn state"
+                    );
+                }
+                Some(false) => {
+                    refused += 1;
+                    assert!(
+                        overlapped,
+                        "schedule {at:?}: a read no writer touched was refused"
+                    );
+                }
+                None => panic!("schedule {at:?}: the reader did not finish"),
+            }
+        }
+        // C(12, 4) schedules; both outcomes occur.
+        assert_eq!(accepted + refused, 495);
+        assert!(
+            accepted > 0 && refused > 0,
+            "{accepted} accepted, {refused} refused"
+        );
+    }
 }
