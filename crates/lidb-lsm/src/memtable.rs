@@ -1,40 +1,50 @@
 //! The memtable: every write of the engine lands here (after the WAL) until the table is flushed
 //! to an L0 SSTable.
 //!
-//! Threads: all methods take `&self`. The writer (the engine's write path, one writer at a time)
-//! calls [`MemTable::insert`]; readers on any thread call [`MemTable::get`] and iterate. Inside is
-//! one `RwLock` over a `BTreeMap`; iterators take the read lock per chunk of entries and keep a
-//! cursor, so no lock is held between iterator calls and a long scan never blocks the writer.
+//! Threads: all methods take `&self`, and any number of threads may call any of them at once.
+//! The engine's write path inserts the batches of one write group from several threads in
+//! parallel ([`MemTable::insert`]); readers on any thread call [`MemTable::get`] and iterate. Inside
+//! is a lock-free skiplist (`crossbeam_skiplist::base::SkipList`, the concurrent skiplist of
+//! "A Pragmatic Implementation of Non-Blocking Linked-Lists" lifted to towers): an insert never
+//! blocks a reader or another insert, and a lookup or an iterator step writes no shared cache
+//! line. Lookups use the skiplist's borrowed entries under an epoch guard, never its
+//! reference-counted ones (a count on a hot key's node would be written by every reader).
+//! Iterators copy up to `CHUNK_ENTRIES` entries per guard and keep a cursor key, so no guard is
+//! held between iterator calls (a held guard would stop memory reclamation, and a guard cannot
+//! cross threads while an iterator can).
 //!
 //! Invariants:
-//! 1. The map is ordered by (user key ascending, sequence number descending): the first entry of
+//! 1. The list is ordered by (user key ascending, sequence number descending): the first entry of
 //!    a user key is its newest version.
 //! 2. Entries are never modified or removed once inserted. The engine gives every entry its own
 //!    sequence number; if a (key, seq) pair were inserted twice the second insert would replace
 //!    the first (the later write of a batch wins).
-//! 3. A snapshot at sequence `s` sees, for each key, the newest version with seq <= s. Writers
-//!    only insert sequence numbers above every snapshot handed out, so a snapshot iterator's view
-//!    never changes while it runs, whatever other threads insert.
+//! 3. A snapshot at sequence `s` sees, for each key, the newest version with seq <= s. The engine
+//!    hands out `s` only once every entry with seq <= s is inserted, and inserts only sequence
+//!    numbers above every snapshot handed out, so a snapshot iterator's view never changes while
+//!    it runs, whatever other threads insert.
 
 use std::borrow::Borrow;
+use std::cell::Cell;
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
-use std::collections::btree_map;
 use std::fmt;
 use std::ops::Bound;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
-use std::sync::{Arc, PoisonError, RwLock};
+
+use crossbeam_epoch::{self as epoch, Guard};
+use crossbeam_skiplist::base::{Entry, SkipList};
 
 use crate::error::Result;
 use crate::types::{EntryKind, SortedIter};
 
-/// Bytes counted per entry on top of its key and value (map node share, sequence, kind, vectors).
+/// Bytes counted per entry on top of its key and value (list node share, sequence, kind, vectors).
 pub const ENTRY_OVERHEAD_BYTES: u64 = 48;
 
-/// Entries an iterator copies out per read-lock acquisition.
+/// Entries an iterator copies out per epoch guard.
 const CHUNK_ENTRIES: usize = 256;
-/// Map entries (visible or not) an iterator scans per read-lock acquisition, at most (the scan
-/// only stops between user keys, so one key with many versions may exceed it).
+/// List entries (visible or not) an iterator scans per epoch guard, at most (the scan only stops
+/// between user keys, so one key with many versions may exceed it).
 const CHUNK_SCAN_LIMIT: usize = 4 * CHUNK_ENTRIES;
 
 /// A memtable key: user key ascending, then sequence number descending.
@@ -44,14 +54,14 @@ struct InternalKey {
     seq: u64,
 }
 
-/// What the map holds for one internal key.
+/// What the list holds for one internal key.
 #[derive(Debug, Clone)]
 struct Slot {
     kind: EntryKind,
     value: Vec<u8>,
 }
 
-/// A borrowed or owned internal key, so the map can be searched without allocating a key.
+/// A borrowed or owned internal key, so the list can be searched without allocating a key.
 trait Lookup {
     fn user(&self) -> &[u8];
     fn seq(&self) -> u64;
@@ -123,14 +133,16 @@ impl Ord for dyn Lookup + '_ {
     }
 }
 
-type Map = BTreeMap<InternalKey, Slot>;
+type List = SkipList<InternalKey, Slot>;
 
-/// The entries of `map` from `from` on.
-fn range_from<'m, 'k>(
-    map: &'m Map,
-    from: Bound<&'k (dyn Lookup + 'k)>,
-) -> btree_map::Range<'m, InternalKey, Slot> {
-    map.range::<dyn Lookup + 'k, _>((from, Bound::Unbounded))
+/// The first entry of `list` after `from` (`Unbounded`: the first entry), borrowed for as long as
+/// `guard` lives.
+fn first_from<'l: 'g, 'g>(
+    list: &'l List,
+    from: Bound<&(dyn Lookup + '_)>,
+    guard: &'g Guard,
+) -> Option<Entry<'l, 'g, InternalKey, Slot>> {
+    list.lower_bound::<dyn Lookup>(from, guard)
 }
 
 /// Saturates a length into the u32 the table format records.
@@ -140,7 +152,7 @@ fn len_u32(len: usize) -> u32 {
 
 /// Sequence-numbered versions of keys, in memory. See the module documentation.
 pub struct MemTable {
-    map: RwLock<Map>,
+    list: List,
     approximate_bytes: AtomicU64,
     entries: AtomicUsize,
     max_key_len: AtomicU32,
@@ -165,7 +177,7 @@ impl Default for MemTable {
 impl MemTable {
     pub fn new() -> MemTable {
         MemTable {
-            map: RwLock::new(BTreeMap::new()),
+            list: SkipList::new(epoch::default_collector().clone()),
             approximate_bytes: AtomicU64::new(0),
             entries: AtomicUsize::new(0),
             max_key_len: AtomicU32::new(0),
@@ -183,11 +195,21 @@ impl MemTable {
             kind,
             value: value.to_vec(),
         };
-        let replaced = {
-            let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
-            map.insert(internal, slot).is_some()
-        };
-        if !replaced {
+        // The comparison closure runs only when the (key, seq) pair is already there.
+        let replaced = Cell::new(false);
+        let guard = &epoch::pin();
+        self.list
+            .compare_insert(
+                internal,
+                slot,
+                |_| {
+                    replaced.set(true);
+                    true
+                },
+                guard,
+            )
+            .release(guard);
+        if !replaced.get() {
             self.entries.fetch_add(1, MemOrder::Relaxed);
         }
         self.approximate_bytes.fetch_add(
@@ -211,9 +233,10 @@ impl MemTable {
             user: key,
             seq: snapshot_seq,
         };
-        let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
-        let (found, slot) = range_from(&map, Bound::Included(&probe)).next()?;
-        (found.user == key).then(|| (slot.kind, found.seq, slot.value.clone()))
+        let guard = &epoch::pin();
+        let found = first_from(&self.list, Bound::Included(&probe), guard)?;
+        let (internal, slot) = (found.key(), found.value());
+        (internal.user == key).then(|| (slot.kind, internal.seq, slot.value.clone()))
     }
 
     /// Keys + values + [`ENTRY_OVERHEAD_BYTES`] per insert: what a flush compares with the write
@@ -280,7 +303,7 @@ struct ChunkEntry {
 }
 
 /// A snapshot iterator over a [`MemTable`] (see [`MemTable::iter`]). It copies up to
-/// `CHUNK_ENTRIES` entries per read-lock acquisition and resumes after the last user key copied.
+/// `CHUNK_ENTRIES` entries per epoch guard and resumes after the last user key copied.
 pub struct MemTableIter {
     table: Arc<MemTable>,
     snapshot_seq: u64,
@@ -333,14 +356,13 @@ impl MemTableIter {
             Some((p, true)) => Bound::Included(p),
             Some((p, false)) => Bound::Excluded(p),
         };
-        let map = self
-            .table
-            .map
-            .read()
-            .unwrap_or_else(PoisonError::into_inner);
+        let guard = &epoch::pin();
         let mut previous: Option<&[u8]> = None;
         let mut emitted_current = false;
-        for (scanned, (key, slot)) in range_from(&map, from).enumerate() {
+        let mut cursor = first_from(&self.table.list, from, guard);
+        let mut scanned = 0usize;
+        while let Some(entry) = cursor {
+            let (key, slot) = (entry.key(), entry.value());
             if previous != Some(key.user.as_slice()) {
                 if let Some(prev) = previous
                     && (self.chunk.len() >= CHUNK_ENTRIES || scanned >= CHUNK_SCAN_LIMIT)
@@ -364,6 +386,8 @@ impl MemTableIter {
                     seq: key.seq,
                 });
             }
+            scanned += 1;
+            cursor = entry.next();
         }
         Resume::Done
     }
