@@ -174,7 +174,8 @@ impl Storage for Metered {
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// Thread `t`'s writes: puts, overwrites, deletes and two-key batches over keys only it writes.
+/// Thread `t`'s writes: puts, overwrites, deletes, two-key and 70-key batches over keys only it
+/// writes.
 /// Returns the final state of its keys (absent: deleted or never written).
 fn thread_workload(db: &Db, t: u32, steps: u32, seed: u64) -> Model {
     let mut rng = ChaCha8Rng::seed_from_u64(seed * 1000 + u64::from(t));
@@ -190,6 +191,16 @@ fn thread_workload(db: &Db, t: u32, steps: u32, seed: u64) -> Model {
         } else if r < 75 {
             db.delete(&k).unwrap();
             model.remove(&k);
+        } else if r < 80 {
+            // A large batch: groups holding one are inserted by every writer in parallel.
+            let mut b = WriteBatch::new();
+            let v = format!("big{step}").into_bytes();
+            for _ in 0..70 {
+                let k = key(rng.gen_range(0..150));
+                b.put(&k, &v);
+                model.insert(k, v.clone());
+            }
+            db.write(b).unwrap();
         } else {
             let k2 = key(rng.gen_range(0..150));
             let mut b = WriteBatch::new();
@@ -331,12 +342,14 @@ fn group_commit_syncs_the_wal_once_per_group() {
 #[test]
 fn a_snapshot_sees_both_keys_of_every_batch_or_neither() {
     // A broken publication shows in most rounds, not all (it needs a scan in a short window).
-    for _round in 0..3 {
-        two_key_batches_against_scans();
+    // Batches of one pair are inserted by the group's leader, batches of 40 pairs by their own
+    // writers in parallel.
+    for pairs in [1, 1, 1, 40, 40] {
+        batches_of_pairs_against_scans(pairs);
     }
 }
 
-fn two_key_batches_against_scans() {
+fn batches_of_pairs_against_scans(pairs: u32) {
     let opts = Options {
         write_buffer_bytes: 64 << 20,
         ..small_options(Family::Pgm, 16)
@@ -352,14 +365,18 @@ fn two_key_batches_against_scans() {
             let (db, start) = (Arc::clone(&db), Arc::clone(&start));
             std::thread::spawn(move || {
                 start.wait();
-                for i in 0..1500u32 {
+                for n in 0..1500 / pairs {
                     // The key inserted second sorts first, the newest batches' first of all, so a
                     // scan reads the newest second keys right after taking its snapshot: one whose
                     // snapshot covers a batch whose second key is not inserted yet sees the first
                     // key alone.
                     let mut b = WriteBatch::new();
-                    b.put(format!("z{t:02}-{i:04}").as_bytes(), b"1");
-                    b.put(format!("a{:04}-{t:02}", 9999 - i).as_bytes(), b"1");
+                    for i in n * pairs..(n + 1) * pairs {
+                        b.put(format!("z{t:02}-{i:04}").as_bytes(), b"1");
+                    }
+                    for i in n * pairs..(n + 1) * pairs {
+                        b.put(format!("a{:04}-{t:02}", 9999 - i).as_bytes(), b"1");
+                    }
                     db.write(b).unwrap();
                 }
             })
@@ -410,7 +427,10 @@ fn two_key_batches_against_scans() {
     writers_done.store(true, Ordering::SeqCst);
     let scans: u32 = scanners.into_iter().map(|h| h.join().unwrap()).sum();
     assert!(scans > 0, "no scan ran");
-    assert_eq!(db.stats().last_sequence, u64::from(WRITERS) * 1500 * 2);
+    assert_eq!(
+        db.stats().last_sequence,
+        u64::from(WRITERS) * u64::from(1500 / pairs * pairs) * 2
+    );
 }
 
 #[test]
