@@ -50,8 +50,32 @@ const CHUNK_SCAN_LIMIT: usize = 4 * CHUNK_ENTRIES;
 /// A memtable key: user key ascending, then sequence number descending.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct InternalKey {
+    /// `prefix_of(&user)`, kept in the list node so most comparisons of a search do not follow
+    /// `user` to the heap (a second cache miss per node visited).
+    prefix: u64,
     user: Vec<u8>,
     seq: u64,
+}
+
+impl InternalKey {
+    fn new(user: &[u8], seq: u64) -> InternalKey {
+        InternalKey {
+            prefix: prefix_of(user),
+            user: user.to_vec(),
+            seq,
+        }
+    }
+}
+
+/// The first 8 bytes of `user`, big-endian, zero-padded. Comparing prefixes orders keys as
+/// comparing the bytes does, except that equal prefixes say nothing: `compare` then compares
+/// the bytes (a key shorter than 8 bytes pads with zeros, which only ties with real zeros).
+fn prefix_of(user: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    for (d, s) in bytes.iter_mut().zip(user) {
+        *d = *s;
+    }
+    u64::from_be_bytes(bytes)
 }
 
 /// What the list holds for one internal key.
@@ -63,11 +87,15 @@ struct Slot {
 
 /// A borrowed or owned internal key, so the list can be searched without allocating a key.
 trait Lookup {
+    fn prefix(&self) -> u64;
     fn user(&self) -> &[u8];
     fn seq(&self) -> u64;
 }
 
 impl Lookup for InternalKey {
+    fn prefix(&self) -> u64 {
+        self.prefix
+    }
     fn user(&self) -> &[u8] {
         &self.user
     }
@@ -78,11 +106,25 @@ impl Lookup for InternalKey {
 
 /// A search key borrowing the caller's user key.
 struct Probe<'a> {
+    prefix: u64,
     user: &'a [u8],
     seq: u64,
 }
 
+impl Probe<'_> {
+    fn new(user: &[u8], seq: u64) -> Probe<'_> {
+        Probe {
+            prefix: prefix_of(user),
+            user,
+            seq,
+        }
+    }
+}
+
 impl Lookup for Probe<'_> {
+    fn prefix(&self) -> u64 {
+        self.prefix
+    }
     fn user(&self) -> &[u8] {
         self.user
     }
@@ -92,7 +134,10 @@ impl Lookup for Probe<'_> {
 }
 
 fn compare(a: &dyn Lookup, b: &dyn Lookup) -> Ordering {
-    a.user().cmp(b.user()).then_with(|| b.seq().cmp(&a.seq()))
+    a.prefix()
+        .cmp(&b.prefix())
+        .then_with(|| a.user().cmp(b.user()))
+        .then_with(|| b.seq().cmp(&a.seq()))
 }
 
 impl Ord for InternalKey {
@@ -187,10 +232,7 @@ impl MemTable {
 
     /// Adds version `seq` of `key`. A Delete's value is normally empty.
     pub fn insert(&self, seq: u64, kind: EntryKind, key: &[u8], value: &[u8]) {
-        let internal = InternalKey {
-            user: key.to_vec(),
-            seq,
-        };
+        let internal = InternalKey::new(key, seq);
         let slot = Slot {
             kind,
             value: value.to_vec(),
@@ -229,10 +271,7 @@ impl MemTable {
 
     /// The newest version of `key` with seq <= `snapshot_seq`: (kind, seq, value).
     pub fn get_at(&self, key: &[u8], snapshot_seq: u64) -> Option<(EntryKind, u64, Vec<u8>)> {
-        let probe = Probe {
-            user: key,
-            seq: snapshot_seq,
-        };
+        let probe = Probe::new(key, snapshot_seq);
         let guard = &epoch::pin();
         let found = first_from(&self.list, Bound::Included(&probe), guard)?;
         let (internal, slot) = (found.key(), found.value());
@@ -340,15 +379,9 @@ impl MemTableIter {
     fn fill_once(&mut self) -> Resume {
         let probe = match &self.resume {
             Resume::Start => None,
-            Resume::At(key) => Some((
-                Probe {
-                    user: key,
-                    seq: u64::MAX,
-                },
-                true,
-            )),
+            Resume::At(key) => Some((Probe::new(key, u64::MAX), true)),
             // (key, 0) is the last possible version of `key`: everything after it is a later key.
-            Resume::After(key) => Some((Probe { user: key, seq: 0 }, false)),
+            Resume::After(key) => Some((Probe::new(key, 0), false)),
             Resume::Done => return Resume::Done,
         };
         let from: Bound<&dyn Lookup> = match &probe {

@@ -98,3 +98,49 @@ fn a_repeated_key_and_seq_replaces_and_counts_once() {
     assert_eq!(table.len(), 1);
     assert_eq!(table.get(b"k").unwrap().2, b"second");
 }
+
+#[test]
+fn keys_differing_after_eight_bytes_or_in_zero_padding_keep_byte_order() {
+    // The memtable compares an 8-byte prefix before the bytes: zero bytes, short keys and keys
+    // equal in their first 8 bytes are where that could go wrong.
+    let mut keys: Vec<Vec<u8>> = vec![
+        vec![],
+        vec![0],
+        vec![0, 0],
+        vec![1],
+        vec![1, 0],
+        vec![1, 0, 0, 0, 0, 0, 0, 0],
+        vec![1, 0, 0, 0, 0, 0, 0, 0, 0],
+        vec![1, 0, 0, 0, 0, 0, 0, 0, 1],
+        vec![1, 0, 0, 0, 0, 0, 0, 1],
+        b"abcdefgh".to_vec(),
+        b"abcdefghA".to_vec(),
+        b"abcdefghB".to_vec(),
+        b"abcdefg".to_vec(),
+        vec![255; 8],
+        vec![255; 9],
+        vec![255, 255, 255, 255, 255, 255, 255, 254, 255],
+    ];
+    let table = Arc::new(MemTable::new());
+    // Insert in an order unrelated to the byte order.
+    for (seq, k) in keys.iter().rev().enumerate() {
+        table.insert(seq as u64 + 1, EntryKind::Put, k, k);
+    }
+    keys.sort();
+    let mut it = table.iter(u64::MAX);
+    it.seek_to_first().unwrap();
+    let mut seen = Vec::new();
+    while it.valid() {
+        assert_eq!(it.key(), it.value());
+        seen.push(it.key().to_vec());
+        it.next().unwrap();
+    }
+    assert_eq!(seen, keys);
+    for k in &keys {
+        assert_eq!(table.get(k).unwrap().2, *k, "get {k:?}");
+        let mut it = table.iter(u64::MAX);
+        it.seek(k).unwrap();
+        assert_eq!(it.key(), k.as_slice(), "seek {k:?}");
+    }
+    assert!(table.get(&[1, 0, 0, 0, 0, 0, 0, 0, 0, 0]).is_none());
+}
