@@ -326,6 +326,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
             tables: Arc::new(tables),
         })),
         write: Mutex::new(WriteState { wal, wal_number }),
+        writers: Default::default(),
         manifest: Mutex::new(ManifestState {
             manifest,
             next_file_number: next,

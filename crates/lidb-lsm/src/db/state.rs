@@ -172,6 +172,8 @@ pub(crate) struct Shared {
     pub _lock: Box<dyn Send + Sync + std::fmt::Debug>,
     pub current: RwLock<Arc<SuperVersion>>,
     pub write: Mutex<WriteState>,
+    /// Writers waiting to join a write group (see `db::write`).
+    pub writers: crate::db::write::WriteQueue,
     pub manifest: Mutex<ManifestState>,
     /// Sequence number of the last write applied to the memtable.
     pub last_seq: AtomicU64,

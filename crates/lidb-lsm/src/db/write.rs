@@ -1,9 +1,42 @@
-//! The write path: one writer at a time (the write mutex), WAL record first, then the memtable.
-//! When the memtable is full it becomes immutable and a new memtable and WAL take writes; writers
+//! The write path: writers queue, and the writer at the head of the queue leads a group
+//! (LevelDB's `DBImpl::Write` with RocksDB's `allow_concurrent_memtable_write`).
+//!
+//! A caller of [`write`] leads a group at once when none runs; otherwise it queues. A leader
+//! takes the write mutex, makes room in the memtable (switching it, stalling), takes the queued
+//! batches (up to `MAX_GROUP_BYTES`), gives them consecutive sequence numbers, appends one WAL
+//! record per batch and syncs the WAL once if `Options::sync`. Then the batches go into the
+//! memtable: when the followers bring `PARALLEL_INSERT_MIN_OPS` ops or more, every writer of the
+//! group inserts its own batch, in parallel on its own thread, and the leader waits for all of
+//! them; a smaller group the leader inserts alone. The leader then publishes the group's last
+//! sequence number, releases the write mutex, tells the group its outcome and ends its lead,
+//! waking the oldest queued writer to take it (a writer arriving first takes it instead). When
+//! the memtable is full it becomes immutable and a new memtable and WAL take writes; leaders
 //! stall while too many immutable memtables wait for flush or L0 is too deep.
+//!
+//! Waiting writers spin, then yield, then sleep on their own condition variable; a leader
+//! notifies only sleeping ones.
+//!
+//! Threads: any thread may call [`write`]; [`switch_memtable`] and [`sync_wal`] are called with
+//! the write mutex (flush, close).
+//!
+//! Invariants:
+//! 1. At most one group runs at a time, and its leader holds the write mutex from making room
+//!    until its last sequence number is published. So WAL order is sequence order, and the
+//!    memtable is never switched (nor flushed) while a group still inserts into it.
+//! 2. `last_seq` is published only after every batch of the group is in the memtable: a snapshot
+//!    at `last_seq` misses no write at or below it.
+//! 3. A writer's `write` returns Ok only after its batch is in the WAL (synced with
+//!    `Options::sync`), in the memtable, and below the published `last_seq`. A failed WAL append
+//!    or sync fails every batch of the group, none of which reaches the memtable; the WAL writer
+//!    is then poisoned, so every later write fails too (a retried fsync could report success for
+//!    data already lost), and a memtable switch never replaces a poisoned WAL.
+//!
+//! Lock order: write mutex (`Shared::write`), then the queue mutex, then a writer's phase mutex;
+//! the group's countdown mutex is taken alone.
 
-use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::batch::WriteBatch;
@@ -16,29 +49,305 @@ use crate::memtable::MemTable;
 
 /// Immutable memtables allowed to wait for flush before writers stall.
 const MAX_IMMUTABLE: usize = 2;
+/// Encoded bytes a leader takes into one group, at most (LevelDB's limit): a group is one WAL
+/// sync, and a larger group makes its first writer wait longer.
+const MAX_GROUP_BYTES: u64 = 1 << 20;
+/// A group led by a small batch grows by at most this much, so a small write is not slowed by
+/// large ones queued behind it (LevelDB's rule).
+const SMALL_GROUP_GROWTH_BYTES: u64 = 128 << 10;
+
+/// Writers waiting for a leader, and whether a group is running.
+#[derive(Debug, Default)]
+pub(crate) struct WriteQueue {
+    state: Mutex<QueueState>,
+}
+
+#[derive(Debug, Default)]
+struct QueueState {
+    /// Writers not yet taken into a group, oldest first.
+    waiting: VecDeque<Arc<Writer>>,
+    /// A leader is running a group.
+    leading: bool,
+}
+
+/// Spins of a waiting writer before it yields its core, and yields before it sleeps: a group
+/// is often over in microseconds, less than a sleep and a wake-up cost (RocksDB's `AwaitState`
+/// waits the same three ways).
+/// Followers insert their own batches in parallel when they bring at least this many ops;
+/// below it the leader inserts them itself. Waking a follower costs more than inserting a few
+/// entries: on 2 cores, 16 threads of single puts took 1.5 to 1.9 s of CPU for 200K writes with
+/// every follower inserting, 0.9 s with the leader inserting (0.6 s for the old single mutex).
+const PARALLEL_INSERT_MIN_OPS: u64 = 64;
+const WAIT_SPINS: u32 = 64;
+const WAIT_YIELDS: u32 = 32;
+
+/// One queued caller of [`write`].
+#[derive(Debug)]
+struct Writer {
+    batch: WriteBatch,
+    /// Set (under `phase`'s mutex) when `phase` holds something to take, so a spinning writer
+    /// sees it without the mutex.
+    told: AtomicBool,
+    phase: Mutex<Told>,
+    wake: Condvar,
+}
+
+/// A writer's phase, and whether it sleeps on `wake` (only then does `tell` notify).
+#[derive(Debug)]
+struct Told {
+    phase: Phase,
+    asleep: bool,
+}
+
+/// What a writer is told to do next; it takes the phase and leaves `Waiting` behind.
+#[derive(Debug)]
+enum Phase {
+    Waiting,
+    /// Lead the next group if no other writer does yet.
+    TryLead,
+    /// Insert the batch into `mem` from `first_seq` on, then count down `group`.
+    Insert {
+        mem: Arc<MemTable>,
+        first_seq: u64,
+        group: Arc<Countdown>,
+    },
+    /// The write is over.
+    Done(Result<()>),
+}
+
+/// Inserts of a group still running; the leader waits for zero.
+#[derive(Debug)]
+struct Countdown {
+    left: Mutex<usize>,
+    zero: Condvar,
+}
+
+impl Countdown {
+    fn done_one(&self) {
+        let mut left = lock(&self.left);
+        *left = left.saturating_sub(1);
+        if *left == 0 {
+            self.zero.notify_all();
+        }
+    }
+
+    fn wait(&self) {
+        let mut left = lock(&self.left);
+        while *left > 0 {
+            left = self.zero.wait(left).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+impl Writer {
+    fn tell(&self, next: Phase) {
+        let mut told = lock(&self.phase);
+        told.phase = next;
+        self.told.store(true, Ordering::Release);
+        if told.asleep {
+            self.wake.notify_one();
+        }
+    }
+
+    /// Waits until told something (spinning, then yielding, then asleep), and takes it.
+    fn next_phase(&self) -> Phase {
+        for i in 0..WAIT_SPINS + WAIT_YIELDS {
+            if self.told.load(Ordering::Acquire) {
+                break;
+            }
+            if i < WAIT_SPINS {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        let mut told = lock(&self.phase);
+        while matches!(told.phase, Phase::Waiting) {
+            told.asleep = true;
+            told = self.wake.wait(told).unwrap_or_else(PoisonError::into_inner);
+            told.asleep = false;
+        }
+        self.told.store(false, Ordering::Relaxed);
+        std::mem::replace(&mut told.phase, Phase::Waiting)
+    }
+}
+
+/// Inserts `batch` into `mem`, op i at `first_seq + i`.
+fn insert(mem: &MemTable, batch: &WriteBatch, first_seq: u64) {
+    for (seq, op) in (first_seq..).zip(batch.ops()) {
+        mem.insert(seq, op.kind, &op.key, &op.value);
+    }
+}
 
 pub(crate) fn write(s: &Arc<Shared>, batch: WriteBatch) -> Result<()> {
     batch.validate()?;
     if batch.is_empty() {
         return Ok(());
     }
+    let me = {
+        let mut q = lock(&s.writers.state);
+        if !q.leading {
+            q.leading = true;
+            drop(q);
+            // No group runs: lead one at once, without queueing.
+            return lead(s, &batch);
+        }
+        let me = Arc::new(Writer {
+            batch,
+            told: AtomicBool::new(false),
+            phase: Mutex::new(Told {
+                phase: Phase::Waiting,
+                asleep: false,
+            }),
+            wake: Condvar::new(),
+        });
+        q.waiting.push_back(Arc::clone(&me));
+        me
+    };
+    loop {
+        match me.next_phase() {
+            Phase::TryLead => {
+                let mut q = lock(&s.writers.state);
+                // Lead unless a writer arriving meanwhile leads, or took this batch into its group.
+                if !q.leading
+                    && let Some(at) = q.waiting.iter().position(|w| Arc::ptr_eq(w, &me))
+                {
+                    q.waiting.remove(at);
+                    q.leading = true;
+                    drop(q);
+                    return lead(s, &me.batch);
+                }
+            }
+            Phase::Insert {
+                mem,
+                first_seq,
+                group,
+            } => {
+                insert(&mem, &me.batch, first_seq);
+                group.done_one();
+            }
+            Phase::Done(outcome) => return outcome,
+            Phase::Waiting => debug_assert!(false, "next_phase returned Waiting"),
+        }
+    }
+}
+
+/// Runs one group led by `me` (see the module documentation) and hands the lead on.
+fn lead(s: &Arc<Shared>, own: &WriteBatch) -> Result<()> {
     let mut w = lock(&s.write);
-    check_open(s)?;
-    make_room(s, &mut w)?;
+    if let Err(e) = check_open(s).and_then(|()| make_room(s, &mut w)) {
+        drop(w);
+        hand_off(s);
+        return Err(e);
+    }
+    let followers = take_group(s, own.approximate_bytes());
     let first_seq = s.last_seq.load(Ordering::SeqCst) + 1;
-    let payload = batch.encode(first_seq);
-    w.wal.add_record(&payload)?;
+    let mut seqs = Vec::with_capacity(followers.len() + 1);
+    let mut next_seq = first_seq;
+    for batch in std::iter::once(own).chain(followers.iter().map(|f| &f.batch)) {
+        seqs.push(next_seq);
+        next_seq += batch.len() as u64;
+    }
+    let logged = log_group(s, &mut w, own, &followers, &seqs);
+    if let Err(e) = logged {
+        drop(w);
+        for f in &followers {
+            f.tell(Phase::Done(Err(same_error(&e))));
+        }
+        hand_off(s);
+        return Err(e);
+    }
+    let mem = Arc::clone(&s.current().mem);
+    let follower_ops: u64 = followers.iter().map(|f| f.batch.len() as u64).sum();
+    if follower_ops < PARALLEL_INSERT_MIN_OPS {
+        for (f, &seq) in followers.iter().zip(seqs.iter().skip(1)) {
+            insert(&mem, &f.batch, seq);
+        }
+        insert(&mem, own, first_seq);
+    } else {
+        let group = Arc::new(Countdown {
+            left: Mutex::new(followers.len()),
+            zero: Condvar::new(),
+        });
+        for (f, &seq) in followers.iter().zip(seqs.iter().skip(1)) {
+            f.tell(Phase::Insert {
+                mem: Arc::clone(&mem),
+                first_seq: seq,
+                group: Arc::clone(&group),
+            });
+        }
+        insert(&mem, own, first_seq);
+        group.wait();
+    }
+    s.last_seq.store(next_seq - 1, Ordering::SeqCst);
+    drop(w);
+    for f in &followers {
+        f.tell(Phase::Done(Ok(())));
+    }
+    hand_off(s);
+    Ok(())
+}
+
+/// Takes the queued writers that join the leader's group, oldest first, up to the group limit.
+fn take_group(s: &Shared, leader_bytes: u64) -> Vec<Arc<Writer>> {
+    let limit = if leader_bytes <= SMALL_GROUP_GROWTH_BYTES {
+        leader_bytes + SMALL_GROUP_GROWTH_BYTES
+    } else {
+        MAX_GROUP_BYTES
+    };
+    let mut bytes = leader_bytes;
+    let mut q = lock(&s.writers.state);
+    let mut group = Vec::new();
+    while let Some(next) = q.waiting.front() {
+        bytes += next.batch.approximate_bytes();
+        if bytes > limit {
+            break;
+        }
+        group.extend(q.waiting.pop_front());
+    }
+    group
+}
+
+/// Appends one WAL record per batch of the group, then syncs once if `Options::sync`.
+fn log_group(
+    s: &Shared,
+    w: &mut WriteState,
+    own: &WriteBatch,
+    followers: &[Arc<Writer>],
+    seqs: &[u64],
+) -> Result<()> {
+    let batches = std::iter::once(own).chain(followers.iter().map(|f| &f.batch));
+    for (batch, &seq) in batches.zip(seqs) {
+        w.wal.add_record(&batch.encode(seq))?;
+    }
     if s.opts.sync {
         w.wal.sync()?;
     }
-    let sv = s.current();
-    for (i, op) in batch.ops().iter().enumerate() {
-        sv.mem
-            .insert(first_seq + i as u64, op.kind, &op.key, &op.value);
-    }
-    s.last_seq
-        .store(first_seq + batch.len() as u64 - 1, Ordering::SeqCst);
     Ok(())
+}
+
+/// Ends the lead and wakes the oldest queued writer to take it. A writer that arrives first
+/// takes it instead (it is running, the queued one may be asleep) and groups the queued batches,
+/// as a mutex lets a running thread barge ahead of a sleeping one. The queued writer is told
+/// under the queue mutex, while it is still queued, so no group has told it anything this could
+/// overwrite.
+fn hand_off(s: &Shared) {
+    let mut q = lock(&s.writers.state);
+    q.leading = false;
+    if let Some(next) = q.waiting.front() {
+        next.tell(Phase::TryLead);
+    }
+}
+
+/// The error a group's leader got, for each follower (`Error` is not `Clone`).
+fn same_error(e: &Error) -> Error {
+    match e {
+        Error::Io { file, source } => Error::Io {
+            file: file.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        other => Error::Closed(format!("the write group's log write failed: {other}")),
+    }
 }
 
 fn check_open(s: &Shared) -> Result<()> {
@@ -91,17 +400,18 @@ fn make_room(s: &Arc<Shared>, w: &mut WriteState) -> Result<()> {
     Ok(())
 }
 
-/// Makes the memtable immutable and starts a new memtable with a new WAL.
+/// Makes the memtable immutable and starts a new memtable with a new WAL. The caller holds the
+/// write mutex, so no write group is inserting into the memtable it switches.
 pub(crate) fn switch_memtable(s: &Shared, w: &mut WriteState) -> Result<()> {
+    // The old WAL stays until its memtable is flushed; make what it holds durable first. If that
+    // fails the WAL stays the (poisoned) current one, so writes keep failing.
+    w.wal.sync()?;
     let number = lock(&s.manifest).new_file_number();
     let path = s.wal_path(number);
     let file = s.storage.create(&path)?;
     s.storage.sync_dir(&s.dir)?;
-    let old_wal = std::mem::replace(&mut w.wal, LogWriter::new(file, path));
+    w.wal = LogWriter::new(file, path);
     let old_number = std::mem::replace(&mut w.wal_number, number);
-    // The old WAL stays until its memtable is flushed; make what it holds durable now.
-    let mut old_wal = old_wal;
-    old_wal.sync()?;
     s.update(|sv| {
         let mut imm = vec![(Arc::clone(&sv.mem), old_number)];
         imm.extend(sv.imm.iter().cloned());
