@@ -1,9 +1,11 @@
 //! The engine: `Db` ties the WAL, memtables, tables, manifest and compaction together.
 //!
 //! Threads: any number of threads may call any method of `Db` at once. Writers are serialised by
-//! the write mutex (WAL order = sequence order); readers never take it: they clone the current
-//! [`SuperVersion`] (memtables + table set, immutable) under a short read lock and work on that
-//! snapshot, which pins its memtables and tables until they finish. One background thread (when
+//! the write mutex (WAL order = sequence order); readers never take it: a lookup pins the current
+//! [`SuperVersion`] (memtables + table set, immutable) through arc-swap without writing a line
+//! other readers write (db/current.rs), an iterator keeps an `Arc` of it; either way the snapshot
+//! keeps its memtables and tables until the reader finishes. Lookups count into per-thread
+//! shards (lidb-sync), summed by `stats()`. One background thread (when
 //! `Options::background_compaction`) flushes immutable memtables and runs compactions.
 //!
 //! Invariants:
@@ -17,6 +19,7 @@
 
 mod background;
 pub(crate) mod compact;
+mod current;
 mod flush;
 pub(crate) mod level_index;
 pub(crate) mod output;

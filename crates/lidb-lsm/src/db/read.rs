@@ -1,11 +1,18 @@
 //! The read path. `get` consults sources newest first and stops at the first that knows the key;
 //! `scan` merges every source into one iterator over a snapshot.
+//!
+//! Threads: any thread, any number at once. A lookup writes no cache line that another reader
+//! writes in this module: it pins the super version through arc-swap (db/current.rs, a debt slot
+//! of its own thread) and adds its costs to its thread's shard of `read_stats` and `lookups`.
+//! (What it still shares lies below this module: the memtable's lock and the page cache's.) A
+//! scan keeps an `Arc` of the super version and one of each table it reads: shared reference
+//! count writes, once per scan, not per entry.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use crate::db::state::{Shared, SuperVersion, TableHandle, lock};
+use crate::db::state::{Shared, SuperVersion, TableHandle};
 use crate::error::{Error, Result};
 use crate::iter::{DbIter, LevelIter, MergingIter};
 use crate::table::reader::Via;
@@ -35,11 +42,11 @@ pub struct Traced {
 }
 
 pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<Traced> {
-    let sv = s.current();
+    let sv = s.pin();
     let mut stats = ReadStats::default();
     let result = get_in(&sv, key, Via::Cache, &mut stats);
-    s.lookups.fetch_add(1, Ordering::Relaxed);
-    lock(&s.read_stats).add(&stats);
+    drop(sv);
+    count(s, &stats);
     let (value, source) = result?;
     Ok(Traced {
         value,
@@ -52,17 +59,24 @@ pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<Traced> {
 /// pages answer `key` without a storage read, `None` when the answer needs one (nothing is read
 /// then). A caller that must not block (an async worker) tries this first.
 pub(crate) fn get_if_in_memory(s: &Shared, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
-    let sv = s.current();
+    let sv = s.pin();
     let mut stats = ReadStats::default();
-    match get_in(&sv, key, Via::CacheOnly, &mut stats) {
+    let result = get_in(&sv, key, Via::CacheOnly, &mut stats);
+    drop(sv);
+    match result {
         Ok((value, _)) => {
-            s.lookups.fetch_add(1, Ordering::Relaxed);
-            lock(&s.read_stats).add(&stats);
+            count(s, &stats);
             Ok(Some(value))
         }
         Err(Error::NotInMemory) => Ok(None),
         Err(e) => Err(e),
     }
+}
+
+/// Adds one lookup and its costs to the calling thread's shards.
+fn count(s: &Shared, stats: &ReadStats) {
+    s.lookups.incr();
+    s.read_stats.with(|shard| shard.add(stats));
 }
 
 fn get_in(

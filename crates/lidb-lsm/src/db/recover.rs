@@ -15,9 +15,10 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex};
 
 use crate::db::compact::MAX_LEVELS;
+use crate::db::current::CurrentVersion;
 use crate::db::flush;
 use crate::db::level_index::LevelIndex;
 use crate::db::output::{open_handle_in, read_mode_for};
@@ -35,8 +36,9 @@ use crate::options::Options;
 use crate::storage::Storage;
 use crate::table::cache::PageCache;
 use crate::tail::RecoveryMode;
-use crate::types::{ReadStats, SortedIter};
+use crate::types::SortedIter;
 use crate::version::Version;
+use lidb_sync::{Counter, Sharded};
 
 /// What the manifest said, folded.
 #[derive(Default)]
@@ -319,12 +321,12 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
         opts: opts.clone(),
         cache,
         _lock: lock_guard,
-        current: RwLock::new(Arc::new(SuperVersion {
+        current: CurrentVersion::new(SuperVersion {
             mem: Arc::new(MemTable::new()),
             mem_wal: wal_number,
             imm: Vec::new(),
             tables: Arc::new(tables),
-        })),
+        }),
         write: Mutex::new(WriteState { wal, wal_number }),
         writers: Default::default(),
         manifest: Mutex::new(ManifestState {
@@ -336,8 +338,8 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
         work_cv: Condvar::new(),
         closing: AtomicBool::new(false),
         bg_error: Mutex::new(None),
-        read_stats: Mutex::new(ReadStats::default()),
-        lookups: AtomicU64::new(0),
+        read_stats: Sharded::new(),
+        lookups: Counter::new(),
         compaction_stats: Mutex::new(CompactionStats::default()),
         recovery: Mutex::new(RecoveryReport::default()),
         cursors: Mutex::new(Vec::new()),

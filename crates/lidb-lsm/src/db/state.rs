@@ -1,11 +1,23 @@
 //! The engine's shared state: the current super version (memtables + tables), the write state,
 //! the manifest, counters. Everything here is reached through `Arc<Shared>`.
+//!
+//! Threads: every field is safe to reach from any thread. The read path (`get`, `scan`) writes no
+//! cache line another reader writes: it pins the current version through [`CurrentVersion`]
+//! (db/current.rs) and counts into per-thread shards (`read_stats`, `lookups`, lidb-sync); every
+//! `Mutex` here is taken by writers, flushes, compactions or `stats()`, never by a lookup.
+//!
+//! Lock order: the update lock inside `current` is innermost (a memtable switch takes it under
+//! `write`, flush and compaction installs under `manifest`); the statistics locks
+//! (`compaction_stats`, the shards of `read_stats`) are leaves held for one addition.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
+use lidb_sync::{Counter, Sharded};
+
+use crate::db::current::{CurrentVersion, Pinned};
 use crate::db::level_index::LevelIndex;
 use crate::log::LogWriter;
 use crate::manifest::Manifest;
@@ -113,7 +125,8 @@ impl Tables {
     }
 }
 
-/// An immutable snapshot of everything a read needs. Readers clone the Arc and go.
+/// An immutable snapshot of everything a read needs. A lookup pins it (`Shared::pin`), an
+/// iterator keeps an `Arc` of it.
 #[derive(Debug, Clone)]
 pub(crate) struct SuperVersion {
     pub mem: Arc<MemTable>,
@@ -170,7 +183,7 @@ pub(crate) struct Shared {
     pub opts: Options,
     pub cache: Arc<PageCache>,
     pub _lock: Box<dyn Send + Sync + std::fmt::Debug>,
-    pub current: RwLock<Arc<SuperVersion>>,
+    pub current: CurrentVersion,
     pub write: Mutex<WriteState>,
     /// Writers waiting to join a write group (see `db::write`).
     pub writers: crate::db::write::WriteQueue,
@@ -183,8 +196,10 @@ pub(crate) struct Shared {
     pub closing: AtomicBool,
     /// The first background error; once set, writes fail with it.
     pub bg_error: Mutex<Option<String>>,
-    pub read_stats: Mutex<ReadStats>,
-    pub lookups: AtomicU64,
+    /// What lookups cost, per thread (summed by `stats()`).
+    pub read_stats: Sharded<ReadStats>,
+    /// Lookups served, per thread.
+    pub lookups: Counter,
     pub compaction_stats: Mutex<CompactionStats>,
     pub recovery: Mutex<RecoveryReport>,
     /// Round-robin compaction cursors per level.
@@ -204,24 +219,22 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
+    /// The current super version as an owned `Arc` (a shared reference count write): for
+    /// iterators, writers and background work. A point lookup uses [`Shared::pin`].
     pub fn current(&self) -> Arc<SuperVersion> {
-        Arc::clone(
-            &self
-                .current
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        self.current.load()
+    }
+
+    /// Pins the current super version for one lookup, writing only the caller's own line.
+    pub fn pin(&self) -> Pinned {
+        self.current.pin()
     }
 
     /// Replaces the current super version with `f(current)`, atomically with respect to other
-    /// updates (a memtable switch and a flush landing together both take effect).
+    /// updates (a memtable switch and a flush landing together both take effect). `f` must not
+    /// take any lock of `Shared`.
     pub fn update(&self, f: impl FnOnce(&SuperVersion) -> SuperVersion) {
-        let mut cur = self
-            .current
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let next = f(&cur);
-        *cur = Arc::new(next);
+        self.current.update(f);
     }
 
     pub fn table_path(&self, number: u64) -> PathBuf {
@@ -333,8 +346,11 @@ pub(crate) fn stats(s: &Shared) -> DbStats {
         .collect();
     DbStats {
         levels,
-        lookups: s.lookups.load(Ordering::Relaxed),
-        read: *lock(&s.read_stats),
+        lookups: s.lookups.get(),
+        read: s.read_stats.fold(ReadStats::default(), |mut sum, shard| {
+            sum.add(shard);
+            sum
+        }),
         compaction: *lock(&s.compaction_stats),
         memory: memory_usage(s),
         last_sequence: s.last_seq.load(Ordering::SeqCst),
