@@ -25,11 +25,13 @@
 //!
 //! Eviction within a shard is LRU, and a hit writes nothing shared when its page or entry is
 //! recent: a hit takes its shard's lock for reading, and if the slot is among the most recent
-//! moves of its shard (one in 32 of the shard's slots; see shard.rs) it clones the `Arc` and is
+//! moves of its shard (an eighth of the shard's slots; see shard.rs) it clones the `Arc` and is
 //! done, writing neither the order nor any bit. Only a hit on an older slot takes the write lock
 //! to move it to the front. So hits on one shard run side by side instead of queueing on a
 //! mutex, and 16 threads hitting one hot page write only its `Arc` count and the lock's reader
 //! count. A shard of fewer than 32 slots (every pool under 128 KiB of pages) is an exact LRU.
+//! This is the "touch the order only occasionally" of many LRU caches (memcached bumps an item
+//! at most once a minute), bounded by position instead of time.
 //! (RocksDB's HyperClockCache takes no lock on a hit at all; that needs a slot whose `Arc` can be
 //! read while an evictor replaces it, which safe Rust without `unsafe` does not give us. A CLOCK
 //! ring was tried here first: its insert-then-second-chance order let a lookup's own pages be

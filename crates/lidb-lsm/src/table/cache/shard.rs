@@ -10,11 +10,12 @@
 //! Recency without a write per hit: every move to the front of the list takes a stamp from the
 //! shard's `clock`, which counts moves, so `clock - 1 - stamp` bounds how many slots went in
 //! front of a slot since its last move. A hit on a slot at most [`Shard::recent_window`] moves
-//! from the front (one in 32 of the shard's slots, zero below 32) leaves it where it is: a hot
-//! page read by 16 threads stays at the front without any of them writing the list. A hit on an
-//! older slot answers [`Lookup::Stale`] and the caller moves it with [`Shard::touch`] under the
-//! write lock. A shard of fewer than 32 slots is therefore an exact LRU; a larger one may evict
-//! a slot up to one in 32 positions earlier than an exact LRU would.
+//! from the front (an eighth of the shard's slots, none below 32 slots) leaves it where it is:
+//! a hot page read by 16 threads stays at the front without any of them writing the list, and a
+//! slot hit again soon after its move is not moved again. A hit on an older slot answers
+//! [`Lookup::Stale`] and the caller moves it with [`Shard::touch`] under the write lock. A shard
+//! of fewer than 32 slots is therefore an exact LRU; a larger one keeps a slot that is hit at
+//! least once per 7/8 of the shard's turnover (an exact LRU: once per whole turnover).
 //!
 //! Invariants (each holds whenever the write lock is free):
 //! 1. `index` maps each cached key to the position in `nodes` holding it; the occupied positions
@@ -182,7 +183,10 @@ impl Shard {
 
     /// Moves (stamps) within which a hit leaves a slot where it is.
     pub fn recent_window(&self) -> u64 {
-        self.index.len() as u64 / 32
+        match self.index.len() as u64 {
+            len @ 32.. => len / 8,
+            _ => 0,
+        }
     }
 
     /// The bytes under `key` when they are recent enough to need no move (read lock).
