@@ -38,6 +38,11 @@
 //! evicted by its later inserts while older hit pages survived, which breaks the guarantee that a
 //! point lookup whose pages fit the cache is then answered from memory.)
 //!
+//! A point lookup that misses (table/window.rs) asks for its entry, then peeks at its window's
+//! pages: before, two turns of one pool-wide mutex; now read locks of the entry's shard and of
+//! each page's shard (in general different shards), one at a time, which queue behind no other
+//! reader. One call doing both would still take those same locks, so the two calls stay.
+//!
 //! Thread-safety: every method takes `&self`; readers of any thread share `Arc<PageCache>`
 //! handles. Pages and entries are `Arc<[u8]>`, so one evicted while a reader copies from it
 //! stays valid for that reader. Lock order: a call holds at most one shard lock at a time,
@@ -86,15 +91,15 @@ use crate::storage::PAGE_SIZE;
 pub const ENTRY_OVERHEAD_BYTES: u64 = 160;
 
 /// Shards a pool has at most.
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 pub const MAX_SHARDS: usize = 64;
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 pub const MAX_SHARDS: usize = 2;
 
 /// The least capacity a shard is given when the pool has more than one (256 KiB: 64 pages).
-#[cfg(not(loom))]
+#[cfg(not(all(test, loom)))]
 pub const MIN_SHARD_BYTES: u64 = 256 << 10;
-#[cfg(loom)]
+#[cfg(all(test, loom))]
 pub const MIN_SHARD_BYTES: u64 = 64;
 
 /// The 64-bit hash entries are keyed by (the Bloom filter's hash of the key).
