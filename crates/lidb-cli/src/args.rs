@@ -1,5 +1,6 @@
-//! Option values every subcommand parses the same way: lists of index families and of position
-//! boundaries, the one-line usage error that names the option, and which options the user gave.
+//! Option values every subcommand parses the same way: lists of index families, of position
+//! boundaries and of thread counts, the one-line usage error that names the option, and which
+//! options the user gave.
 
 use clap::ArgMatches;
 use clap::parser::ValueSource;
@@ -38,6 +39,35 @@ pub fn parse_boundaries(list: &str) -> Result<Vec<u64>, CliError> {
         .map_err(usage("--boundary"))
 }
 
+/// The most threads one run of a benchmark may start.
+pub const MAX_THREADS: usize = 1024;
+
+/// `--threads` of every benchmark that runs at several thread counts (`lidb bench concurrent`,
+/// `ycsb`, `btree`): comma-separated whole numbers from 1 to [`MAX_THREADS`], each once, run in
+/// the order given ("8" is a list of one). Anything else is one usage line naming the option.
+pub fn parse_threads(list: &str) -> Result<Vec<usize>, CliError> {
+    let refuse = |why: String| {
+        CliError::Usage(format!(
+            "--threads: \"{list}\": {why}; want thread counts from 1 to {MAX_THREADS}, \
+             comma-separated, each once (e.g. 1,2,4,8,16)"
+        ))
+    };
+    let mut out: Vec<usize> = Vec::new();
+    for item in list.split(',').map(str::trim) {
+        let t = match item.parse::<usize>() {
+            Ok(t) if (1..=MAX_THREADS).contains(&t) => t,
+            Ok(t) => return Err(refuse(format!("{t} is out of range"))),
+            Err(_) if item.is_empty() => return Err(refuse("an empty item".into())),
+            Err(_) => return Err(refuse(format!("\"{item}\" is not a whole number"))),
+        };
+        if out.contains(&t) {
+            return Err(refuse(format!("{t} twice")));
+        }
+        out.push(t);
+    }
+    Ok(out)
+}
+
 /// The options of subcommand `name` the user gave on the command line, as `--long-name` (an
 /// option left to its default is not among them), in the order the subcommand defines them.
 pub fn given_options(definition: &clap::Command, matches: &ArgMatches, name: &str) -> Vec<String> {
@@ -51,4 +81,38 @@ pub fn given_options(definition: &clap::Command, matches: &ArgMatches, name: &st
         .filter(|a| m.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine))
         .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused(list: &str) -> String {
+        match parse_threads(list) {
+            Err(CliError::Usage(msg)) => msg,
+            other => panic!("{list:?} was not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn thread_lists_keep_their_order_and_refuse_mistakes_in_one_line() {
+        assert_eq!(parse_threads("8").ok(), Some(vec![8]));
+        assert_eq!(parse_threads("1, 2,16,4").ok(), Some(vec![1, 2, 16, 4]));
+        for (list, why) in [
+            ("0", "0 is out of range"),
+            ("1,2,1", "1 twice"),
+            ("1,,2", "an empty item"),
+            ("", "an empty item"),
+            ("1,x", "\"x\" is not a whole number"),
+            ("-1", "\"-1\" is not a whole number"),
+            ("2048", "2048 is out of range"),
+        ] {
+            let msg = refused(list);
+            assert!(
+                msg.starts_with("--threads: ") && msg.contains(why),
+                "{list:?}: {msg}"
+            );
+            assert!(!msg.contains('\n'), "{msg}");
+        }
+    }
 }

@@ -43,8 +43,8 @@ pub enum BenchCommand {
     /// rocksdb): P0 loads --records, each later phase runs --ops-per-phase operations of a YCSB
     /// workload.
     ///
-    /// JSON rows: engine, phase, op ("read", "update", "insert", "scan", "rmw" or "all"), ops,
-    /// kops_per_s, p50_us, p99_us, p999_us, and the engine at the end of the phase: lsm_bytes,
+    /// JSON rows: engine, workload, threads, phase, op ("read", "update", "insert", "scan", "rmw"
+    /// or "all"), ops, kops_per_s, scaling (over the 1-thread row; see --threads), p50_us, p99_us, p999_us, and the engine at the end of the phase: lsm_bytes,
     /// key_list_bytes, model_bytes, vlog_bytes (Table 1; finedex: its log and checkpoint files
     /// in vlog_bytes), reads_lsm, reads_tier (point reads each part answered during the phase),
     /// gcs (GCs installed so far). Every read's value is checked.
@@ -83,11 +83,16 @@ pub enum BenchCommand {
     /// cgroup of --pool plus 32 MiB where the machine allows one; a note says which).
     ///
     /// JSON rows: experiment, data, engine, op ("read"; writes: "insert100", "ycsb-a",
-    /// "ycsb-b"), kops_per_s, mean_us, p50_us, p99_us, p999_us, reads_per_op (device reads
+    /// "ycsb-b"), threads, kops_per_s, scaling (over the 1-thread row; see --threads), mean_us, p50_us, p99_us, p999_us, reads_per_op (device reads
     /// counted by the engine per operation; reads_source says how), simulated (the paper's
     /// inner-node miss simulation), time_to_90_s and series_kops (cold), and the configuration:
     /// ops, records, loaded, value_size, pool_bytes, seed.
     Btree(crate::btree_cmd::BtreeArgs),
+    /// Throughput against threads as one SVG figure, one panel per workload and one line per
+    /// engine or index, from the JSON lines of `lidb bench concurrent`, `ycsb` and `btree` run
+    /// with a --threads list (scripts/scale.sh gathers them); prints the figures as tables too,
+    /// with the top thread count's throughput over the 2-thread one.
+    PlotScaling(crate::scaling_cmd::PlotScalingArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -225,6 +230,7 @@ pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
         BenchCommand::Scan(a) => crate::kvbench_cmd::scan(a),
         BenchCommand::Concurrent(a) => crate::concurrent_cmd::run(a),
         BenchCommand::Btree(a) => crate::btree_cmd::run(a),
+        BenchCommand::PlotScaling(a) => crate::scaling_cmd::run(a),
     }
 }
 

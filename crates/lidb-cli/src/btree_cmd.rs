@@ -53,6 +53,14 @@ pub struct BtreeArgs {
     /// btree (the same tree, learned path off), redb, lmdb.
     #[arg(long, default_value = "all")]
     engine: String,
+    /// Threads of the timed lookups of memory and partial: one count or a comma-separated list
+    /// (e.g. 1,2,4,8,16, each once), each its own row over the same loaded store (lookups
+    /// change nothing, so the rows compare; every count looks up the same seeded keys, split
+    /// between its threads). Rows carry "threads" and "scaling" (kops_per_s over the same
+    /// engine's 1-thread row; null when 1 is not in the list). cold and writes run on one
+    /// thread and refuse any other value.
+    #[arg(long, default_value = "1")]
+    threads: String,
     /// cold: seconds of lookups from the cold pool.
     #[arg(long, default_value_t = 5.0)]
     seconds: f64,
@@ -149,6 +157,7 @@ pub fn run(a: BtreeArgs) -> Result<(), CliError> {
         engines,
         pool,
         ops: count("--ops", &a.ops)?,
+        threads: crate::args::parse_threads(&a.threads)?,
         cold_seconds: a.seconds,
         interval_ms: a.interval_ms,
         inner_miss: a.inner_miss,

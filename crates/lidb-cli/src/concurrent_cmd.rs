@@ -40,7 +40,8 @@ pub struct ConcurrentArgs {
     /// milliseconds while a run's threads work (and finedex's retrain counts so far).
     #[arg(long)]
     timeline_ms: Option<u64>,
-    /// Thread counts, comma-separated.
+    /// Thread counts, comma-separated, each once (e.g. 1,2,4,8,16): every (index, workload) runs
+    /// at each, in the order given.
     #[arg(long, default_value = "1,2")]
     threads: String,
     /// Keys bulk-loaded (K and M suffixes).
@@ -78,12 +79,7 @@ pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
     let usage = crate::args::usage;
     let indexes = IndexKind::parse_list(&a.index).map_err(usage("--index"))?;
     let workloads = concurrent::Workload::parse_list(&a.workload).map_err(usage("--workload"))?;
-    let threads = a
-        .threads
-        .split(',')
-        .map(|t| t.trim().parse::<usize>().ok().filter(|&t| t >= 1))
-        .collect::<Option<Vec<usize>>>()
-        .ok_or_else(|| CliError::Usage(format!("--threads: \"{}\": want 1,2,..", a.threads)))?;
+    let threads = crate::args::parse_threads(&a.threads)?;
     let records = count("--records", &a.records)?;
     let ops = count("--ops", &a.ops)?;
     let seconds_ok = a.max_seconds.is_finite() && a.max_seconds > 0.0 && a.max_seconds < 1e9;

@@ -99,9 +99,18 @@ pub struct YcsbArgs {
     /// workload's, zipfian 0.99 but latest for d].
     #[arg(long)]
     distribution: Option<String>,
-    /// Worker threads splitting each phase's operations.
-    #[arg(long, default_value_t = 1)]
-    threads: u32,
+    /// Worker threads splitting each phase's operations; a comma-separated list (e.g.
+    /// 1,2,4,8,16, each once, up to 255) runs the phases at each count in turn, one row per
+    /// (engine, threads, phase, op). So that every count's figure compares: a workload with
+    /// writes (a, b, d, e, f) loads a fresh engine per thread count, each starting from the same
+    /// loaded state; the read-only workload c loads and settles each engine once and runs the
+    /// phases at every count over it (reads leave its state as it was; later counts find a
+    /// warmer cache, so compare the last phase, which every count reaches after the same
+    /// warm-up). Rows carry "threads" and "scaling": kops_per_s over the same engine's, phase's
+    /// and op's 1-thread row (null for P0, whose load runs on one thread, and when 1 is not in
+    /// the list).
+    #[arg(long, default_value = "1")]
+    threads: String,
     /// One memory budget per engine for index + filters + cache (memtables stated apart):
     /// rocksdb gets it as its block cache with index and filter blocks cached in it; lsm gives
     /// its cache what its indexes and filters leave after the load (rows say "over" when they
@@ -283,7 +292,10 @@ pub fn ycsb(a: YcsbArgs) -> Result<(), CliError> {
         record_count: count("--records", &a.records)?,
         ops_per_phase: count("--ops-per-phase", &a.ops_per_phase)?,
         phases: a.phases,
-        threads: a.threads,
+        threads: crate::args::parse_threads(&a.threads)?
+            .into_iter()
+            .map(|t| u32::try_from(t).unwrap_or(u32::MAX))
+            .collect(),
         settle: kv::ycsb::Settle::from_name(&a.settle).map_err(CliError::KvBench)?,
         common: common(&a.common)?,
     };

@@ -15,6 +15,7 @@ mod kv_backend;
 mod kv_cmd;
 mod kvbench_cmd;
 mod repair_cmd;
+mod scaling_cmd;
 mod serve_cmd;
 mod size;
 

@@ -12,8 +12,11 @@ use serde_json::Value;
 
 const ENGINES: [&str; 5] = ["lsm", "learnedkv", "lsm+", "lsm+tier", "finedex"];
 
-const YCSB_FIELDS: [&str; 32] = [
+const YCSB_FIELDS: [&str; 35] = [
     "engine",
+    "workload",
+    "threads",
+    "scaling",
     "phase",
     "op",
     "ops",

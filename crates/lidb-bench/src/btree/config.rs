@@ -98,6 +98,9 @@ pub struct Config {
     pub pool: Option<u64>,
     /// Timed operations per engine and row.
     pub ops: u64,
+    /// Thread counts of the timed lookups of memory and partial, each a row of its own over the
+    /// same loaded store (lookups change nothing); cold and writes run on one thread (`[1]`).
+    pub threads: Vec<usize>,
     /// `cold`: how long lookups run from the cold pool, and the width of one throughput bin.
     pub cold_seconds: f64,
     pub interval_ms: u64,
@@ -192,6 +195,16 @@ impl Config {
         if self.ops == 0 {
             return Err(Error::Invalid("--ops must be at least 1".into()));
         }
+        if self.threads.is_empty() || self.threads.contains(&0) {
+            return Err(Error::Invalid("--threads: give at least 1 thread".into()));
+        }
+        if matches!(self.experiment, Experiment::Cold | Experiment::Writes) && self.threads != [1] {
+            return Err(Error::Invalid(format!(
+                "--threads: {} runs on one thread; thread counts apply to memory and partial \
+                 (their lookups)",
+                self.experiment.name()
+            )));
+        }
         if self.value_size_too_small() {
             return Err(Error::Invalid(
                 "--value-size must be at least 8 bytes".into(),
@@ -250,7 +263,7 @@ impl Config {
         };
         format!(
             "# lidb bench btree: experiment={} data={} records={} loaded={} value_size={} \
-             data_bytes={} pool={} ops={} engines={} seed={}{extra} dir={}",
+             data_bytes={} pool={} ops={} threads={} engines={} seed={}{extra} dir={}",
             self.experiment.name(),
             self.data.source,
             self.data.keys.len(),
@@ -259,6 +272,11 @@ impl Config {
             human_size(self.data.data_bytes()),
             human_size(self.pool_bytes()),
             self.ops,
+            self.threads
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
             self.engines.join(","),
             self.seed,
             self.dir.display()

@@ -3,12 +3,16 @@
 //!
 //! Runs on the calling thread, engine after engine, each in a fresh directory
 //! `<dir>/<engine>-<phase>` with the same seeded keys and operations, so rows of one run compare;
-//! an engine's directories are removed once its rows are taken, unless `keep`.
-//! - memory: load, look every key up once (untimed warm-up), then `ops` timed random lookups.
+//! an engine's directories are removed once its rows are taken, unless `keep`. Timed lookups
+//! fan out to scoped threads ([`measure::lookups`]).
+//! - memory: load, look every key up once (untimed warm-up), then `ops` timed random lookups at
+//!   each thread count of `threads` in turn, over the same loaded store (lookups change
+//!   nothing, so every count's row compares; each count looks up the same seeded keys).
 //! - partial: load with a pool smaller than the records, `ops / 10` untimed random lookups to
-//!   reach the steady state of the replacement, then `ops` timed ones. Where the engine has the
-//!   hook, a second store with everything resident runs the paper's simulation (each inner node
-//!   missed with probability `inner_miss`): its row has `simulated: true`.
+//!   reach the steady state of the replacement, then `ops` timed ones at each thread count.
+//!   Where the engine has the hook, a second store with everything resident runs the paper's
+//!   simulation (each inner node missed with probability `inner_miss`), at each thread count:
+//!   its rows have `simulated: true`.
 //! - cold: load, `reopen_cold`, then random lookups for `cold_seconds`, counted per interval;
 //!   `time_to_90_s` is the end of the first interval at 90% of the peak interval.
 //! - writes: for each of insert100 (100% inserts), ycsb-a (50%) and ycsb-b (5%; the rest are
@@ -66,6 +70,7 @@ pub fn run(cfg: &Config, open: OpenStore<'_>) -> Result<Report, Error> {
                 .map_err(|e| Error::store(engine)(StoreError::Io(e)))?;
         }
     }
+    crate::kv::scaling::fill(&mut report.rows);
     Ok(report)
 }
 
@@ -127,19 +132,45 @@ fn timed_lookups(
     store: &dyn PagedStore,
     ops: u64,
     salt: u64,
+    threads: usize,
     what: &str,
 ) -> Result<measure::Measured, Error> {
-    let b = bar(cfg, ops, format!("{}: {what}", store.name()));
+    let b = bar(cfg, ops, format!("{}: {what} ({threads}t)", store.name()));
     let m = measure::lookups(
         store,
         &cfg.data.keys,
         cfg.data.value_size,
         ops,
         cfg.seed ^ salt,
+        threads,
         &b,
     )?;
     b.finish_and_clear();
     Ok(m)
+}
+
+/// `ops` timed lookups at each thread count of `cfg`, one "read" row each (`simulated` marks
+/// the paper's simulation).
+fn lookup_rows(
+    cfg: &Config,
+    store: &dyn PagedStore,
+    salt: u64,
+    simulated: bool,
+    report: &mut Report,
+) -> Result<(), Error> {
+    let what = if simulated {
+        "simulated lookups"
+    } else {
+        "lookups"
+    };
+    for &threads in &cfg.threads {
+        let m = timed_lookups(cfg, store, cfg.ops, salt, threads, what)?;
+        let mut r = row(cfg, store, "read", &m);
+        r.threads = threads;
+        r.simulated = simulated;
+        report.rows.push(r);
+    }
+    Ok(())
 }
 
 fn memory(
@@ -153,9 +184,7 @@ fn memory(
     let b = bar(cfg, keys.len() as u64, format!("{engine}: warm"));
     measure::warm(&*store, keys, cfg.data.value_size, &b)?;
     b.finish_and_clear();
-    let m = timed_lookups(cfg, &*store, cfg.ops, 0x11, "lookups")?;
-    report.rows.push(row(cfg, &*store, "read", &m));
-    Ok(())
+    lookup_rows(cfg, &*store, 0x11, false, report)
 }
 
 fn partial(
@@ -166,9 +195,8 @@ fn partial(
 ) -> Result<(), Error> {
     let keys = &cfg.data.keys;
     let store = loaded_store(cfg, engine, "partial", cfg.pool_bytes(), keys, open, report)?;
-    timed_lookups(cfg, &*store, (cfg.ops / 10).max(1), 0x21, "warm-up")?;
-    let m = timed_lookups(cfg, &*store, cfg.ops, 0x22, "lookups")?;
-    report.rows.push(row(cfg, &*store, "read", &m));
+    timed_lookups(cfg, &*store, (cfg.ops / 10).max(1), 0x21, 1, "warm-up")?;
+    lookup_rows(cfg, &*store, 0x22, false, report)?;
     drop(store);
     if cfg.inner_miss > 0.0 {
         simulated_partial(cfg, engine, open, report)?;
@@ -213,10 +241,7 @@ fn simulated_partial(
     store
         .simulate_inner_miss(cfg.inner_miss)
         .map_err(Error::store(engine))?;
-    let m = timed_lookups(cfg, &*store, cfg.ops, 0x23, "simulated lookups")?;
-    let mut r = row(cfg, &*store, "read", &m);
-    r.simulated = true;
-    report.rows.push(r);
+    lookup_rows(cfg, &*store, 0x23, true, report)?;
     report.note(format!(
         "rows marked simulated: everything resident, each inner node treated as evicted with \
          probability {} (the paper's section III simulation), not a real eviction",

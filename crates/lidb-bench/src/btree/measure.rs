@@ -1,6 +1,9 @@
 //! The timed loops of the experiments: point lookups, a write mix, and lookups binned by time
 //! from a cold start; plus [`time_to_fraction_of_peak`], the paper's startup time.
 //!
+//! Runs on the calling thread; [`lookups`] fans out to scoped worker threads that share the
+//! store (`PagedStore` is `Sync`, lookups take `&self`).
+//!
 //! Every operation is timed on its own (into a [`Histogram`]); throughput is the operations over
 //! the wall time of the same loop, so it includes the timer's cost (about 20-40 ns per
 //! operation, small next to a B-tree lookup). Every value read is checked against its key; a
@@ -64,24 +67,61 @@ pub fn warm(
     Ok(())
 }
 
-/// `ops` uniform random lookups of `keys` (seeded), each timed.
+/// `ops` uniform random lookups of `keys` (seeded), each timed, split over `threads` scoped
+/// workers sharing `store` (worker i takes the i-th contiguous share of the one seeded sequence,
+/// so every thread count looks up the same keys); throughput is over the wall time of all.
 pub fn lookups(
     store: &dyn PagedStore,
     keys: &[u64],
     value_size: u32,
     ops: u64,
     seed: u64,
+    threads: usize,
     bar: &ProgressBar,
 ) -> Result<Measured, Error> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let picks: Vec<u64> = (0..ops)
         .filter_map(|_| keys.get(rng.gen_range(0..keys.len())).copied())
         .collect();
-    let mut hist = Histogram::new();
-    let mut out = Vec::new();
+    let share = picks.len().div_ceil(threads.max(1)).max(1);
     let reads_before = store.device_reads();
     let start = Instant::now();
-    for (i, &key) in picks.iter().enumerate() {
+    let results: Vec<Result<Histogram, Error>> = std::thread::scope(|s| {
+        let handles: Vec<_> = picks
+            .chunks(share)
+            .map(|chunk| s.spawn(move || timed_share(store, chunk, value_size, bar)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Invalid("a lookup thread panicked".into())))
+            })
+            .collect()
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    let mut hist = Histogram::new();
+    for r in results {
+        hist.merge(&r?);
+    }
+    Ok(Measured {
+        ops: picks.len() as u64,
+        seconds,
+        reads: store.device_reads().saturating_sub(reads_before),
+        hist,
+    })
+}
+
+/// One worker of [`lookups`]: its share of the keys, each looked up, checked and timed.
+fn timed_share(
+    store: &dyn PagedStore,
+    keys: &[u64],
+    value_size: u32,
+    bar: &ProgressBar,
+) -> Result<Histogram, Error> {
+    let mut hist = Histogram::new();
+    let mut out = Vec::new();
+    for (i, &key) in keys.iter().enumerate() {
         let t = Instant::now();
         lookup(store, key, value_size, &mut out)?;
         hist.record(nanos(t));
@@ -89,13 +129,7 @@ pub fn lookups(
             bar.inc(TICK);
         }
     }
-    let seconds = start.elapsed().as_secs_f64();
-    Ok(Measured {
-        ops: picks.len() as u64,
-        seconds,
-        reads: store.device_reads().saturating_sub(reads_before),
-        hist,
-    })
+    Ok(hist)
 }
 
 /// A write mix (see [`write_mix`]).

@@ -17,7 +17,12 @@ pub struct Row {
     pub engine: String,
     /// "read", or for writes the workload: "insert100", "ycsb-a", "ycsb-b".
     pub op: String,
+    /// Threads of the timed loop (memory and partial: each of `--threads`; cold, writes: 1).
+    pub threads: usize,
     pub kops_per_s: f64,
+    /// kops_per_s over the 1-thread row of the same engine, op and simulation; None when 1 is
+    /// not among the thread counts (`crate::kv::scaling`).
+    pub scaling: Option<f64>,
     pub mean_us: f64,
     pub p50_us: f64,
     pub p99_us: f64,
@@ -84,7 +89,9 @@ impl Row {
             data: cfg.data.source.clone(),
             engine: engine.to_string(),
             op: op.to_string(),
+            threads: 1,
             kops_per_s: m.kops_per_s(),
+            scaling: None,
             mean_us: m.hist.mean_ns() / 1e3,
             p50_us: m.hist.percentile_us(50.0),
             p99_us: m.hist.percentile_us(99.0),
@@ -104,6 +111,27 @@ impl Row {
     }
 }
 
+impl crate::kv::scaling::ScaledRow for Row {
+    type Key = (String, String, String, bool);
+    fn scaling_key(&self) -> Option<Self::Key> {
+        Some((
+            self.experiment.clone(),
+            self.engine.clone(),
+            self.op.clone(),
+            self.simulated,
+        ))
+    }
+    fn threads(&self) -> usize {
+        self.threads
+    }
+    fn kops_per_s(&self) -> f64 {
+        self.kops_per_s
+    }
+    fn set_scaling(&mut self, scaling: Option<f64>) {
+        self.scaling = scaling;
+    }
+}
+
 /// The rows as JSON, one object per line.
 pub fn json_lines(rows: &[Row]) -> Result<Vec<String>, serde_json::Error> {
     rows.iter().map(serde_json::to_string).collect()
@@ -115,7 +143,9 @@ pub fn render(rows: &[Row]) -> String {
         "experiment",
         "engine",
         "op",
+        "threads",
         "kops/s",
+        "scaling",
         "mean_us",
         "p50_us",
         "p99_us",
@@ -137,7 +167,9 @@ pub fn render(rows: &[Row]) -> String {
                 } else {
                     r.op.clone()
                 },
+                r.threads.to_string(),
                 format!("{:.1}", r.kops_per_s),
+                crate::kv::scaling::cell(r.scaling),
                 format!("{:.2}", r.mean_us),
                 format!("{:.2}", r.p50_us),
                 format!("{:.2}", r.p99_us),

@@ -22,6 +22,7 @@ fn config(experiment: Experiment, n: u64) -> Config {
         engines: vec![reference::NAME.to_string()],
         pool: None,
         ops: 2_000,
+        threads: vec![1],
         cold_seconds: 0.3,
         interval_ms: 100,
         inner_miss: 0.01,
@@ -58,6 +59,52 @@ fn memory_gives_one_read_row_per_engine() -> Result<(), Error> {
     assert!(row.kops_per_s > 0.0 && row.p99_us >= row.p50_us, "{row:?}");
     assert_eq!(row.reads_per_op, 0.0);
     assert!(row.time_to_90_s.is_none());
+    Ok(())
+}
+
+#[test]
+fn lookups_run_at_each_thread_count_with_their_scaling() -> Result<(), Error> {
+    let mut cfg = config(Experiment::Partial, 5_000);
+    cfg.threads = vec![2, 1, 3];
+    let report = run(&cfg, &reference_with(1))?;
+    let got: Vec<(bool, usize, u64)> = report
+        .rows
+        .iter()
+        .map(|r| (r.simulated, r.threads, r.ops))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (false, 2, 2_000),
+            (false, 1, 2_000),
+            (false, 3, 2_000),
+            (true, 2, 2_000),
+            (true, 1, 2_000),
+            (true, 3, 2_000)
+        ]
+    );
+    for row in &report.rows {
+        // Every thread count reads what one thread reads: the same keys, split.
+        assert_eq!(row.reads_per_op, 1.0, "{row:?}");
+        let one = report
+            .rows
+            .iter()
+            .find(|r| r.threads == 1 && r.simulated == row.simulated)
+            .ok_or(Error::Invalid("no 1-thread row".into()))?;
+        let want = row.kops_per_s / one.kops_per_s;
+        assert_eq!(row.scaling, Some(want), "{row:?}");
+    }
+    cfg.threads = vec![2];
+    let report = run(&cfg, &reference_with(1))?;
+    assert!(report.rows.iter().all(|r| r.scaling.is_none()));
+    cfg.experiment = Experiment::Writes;
+    cfg.threads = vec![1, 2];
+    let e = run(&cfg, &reference_with(0)).err().map(|e| e.to_string());
+    assert!(
+        e.as_deref()
+            .is_some_and(|e| e.contains("writes runs on one thread")),
+        "{e:?}"
+    );
     Ok(())
 }
 

@@ -11,8 +11,10 @@
 
 pub mod hist;
 pub mod records;
+pub mod scaling;
 pub mod scan;
 pub mod ycsb;
+mod ycsb_table;
 
 use std::path::{Path, PathBuf};
 

@@ -1,13 +1,21 @@
 //! `lidb bench ycsb`: the LearnedKV paper's phases (section 5, Experiment 1 and Tables 1-5) on
 //! every engine named. P0 loads the records; P1..Pn each run `ops_per_phase` operations of a
-//! YCSB workload split over `threads` workers.
+//! YCSB workload split over the workers, at each thread count of `threads` in turn.
 //!
 //! Runs on the calling thread; phases fan out to scoped worker threads that share the engine.
 //! Invariants:
-//! 1. Worker t owns one `lidb_data::Generator` seeded `seed + t` for the whole run, so phases
-//!    continue one stream. Its record r is record r below the loaded count, else the global
-//!    record `loaded + (r - loaded) * threads + t`: inserts of different workers never collide,
-//!    and a worker only addresses records it (or the load) inserted.
+//! 1. At one thread count, worker t owns one `lidb_data::Generator` seeded `seed + t` for all
+//!    its phases, so phases continue one stream. Its record r is record r below the loaded count,
+//!    else the global record `loaded + (r - loaded) * threads + t`: inserts of different workers
+//!    never collide, and a worker only addresses records it (or the load) inserted.
+//! 7. Thread counts (`threads`, in the order given) are comparable: a workload with writes
+//!    (a, b, d, e, f) loads a fresh engine per thread count (its own directory), so every count
+//!    starts from the same loaded state; a read-only workload (c) loads and settles each engine
+//!    once and runs P1..Pn at each count in turn over that engine, whose state reads do not
+//!    change (later counts find a warmer cache: the figures come from the last phase, after
+//!    the same warm-up at every count). Each row carries its `threads` and its `scaling`
+//!    (`super::scaling`); P0 rows carry the count of the phases after them, though the load
+//!    itself runs on one thread.
 //! 2. Updates and read-modify-writes write a new version of the record's value; every read checks
 //!    that the value belongs to the key (records.rs), whatever version it holds.
 //! 3. Workloads without writes (C) run `engine.gc()` after P0, for every engine alike, as the
@@ -48,7 +56,8 @@ pub struct Config {
     pub ops_per_phase: u64,
     /// Phases after the load.
     pub phases: u32,
-    pub threads: u32,
+    /// Thread counts, each run in turn (invariant 7); each at most [`MAX_THREADS`].
+    pub threads: Vec<u32>,
     /// What a read-only workload runs after the load.
     pub settle: Settle,
 }
@@ -86,6 +95,9 @@ impl Settle {
     }
 }
 
+/// The most workers of one phase (a worker's number takes 8 bits of the versions it writes).
+pub const MAX_THREADS: u32 = 255;
+
 /// Operation types, in row order; index = slot of the per-type histograms.
 pub const OPS: [&str; 5] = ["read", "update", "insert", "scan", "rmw"];
 const INSERT: usize = 2;
@@ -95,6 +107,10 @@ const INSERT: usize = 2;
 #[derive(Debug, Clone, Serialize)]
 pub struct YcsbRow {
     pub engine: String,
+    /// The YCSB workload, a..f.
+    pub workload: String,
+    /// Workers of the phase (P0: of the phases after this load, which runs on one thread).
+    pub threads: u32,
     /// 0 is the load.
     pub phase: u32,
     /// "read", "update", "insert", "scan", "rmw" or "all".
@@ -102,6 +118,9 @@ pub struct YcsbRow {
     pub ops: u64,
     /// Op types: ops over the time the workers spent in them; "all": ops over the wall time.
     pub kops_per_s: f64,
+    /// kops_per_s over the 1-thread row of the same engine, phase and op; None for P0 and
+    /// where 1 is not among the thread counts (`super::scaling`).
+    pub scaling: Option<f64>,
     pub p50_us: f64,
     pub p99_us: f64,
     pub p999_us: f64,
@@ -165,14 +184,19 @@ impl Config {
         };
         format!(
             "# lidb bench ycsb: engines={} workload={} distribution={dist} records={} \
-             ops_per_phase={} phases={} threads={} keys={} key_size={} value_size={} seed={} \
+             ops_per_phase={} phases={} threads={} ({}) keys={} key_size={} value_size={} seed={} \
              (worker t seeded seed+t) settle={} {}",
             c.engines.join(","),
             self.workload,
             self.record_count,
             self.ops_per_phase,
             self.phases,
-            self.threads,
+            self.threads
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(","),
+            self.thread_plan(),
             c.key_source,
             c.records.key_size,
             c.records.value_size,
@@ -183,13 +207,44 @@ impl Config {
     }
 }
 
+impl Config {
+    /// Whether the workload never writes (then one load serves every thread count).
+    pub fn read_only(&self) -> bool {
+        let mix = self.workload.mix();
+        mix.update + mix.insert + mix.read_modify_write == 0.0
+    }
+
+    /// How the thread counts share loads (invariant 7), for the config line.
+    fn thread_plan(&self) -> &'static str {
+        match (self.threads.len(), self.read_only()) {
+            (0 | 1, _) => "one load per engine",
+            (_, true) => "one load per engine, every thread count over it in turn",
+            (_, false) => "a fresh load per engine and thread count",
+        }
+    }
+
+    /// The loads of one engine: the thread counts each runs (invariant 7).
+    fn loads(&self) -> Vec<Vec<u32>> {
+        if self.read_only() {
+            vec![self.threads.clone()]
+        } else {
+            self.threads.iter().map(|&t| vec![t]).collect()
+        }
+    }
+}
+
 /// Runs every engine of `cfg` in turn.
 pub fn run(cfg: &Config) -> Result<Report, Error> {
     cfg.common.check_engines()?;
-    if cfg.record_count == 0 || cfg.ops_per_phase == 0 || cfg.threads == 0 {
+    if cfg.record_count == 0 || cfg.ops_per_phase == 0 || cfg.threads.contains(&0) {
         return Err(Error::Invalid(
             "--records, --ops-per-phase and --threads must be at least 1".into(),
         ));
+    }
+    if cfg.threads.is_empty() || cfg.threads.iter().any(|&t| t > MAX_THREADS) {
+        return Err(Error::Invalid(format!(
+            "--threads: give 1 to {MAX_THREADS} workers per phase"
+        )));
     }
     if let Some(cap) = cfg.common.records.capacity()
         && cap < cfg.record_count
@@ -219,8 +274,7 @@ pub fn run(cfg: &Config) -> Result<Report, Error> {
             crate::lsm::load::format_size(budget)
         ));
     }
-    let mix = cfg.workload.mix();
-    let read_only = mix.update + mix.insert + mix.read_modify_write == 0.0;
+    let read_only = cfg.read_only();
     if read_only {
         notes.push(match cfg.settle {
             Settle::Gc => format!(
@@ -245,54 +299,103 @@ pub fn run(cfg: &Config) -> Result<Report, Error> {
                 .into(),
         );
     }
+    if cfg.threads.len() > 1 {
+        notes.push(format!(
+            "thread counts {:?}: {}",
+            cfg.threads,
+            cfg.thread_plan()
+        ));
+    }
+    let loads = cfg.loads();
     let mut rows = Vec::new();
     for name in &cfg.common.engines {
-        let dir = run_dir.engine_dir(name);
-        let ecfg = engines::EngineConfig {
-            dir: dir.clone(),
-            ..cfg.common.engine.clone()
-        };
-        let engine = engines::open(name, &ecfg)?;
-        let started = Instant::now();
-        let EngineRun {
-            rows: engine_rows,
-            settle_s,
-            fit,
-        } = run_engine(cfg, engine.as_ref(), read_only)?;
-        rows.extend(engine_rows);
-        if let Some(fit) = fit {
-            notes.push(format!(
-                "{name}: memory budget after P0: {}",
-                fit.describe()
-            ));
+        for threads in &loads {
+            // Several loads of one engine: each its own directory, and named in its notes.
+            let (dir, label) = match threads.as_slice() {
+                [t] if loads.len() > 1 => (
+                    run_dir.engine_dir(&format!("{name}-t{t}")),
+                    format!("{name} (threads {t})"),
+                ),
+                _ => (run_dir.engine_dir(name), name.clone()),
+            };
+            rows.extend(run_load(cfg, name, &label, &dir, threads, &mut notes)?);
+            run_dir.release(&dir)?;
         }
-        if let Some(secs) = settle_s {
-            notes.push(format!(
-                "{name}: {}() after P0 in {secs:.1} s",
-                cfg.settle.name()
-            ));
-        }
-        // The engine's own notes (finedex walks its index for them) are not part of its time.
-        let asked = Instant::now();
-        let engine_notes = engine.notes();
-        let asked_s = asked.elapsed().as_secs_f64();
-        drop(engine);
-        notes.push(format!(
-            "{name}: all phases in {:.1} s",
-            started.elapsed().as_secs_f64() - asked_s
-        ));
-        notes.extend(engine_notes.into_iter().map(|n| format!("{name}: {n}")));
-        run_dir.release(&dir)?;
     }
+    super::scaling::fill(&mut rows);
     notes.extend(ratio_notes(cfg, &rows));
-    // An engine's typical read is that of its last phase (all op types).
-    let last = |r: &YcsbRow| r.phase == cfg.phases && r.op == "all";
+    // An engine's typical read is that of its last phase (all op types) at the first count.
+    let first = cfg.threads.first().copied();
+    let last = |r: &YcsbRow| r.phase == cfg.phases && r.op == "all" && Some(r.threads) == first;
     device.annotate(&mut rows, last, &mut notes);
     Ok(Report { rows, notes })
 }
 
-/// The last phase's read and write throughput of each engine over the first engine's.
+/// Opens engine `name` in `dir`, loads it and runs its phases at each of `threads`; notes go
+/// out under `label`.
+fn run_load(
+    cfg: &Config,
+    name: &str,
+    label: &str,
+    dir: &std::path::Path,
+    threads: &[u32],
+    notes: &mut Vec<String>,
+) -> Result<Vec<YcsbRow>, Error> {
+    let ecfg = engines::EngineConfig {
+        dir: dir.to_path_buf(),
+        ..cfg.common.engine.clone()
+    };
+    let engine = engines::open(name, &ecfg)?;
+    let started = Instant::now();
+    let EngineRun {
+        rows,
+        settle_s,
+        fit,
+    } = run_engine(cfg, engine.as_ref(), threads)?;
+    if let Some(fit) = fit {
+        notes.push(format!(
+            "{label}: memory budget after P0: {}",
+            fit.describe()
+        ));
+    }
+    if let Some(secs) = settle_s {
+        notes.push(format!(
+            "{label}: {}() after P0 in {secs:.1} s",
+            cfg.settle.name()
+        ));
+    }
+    // The engine's own notes (finedex walks its index for them) are not part of its time.
+    let asked = Instant::now();
+    let engine_notes = engine.notes();
+    let asked_s = asked.elapsed().as_secs_f64();
+    drop(engine);
+    notes.push(format!(
+        "{label}: all phases in {:.1} s",
+        started.elapsed().as_secs_f64() - asked_s
+    ));
+    notes.extend(engine_notes.into_iter().map(|n| format!("{label}: {n}")));
+    Ok(rows)
+}
+
+/// The last phase's read and write throughput of each engine over the first engine's, at each
+/// thread count.
 fn ratio_notes(cfg: &Config, rows: &[YcsbRow]) -> Vec<String> {
+    cfg.threads
+        .iter()
+        .flat_map(|&t| {
+            let at: Vec<&YcsbRow> = rows.iter().filter(|r| r.threads == t).collect();
+            let label = if cfg.threads.len() > 1 {
+                format!(" at threads={t}")
+            } else {
+                String::new()
+            };
+            ratio_notes_at(cfg, &at, &label)
+        })
+        .collect()
+}
+
+/// [`ratio_notes`] of the rows of one thread count, `label` naming it.
+fn ratio_notes_at(cfg: &Config, rows: &[&YcsbRow], label: &str) -> Vec<String> {
     // Combined throughput of several op types: their ops over their summed busy time.
     let kops = |engine: &str, ops: &[&str]| -> f64 {
         let (count, busy) = rows
@@ -316,14 +419,14 @@ fn ratio_notes(cfg: &Config, rows: &[YcsbRow]) -> Vec<String> {
     };
     let (br, bw, ba) = figures(base);
     let mut out = vec![format!(
-        "ratios in phase {} against {base} (same run; reads = read+scan, writes = \
+        "ratios in phase {}{label} against {base} (same run; reads = read+scan, writes = \
          update+insert+rmw; kops/s of an op type = its ops over the time spent in it): {base} read {br:.1} write {bw:.1} all {ba:.1} kops/s",
         cfg.phases
     )];
     for e in cfg.common.engines.iter().skip(1) {
         let (r, w, a) = figures(e);
         out.push(format!(
-            "ratio {e}/{base} phase {}: read {} write {} all {}",
+            "ratio {e}/{base} phase {}{label}: read {} write {} all {}",
             cfg.phases,
             ratio(r, br),
             ratio(w, bw),
@@ -345,8 +448,8 @@ struct EngineRun {
     fit: Option<BudgetFit>,
 }
 
-/// Runs the load and every phase on `engine`.
-fn run_engine(cfg: &Config, engine: &dyn Engine, read_only: bool) -> Result<EngineRun, Error> {
+/// Runs the load, then every phase at each of `threads` in turn, on `engine`.
+fn run_engine(cfg: &Config, engine: &dyn Engine, threads: &[u32]) -> Result<EngineRun, Error> {
     let name = engine.name();
     let mut rows = Vec::new();
     let budget = cfg.common.engine.memory_budget_bytes;
@@ -360,9 +463,14 @@ fn run_engine(cfg: &Config, engine: &dyn Engine, read_only: bool) -> Result<Engi
 
     let c = &cfg.common;
     let (hists, wall_s) = load(engine, &c.records, cfg.record_count, c.progress)?;
-    rows.extend(phase_rows(name, 0, &hists, (wall_s, 1), engine, &mut since));
+    let first = threads.first().copied().unwrap_or(1);
+    rows.extend(tagged(
+        cfg,
+        first,
+        phase_rows(name, 0, &hists, (wall_s, 1), engine, &mut since),
+    ));
     let mut settle_s = None;
-    if read_only && cfg.settle != Settle::Nothing {
+    if cfg.read_only() && cfg.settle != Settle::Nothing {
         let started = Instant::now();
         match cfg.settle {
             Settle::Gc => engine.gc()?,
@@ -375,80 +483,100 @@ fn run_engine(cfg: &Config, engine: &dyn Engine, read_only: bool) -> Result<Engi
     }
     let mut first_fit = None;
 
-    let threads = u64::from(cfg.threads);
-    let mut generators = (0..threads)
-        .map(|t| {
-            Generator::new(
-                cfg.workload,
-                cfg.record_count,
-                cfg.distribution,
-                cfg.common.seed.wrapping_add(t),
-            )
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    for phase in 1..=cfg.phases {
-        if let Some(b) = budget {
-            let fit = engine.fit_memory_budget(b)?;
-            since.budget = fit.status();
-            first_fit.get_or_insert(fit);
-        }
-        let bar = cfg
-            .common
-            .progress
-            .then(|| progress::bar(cfg.ops_per_phase, &format!("{name} P{phase}")));
-        let started = Instant::now();
-        let results: Vec<Result<Hists, Error>> = std::thread::scope(|s| {
-            let handles: Vec<_> = generators
-                .iter_mut()
-                .enumerate()
-                .map(|(t, generator)| {
-                    let t = t as u64;
-                    let share =
-                        cfg.ops_per_phase / threads + u64::from(t < cfg.ops_per_phase % threads);
-                    let worker = Worker {
-                        engine,
-                        records: &cfg.common.records,
-                        loaded: cfg.record_count,
-                        thread: t,
-                        threads,
-                        version_base: (u64::from(phase) << 56) | (t << 48),
-                        bar: bar.as_ref(),
-                    };
-                    s.spawn(move || worker.run(generator, share))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(Error::Invalid("a worker thread panicked".into())))
-                })
-                .collect()
-        });
-        let wall_s = started.elapsed().as_secs_f64();
-        if let Some(bar) = bar {
-            bar.finish_and_clear();
-        }
-        let mut hists: Hists = Default::default();
-        for r in results {
-            for (all, h) in hists.iter_mut().zip(r?.iter()) {
-                all.merge(h);
+    for &count in threads {
+        let workers = u64::from(count);
+        let mut generators = (0..workers)
+            .map(|t| {
+                Generator::new(
+                    cfg.workload,
+                    cfg.record_count,
+                    cfg.distribution,
+                    cfg.common.seed.wrapping_add(t),
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        for phase in 1..=cfg.phases {
+            if let Some(b) = budget {
+                let fit = engine.fit_memory_budget(b)?;
+                since.budget = fit.status();
+                first_fit.get_or_insert(fit);
             }
+            let label = if cfg.threads.len() > 1 {
+                format!("{name} P{phase} {count}t")
+            } else {
+                format!("{name} P{phase}")
+            };
+            let bar = c.progress.then(|| progress::bar(cfg.ops_per_phase, &label));
+            let started = Instant::now();
+            let hists = run_phase(cfg, engine, phase, &mut generators, bar.as_ref())?;
+            let wall_s = started.elapsed().as_secs_f64();
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            let phase_rows = phase_rows(name, phase, &hists, (wall_s, count), engine, &mut since);
+            rows.extend(tagged(cfg, count, phase_rows));
         }
-        rows.extend(phase_rows(
-            name,
-            phase,
-            &hists,
-            (wall_s, cfg.threads),
-            engine,
-            &mut since,
-        ));
     }
     Ok(EngineRun {
         rows,
         settle_s,
         fit: first_fit,
     })
+}
+
+/// `rows` with the run's workload and thread count `threads`.
+fn tagged(cfg: &Config, threads: u32, mut rows: Vec<YcsbRow>) -> Vec<YcsbRow> {
+    for r in &mut rows {
+        r.workload = cfg.workload.to_string();
+        r.threads = threads;
+    }
+    rows
+}
+
+/// One phase: `ops_per_phase` operations split over one worker per generator, merged.
+fn run_phase(
+    cfg: &Config,
+    engine: &dyn Engine,
+    phase: u32,
+    generators: &mut [Generator],
+    bar: Option<&ProgressBar>,
+) -> Result<Hists, Error> {
+    let threads = generators.len() as u64;
+    let results: Vec<Result<Hists, Error>> = std::thread::scope(|s| {
+        let handles: Vec<_> = generators
+            .iter_mut()
+            .enumerate()
+            .map(|(t, generator)| {
+                let t = t as u64;
+                let share =
+                    cfg.ops_per_phase / threads + u64::from(t < cfg.ops_per_phase % threads);
+                let worker = Worker {
+                    engine,
+                    records: &cfg.common.records,
+                    loaded: cfg.record_count,
+                    thread: t,
+                    threads,
+                    version_base: (u64::from(phase) << 56) | (t << 48),
+                    bar,
+                };
+                s.spawn(move || worker.run(generator, share))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::Invalid("a worker thread panicked".into())))
+            })
+            .collect()
+    });
+    let mut hists: Hists = Default::default();
+    for r in results {
+        for (all, h) in hists.iter_mut().zip(r?.iter()) {
+            all.merge(h);
+        }
+    }
+    Ok(hists)
 }
 
 /// An engine's counters at the start of a phase, and how it took the budget.
@@ -532,6 +660,8 @@ fn phase_rows(
     let wall_s = time.0.max(1e-9);
     let row = |op: &str, h: &Histogram| YcsbRow {
         engine: engine_name.to_string(),
+        workload: String::new(),
+        threads: time.1,
         phase,
         op: op.to_string(),
         ops: h.count(),
@@ -541,6 +671,7 @@ fn phase_rows(
             let busy_s = h.sum_ns() / 1e9 / f64::from(time.1.max(1));
             h.count() as f64 / busy_s.max(1e-9) / 1e3
         },
+        scaling: None,
         p50_us: h.percentile_us(50.0),
         p99_us: h.percentile_us(99.0),
         p999_us: h.percentile_us(99.9),
@@ -575,6 +706,22 @@ fn phase_rows(
     }
     rows.push(row("all", &all));
     rows
+}
+
+impl super::scaling::ScaledRow for YcsbRow {
+    type Key = (String, u32, String);
+    fn scaling_key(&self) -> Option<Self::Key> {
+        (self.phase > 0).then(|| (self.engine.clone(), self.phase, self.op.clone()))
+    }
+    fn threads(&self) -> usize {
+        self.threads as usize
+    }
+    fn kops_per_s(&self) -> f64 {
+        self.kops_per_s
+    }
+    fn set_scaling(&mut self, scaling: Option<f64>) {
+        self.scaling = scaling;
+    }
 }
 
 impl DeviceRow for YcsbRow {
@@ -703,117 +850,5 @@ impl Worker<'_> {
             }
         })?;
         wrong.map_or(Ok(()), Err)
-    }
-}
-
-impl Report {
-    /// The rows for people: throughput and latency per (engine, phase, op) with the device
-    /// multiples, then Table 1's space split and the read split, then memory and device reads,
-    /// per (engine, phase).
-    pub fn table(&self) -> String {
-        let opt = |v: Option<f64>, digits: usize| v.map_or("-".into(), |x| format!("{x:.digits$}"));
-        let ops: Vec<Vec<String>> = self
-            .rows
-            .iter()
-            .map(|r| {
-                vec![
-                    r.engine.clone(),
-                    format!("P{}", r.phase),
-                    r.op.clone(),
-                    r.ops.to_string(),
-                    format!("{:.1}", r.kops_per_s),
-                    format!("{:.1}", r.p50_us),
-                    format!("{:.1}", r.mean_us),
-                    format!("{:.1}", r.p99_us),
-                    format!("{:.1}", r.p999_us),
-                    opt(r.device.p50_x_device, 2),
-                    opt(r.device.mean_x_device, 2),
-                    opt(r.device.p50_x_device_typical, 2),
-                ]
-            })
-            .collect();
-        let per_phase = || self.rows.iter().filter(|r| r.op == "all");
-        let space: Vec<Vec<String>> = per_phase()
-            .map(|r| {
-                vec![
-                    r.engine.clone(),
-                    format!("P{}", r.phase),
-                    r.lsm_bytes.to_string(),
-                    r.key_list_bytes.to_string(),
-                    r.model_bytes.to_string(),
-                    r.vlog_bytes.to_string(),
-                    r.reads_lsm.to_string(),
-                    r.reads_tier.to_string(),
-                    r.gcs.to_string(),
-                ]
-            })
-            .collect();
-        let memory: Vec<Vec<String>> = per_phase()
-            .map(|r| {
-                vec![
-                    r.engine.clone(),
-                    format!("P{}", r.phase),
-                    r.index_bytes.to_string(),
-                    r.filter_bytes.to_string(),
-                    r.cache_bytes.to_string(),
-                    r.memory_bytes.to_string(),
-                    r.memtable_bytes.to_string(),
-                    r.budget_bytes.map_or("-".into(), |b| b.to_string()),
-                    r.budget.clone(),
-                    opt(r.device_reads_per_op, 3),
-                    opt(r.device_bytes_per_read, 0),
-                ]
-            })
-            .collect();
-        let mut out = crate::table::render(
-            &[
-                "engine",
-                "phase",
-                "op",
-                "ops",
-                "kops/s",
-                "p50_us",
-                "mean_us",
-                "p99_us",
-                "p999_us",
-                "p50_x_dev4k",
-                "mean_x_dev4k",
-                "p50_x_dev_typ",
-            ],
-            &ops,
-        );
-        out.push('\n');
-        out.push_str(&crate::table::render(
-            &[
-                "engine",
-                "phase",
-                "lsm_bytes",
-                "key_list_bytes",
-                "model_bytes",
-                "vlog_bytes",
-                "reads_lsm",
-                "reads_tier",
-                "gcs",
-            ],
-            &space,
-        ));
-        out.push('\n');
-        out.push_str(&crate::table::render(
-            &[
-                "engine",
-                "phase",
-                "index_bytes",
-                "filter_bytes",
-                "cache_bytes",
-                "memory_bytes",
-                "memtable_bytes",
-                "budget_bytes",
-                "budget",
-                "dev_reads/op",
-                "bytes/dev_read",
-            ],
-            &memory,
-        ));
-        out
     }
 }

@@ -1,10 +1,14 @@
-//! A small hand-written SVG writer for the papers' main figure: memory (bytes, log scale) on x,
-//! mean lookup latency (µs, linear) on y, one coloured line with markers per series (family),
-//! and a legend. Pure: builds a string; the caller writes it.
+//! A small hand-written SVG writer (no plotting dependency) for the figures of the benchmarks:
+//! here the papers' main figure, memory (bytes, log scale) on x, mean lookup latency (µs,
+//! linear) on y, one coloured line with markers per series (family), and a legend; in
+//! [`scaling`] throughput against threads, one panel per workload. Pure: builds a string; the
+//! caller writes it. Any thread.
 //!
 //! Invariants: the output is well-formed XML (every text is escaped), with exactly one
 //! `<path class="series">` per series; non-finite points are dropped and x is clamped to >= 1
-//! byte so the log scale is defined.
+//! (1 byte, 1 thread) so the log scale is defined.
+
+pub mod scaling;
 
 use std::fmt::Write;
 
@@ -14,7 +18,7 @@ const LEFT: f64 = 80.0;
 const RIGHT: f64 = 190.0;
 const TOP: f64 = 50.0;
 const BOTTOM: f64 = 60.0;
-const COLOURS: [&str; 10] = [
+pub(crate) const COLOURS: [&str; 10] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
     "#bcbd22", "#17becf",
 ];
@@ -74,7 +78,7 @@ fn bytes_label(decade: i32) -> String {
 }
 
 /// A "nice" tick step (1, 2 or 5 times a power of ten) giving about five ticks up to `max`.
-fn nice_step(max: f64) -> f64 {
+pub(crate) fn nice_step(max: f64) -> f64 {
     let raw = (max / 5.0).max(1e-9);
     let mag = 10f64.powf(raw.log10().floor());
     let norm = raw / mag;
@@ -209,19 +213,18 @@ pub fn memory_latency_svg(title: &str, series: &[Series]) -> String {
     s
 }
 
-fn trim_float(v: f64) -> String {
+pub(crate) fn trim_float(v: f64) -> String {
     let t = format!("{v:.3}");
     let t = t.trim_end_matches('0').trim_end_matches('.');
     t.to_string()
 }
 
+/// Well-formedness of what the writers emit, for the tests of every plot.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
+pub(crate) mod xml {
     /// Checks that `doc` is well-formed XML: tags nest and close, attributes are quoted, and
     /// text holds no raw `<` or stray `&`. Enough for what this writer emits.
-    fn well_formed(doc: &str) -> Result<(), String> {
+    pub(crate) fn well_formed(doc: &str) -> Result<(), String> {
         let mut stack: Vec<String> = Vec::new();
         let mut rest = doc.trim_start();
         rest = match rest.strip_prefix("<?xml") {
@@ -275,6 +278,12 @@ mod tests {
         }
         Ok(())
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::xml::well_formed;
+    use super::*;
 
     #[test]
     fn the_plot_is_xml_with_one_path_per_family() {
