@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test suite of lidb, on a fresh Debian machine with a Rust toolchain: installs what the
 # suites outside cargo need (Debian's packages, when absent and when run as root), then runs
-#   1. cargo test --workspace                     (every Rust crate), then lidb-sync's loom model
+#   1. cargo test --workspace                     (every Rust crate), then the loom models
 #   2. the engine conformance harness with real RocksDB (cargo feature rocksdb)
 #   3. the YCSB binding's JUnit tests             (ycsb/, Maven)
 #   4. lidb serve with redis-cli and redis-benchmark, beside Debian's redis-server
@@ -34,8 +34,9 @@ install librocksdb-dev libclang-dev redis-tools redis-server openjdk-17-jdk-head
 echo "== 1. cargo test --workspace"
 cargo test --workspace
 
-echo "== 1b. the loom model of the hybrid latch (lidb-sync, built with --cfg loom)"
+echo "== 1b. loom models: the hybrid latch (lidb-sync) and the page cache's shards (lidb-lsm)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p lidb-sync --release --test loom
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p lidb-lsm --release --lib table::cache::loom_model
 
 echo "== 2. the engine conformance harness with real RocksDB"
 cargo test -p lidb-bench --features rocksdb --test engines
