@@ -13,8 +13,8 @@
 //! the memtable is full it becomes immutable and a new memtable and WAL take writes; leaders
 //! stall while too many immutable memtables wait for flush or L0 is too deep.
 //!
-//! Waiting writers spin, then yield, then sleep on their own condition variable; a leader
-//! notifies only sleeping ones.
+//! Waiting writers spin briefly, then sleep on their own condition variable; a leader notifies
+//! only sleeping ones.
 //!
 //! Threads: any thread may call [`write`]; [`switch_memtable`] and [`sync_wal`] are called with
 //! the write mutex (flush, close).
@@ -70,16 +70,16 @@ struct QueueState {
     leading: bool,
 }
 
-/// Spins of a waiting writer before it yields its core, and yields before it sleeps: a group
-/// is often over in microseconds, less than a sleep and a wake-up cost (RocksDB's `AwaitState`
-/// waits the same three ways).
 /// Followers insert their own batches in parallel when they bring at least this many ops;
 /// below it the leader inserts them itself. Waking a follower costs more than inserting a few
 /// entries: on 2 cores, 16 threads of single puts took 1.5 to 1.9 s of CPU for 200K writes with
 /// every follower inserting, 0.9 s with the leader inserting (0.6 s for the old single mutex).
 const PARALLEL_INSERT_MIN_OPS: u64 = 64;
-const WAIT_SPINS: u32 = 64;
-const WAIT_YIELDS: u32 = 32;
+/// Spins of a waiting writer before it sleeps: a short group may end first. Not longer, and no
+/// yields (RocksDB's `AwaitState` also yields): on 2 cores with 16 threads, writers spinning 64
+/// times and yielding 32 halved the throughput of the readers beside them (YCSB A, `lidb bench
+/// ycsb`), against sleeping at once.
+const WAIT_SPINS: u32 = 16;
 
 /// One queued caller of [`write`].
 #[derive(Debug)]
@@ -149,17 +149,13 @@ impl Writer {
         }
     }
 
-    /// Waits until told something (spinning, then yielding, then asleep), and takes it.
+    /// Waits until told something (spinning briefly, then asleep), and takes it.
     fn next_phase(&self) -> Phase {
-        for i in 0..WAIT_SPINS + WAIT_YIELDS {
+        for _ in 0..WAIT_SPINS {
             if self.told.load(Ordering::Acquire) {
                 break;
             }
-            if i < WAIT_SPINS {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+            std::hint::spin_loop();
         }
         let mut told = lock(&self.phase);
         while matches!(told.phase, Phase::Waiting) {
