@@ -3,7 +3,7 @@
 //!
 //! Threads: any thread, any number at once. A lookup writes no cache line that another reader
 //! writes in this module: it pins the super version through arc-swap (db/current.rs, a debt slot
-//! of its own thread) and adds its costs to its thread's shard of `read_stats` and `lookups`.
+//! of its own thread) and adds its costs to its thread's shard of `read_stats`.
 //! (What it still shares lies below this module: the memtable's lock and the page cache's.) A
 //! scan keeps an `Arc` of the super version and one of each table it reads: shared reference
 //! count writes, once per scan, not per entry.
@@ -75,8 +75,10 @@ pub(crate) fn get_if_in_memory(s: &Shared, key: &[u8]) -> Result<Option<Option<V
 
 /// Adds one lookup and its costs to the calling thread's shards.
 fn count(s: &Shared, stats: &ReadStats) {
-    s.lookups.incr();
-    s.read_stats.with(|shard| shard.add(stats));
+    s.read_stats.with(|shard| {
+        shard.lookups += 1;
+        shard.read.add(stats);
+    });
 }
 
 fn get_in(

@@ -38,7 +38,7 @@ use crate::table::cache::PageCache;
 use crate::tail::RecoveryMode;
 use crate::types::SortedIter;
 use crate::version::Version;
-use lidb_sync::{Counter, Sharded};
+use lidb_sync::Sharded;
 
 /// What the manifest said, folded.
 #[derive(Default)]
@@ -339,7 +339,6 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
         closing: AtomicBool::new(false),
         bg_error: Mutex::new(None),
         read_stats: Sharded::new(),
-        lookups: Counter::new(),
         compaction_stats: Mutex::new(CompactionStats::default()),
         recovery: Mutex::new(RecoveryReport::default()),
         cursors: Mutex::new(Vec::new()),
