@@ -20,7 +20,8 @@
 # (default scale.jsonl). LIDB: the binary (target/release/lidb). Sizes (defaults for nproc >= 16,
 # sized for the whole matrix in under 8 minutes there, and smaller below): KV_RECORDS, KV_OPS
 # (per phase), PHASES (2: one warm-up, figures from the last), VALUE_SIZE, CONC_RECORDS,
-# CONC_OPS, SERVE_REQUESTS, CLIENTS (redis-benchmark connections, at least the thread count),
+# CONC_OPS, CONC_DATA (the concurrent indexes' keys: lognormal, about twice CONC_RECORDS, since a
+# synthetic set of N draws has a little under N distinct keys), SERVE_REQUESTS, CLIENTS (redis-benchmark connections, at least the thread count),
 # PIPELINE. MAX_SECONDS (480) bounds the whole run: each step gets what is left, and a step cut
 # short fails the script. Servers are stopped by their PIDs at exit (trap), whatever happens.
 set -euo pipefail
@@ -31,11 +32,13 @@ if [ "$cores" -ge 16 ]; then
   threads="${THREADS:-1,2,4,8,16}"
   kv_records="${KV_RECORDS:-150K}" kv_ops="${KV_OPS:-200K}"
   conc_records="${CONC_RECORDS:-1M}" conc_ops="${CONC_OPS:-1M}"
+  conc_data="${CONC_DATA:-synthetic:lognormal:2M}"
   serve_requests="${SERVE_REQUESTS:-200000}"
 else
   threads="${THREADS:-1,2,8,16}"
   kv_records="${KV_RECORDS:-20K}" kv_ops="${KV_OPS:-20K}"
   conc_records="${CONC_RECORDS:-100K}" conc_ops="${CONC_OPS:-100K}"
+  conc_data="${CONC_DATA:-synthetic:lognormal:1M}"
   serve_requests="${SERVE_REQUESTS:-50000}"
 fi
 phases="${PHASES:-2}"
@@ -89,7 +92,7 @@ serve_requests=$serve_requests out=$out"
 
 # 1. The concurrent indexes.
 bench bench concurrent --index all --workload c,a --threads "$threads" \
-  --records "$conc_records" --ops "$conc_ops"
+  --records "$conc_records" --ops "$conc_ops" --data "$conc_data"
 
 # 2. The engines, in memory and under a budget. rocksdb only where it is built in: the engine
 # check refuses it ("not built in") before --records 0 is refused.
