@@ -1,4 +1,4 @@
-//! The skiplist memtable under concurrent inserts, gets and iterators: nothing is lost, the
+//! The memtable under concurrent inserts, gets and iterators: nothing is lost, the
 //! counters add up exactly, iterators stay sorted, and a get never returns an older version than
 //! one it saw before.
 
