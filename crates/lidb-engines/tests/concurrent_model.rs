@@ -1,4 +1,4 @@
-//! One concurrent model test over the engines (STYLE 7 and 17): learnedkv, lsm+, lsm+tier,
+//! One concurrent model test over the engines: learnedkv, lsm+, lsm+tier,
 //! finedex, learnedstore and btree, each opened through `lidb_engines::open` with tiny
 //! thresholds (64 KiB write buffer and cache, the smallest buffer pool, a low GC
 //! over-provisioning) and a thread forcing its background work (`gc()`: a GC, a checkpoint)

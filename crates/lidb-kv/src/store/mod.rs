@@ -4,7 +4,7 @@
 //! (value-log order = LSM WAL order); one GC or conversion at a time (the GC mutex), from the
 //! background thread, `gc()` or `convert()`.
 //!
-//! Readers write nothing other readers write (the BRIEF's many-cores contract): a point read pins
+//! Readers write nothing other readers write: a point read pins
 //! the current `Tiers` with an `ArcSwap` load (a guard in a slot of the calling thread, no shared
 //! reference count), counts in per-thread shards (`lidb_sync::Counter`), and reads value logs
 //! through a handle map published the same way (`VlogReader`). A scan holds its view for its
