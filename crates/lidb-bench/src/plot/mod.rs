@@ -53,6 +53,22 @@ pub fn group(points: &[(String, f64, f64)]) -> Vec<Series> {
     out
 }
 
+/// The start of an SVG document of `width` x `height` on white, with `title` centred on top in
+/// `title_px` type; the caller adds the drawing and the closing `</svg>`.
+pub(crate) fn svg_open(width: f64, height: f64, title: &str, title_px: u32) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">
+<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>
+<text x="{}" y="25" text-anchor="middle" font-size="{title_px}">{}</text>"#,
+        width / 2.0,
+        escape(title)
+    );
+    s
+}
+
 /// Escapes text for XML content and attribute values.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -115,16 +131,7 @@ pub fn memory_latency_svg(title: &str, series: &[Series]) -> String {
     let sx = |x: f64| LEFT + (x.log10() - f64::from(d0)) / f64::from(d1 - d0) * pw;
     let sy = |y: f64| TOP + ph - (y / ytop) * ph;
 
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">
-<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>
-<text x="{}" y="25" text-anchor="middle" font-size="13">{}</text>"#,
-        WIDTH / 2.0,
-        escape(title)
-    );
+    let mut s = svg_open(WIDTH, HEIGHT, title, 13);
     // Axes, grid and ticks.
     let _ = writeln!(
         s,

@@ -22,7 +22,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{COLOURS, Series, escape, nice_step, trim_float};
+use super::{COLOURS, Series, escape, nice_step, svg_open, trim_float};
 
 const WIDTH: f64 = 820.0;
 const PANEL_HEIGHT: f64 = 330.0;
@@ -177,16 +177,7 @@ pub fn summary(panels: &[Panel]) -> String {
 /// The SVG document: `title`, then the panels one under another.
 pub fn scaling_svg(title: &str, panels: &[Panel]) -> String {
     let height = HEADER + PANEL_HEIGHT * panels.len().max(1) as f64;
-    let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<?xml version="1.0" encoding="UTF-8"?>
-<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">
-<rect x="0" y="0" width="{WIDTH}" height="{height}" fill="white"/>
-<text x="{}" y="25" text-anchor="middle" font-size="14">{}</text>"#,
-        WIDTH / 2.0,
-        escape(title)
-    );
+    let mut s = svg_open(WIDTH, height, title, 14);
     for (i, panel) in panels.iter().enumerate() {
         draw_panel(&mut s, panel, HEADER + PANEL_HEIGHT * i as f64);
     }
