@@ -53,6 +53,25 @@ pub fn group(points: &[(String, f64, f64)]) -> Vec<Series> {
     out
 }
 
+/// The `d` attribute of a polyline through `points`, mapped to the page by `sx` and `sy`.
+pub(crate) fn path_data(
+    points: &[(f64, f64)],
+    sx: impl Fn(f64) -> f64,
+    sy: impl Fn(f64) -> f64,
+) -> String {
+    let mut d = String::new();
+    for (j, &(x, y)) in points.iter().enumerate() {
+        let _ = write!(
+            d,
+            "{}{:.1},{:.1} ",
+            if j == 0 { "M" } else { "L" },
+            sx(x),
+            sy(y)
+        );
+    }
+    d
+}
+
 /// The start of an SVG document of `width` x `height` on white, with `title` centred on top in
 /// `title_px` type; the caller adds the drawing and the closing `</svg>`.
 pub(crate) fn svg_open(width: f64, height: f64, title: &str, title_px: u32) -> String {
@@ -179,16 +198,7 @@ pub fn memory_latency_svg(title: &str, series: &[Series]) -> String {
     // Series and legend.
     for (i, ser) in series.iter().enumerate() {
         let colour = COLOURS.get(i % COLOURS.len()).copied().unwrap_or("black");
-        let mut d = String::new();
-        for (j, &(x, y)) in ser.points.iter().enumerate() {
-            let _ = write!(
-                d,
-                "{}{:.1},{:.1} ",
-                if j == 0 { "M" } else { "L" },
-                sx(x),
-                sy(y)
-            );
-        }
+        let d = path_data(&ser.points, sx, sy);
         let _ = writeln!(
             s,
             r#"<g class="family"><path class="series" d="{}" stroke="{colour}" stroke-width="2" fill="none"><title>{}</title></path>"#,

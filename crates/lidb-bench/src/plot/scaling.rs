@@ -22,7 +22,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::{COLOURS, Series, escape, nice_step, svg_open, trim_float};
+use super::{COLOURS, Series, escape, nice_step, path_data, svg_open, trim_float};
 
 const WIDTH: f64 = 820.0;
 const PANEL_HEIGHT: f64 = 330.0;
@@ -254,16 +254,7 @@ fn draw_panel(s: &mut String, panel: &Panel, top: f64) {
     );
     for (i, ser) in panel.series.iter().enumerate() {
         let colour = COLOURS.get(i % COLOURS.len()).copied().unwrap_or("black");
-        let mut d = String::new();
-        for (j, &(x, y)) in ser.points.iter().enumerate() {
-            let _ = write!(
-                d,
-                "{}{:.1},{:.1} ",
-                if j == 0 { "M" } else { "L" },
-                sx(x),
-                sy(y)
-            );
-        }
+        let d = path_data(&ser.points, sx, sy);
         let name = escape(&ser.name);
         let _ = writeln!(
             s,
