@@ -3,6 +3,9 @@
 //! Implementations: `fs::FsStorage` (the real file system, optional O_DIRECT reads) and
 //! `mem::MemStorage` (in memory; tracks which bytes are durable, can simulate a crash that drops
 //! everything not synced, and can inject failed writes, short writes and flipped bytes).
+//! Wrappers over any storage: `powercut::PowerCut` (cuts the power at its N-th operation) and
+//! `fault::FaultStorage` (injects EIO on reads, writes and syncs, short writes and ENOSPC at
+//! seeded rates, for `lidb stress --faults`).
 //!
 //! Contract:
 //! - `WritableFile::append` either appends all bytes or returns an error; bytes appended are
@@ -14,6 +17,7 @@
 //! - Every method may be called from any thread.
 //! - Errors are `Error::Io` naming the path.
 
+pub mod fault;
 pub mod fs;
 pub mod mem;
 pub mod powercut;
