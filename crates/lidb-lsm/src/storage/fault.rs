@@ -557,7 +557,7 @@ mod tests {
     }
 
     #[test]
-    fn write_eio_writes_nothing_and_never_fires_at_zero() {
+    fn write_eio_writes_nothing_and_no_fault_fires_at_rate_zero() {
         let (mem, f) = setup(spec("write-eio=1"), 1);
         let mut file = ok(f.create(&dir().join("a")));
         for _ in 0..10 {
@@ -579,7 +579,13 @@ mod tests {
             ok(file.sync());
         }
         ok(f.sync_dir(&dir()));
-        assert_eq!(ok(mem.read_all(&dir().join("a"))).len(), 100);
+        assert_eq!(ok(f.read_all(&dir().join("a"))).len(), 100);
+        let r = ok(f.open(&dir().join("a"), ReadMode::Buffered));
+        let mut byte = [0u8; 1];
+        for offset in 0..100 {
+            ok(r.read_at(offset, &mut byte));
+        }
+        assert_eq!(mem.durable_len(&dir().join("a")), Some(100));
         assert_eq!(f.counts(), FaultCounts::default());
     }
 
