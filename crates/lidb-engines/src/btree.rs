@@ -59,11 +59,15 @@ pub struct BTreeEngine {
 impl BTreeEngine {
     /// Opens `learnedstore` (`learned` true: the path as `cfg.learned_path` says) or `btree`
     /// (`learned` false: the path off whatever the configuration says).
-    pub fn open(cfg: &EngineConfig, learned: bool) -> EngineResult<BTreeEngine> {
+    pub fn open(
+        cfg: &EngineConfig,
+        learned: bool,
+        storage: std::sync::Arc<dyn lidb_lsm::storage::Storage>,
+    ) -> EngineResult<BTreeEngine> {
         let opts = store_options(cfg, learned && cfg.learned_path);
         let page_size = opts.tree.page_size as u64;
         Ok(BTreeEngine {
-            store: LearnedStore::open(&cfg.dir, &opts)?,
+            store: LearnedStore::open_with_storage(storage, &cfg.dir, &opts)?,
             name: if learned { "learnedstore" } else { "btree" },
             page_size,
             ignored: ignored_options(cfg),
@@ -87,6 +91,9 @@ fn store_options(cfg: &EngineConfig, learned_path: bool) -> LearnedStoreOptions 
         ..LearnedStoreOptions::default()
     };
     opts.wal.sync = cfg.sync;
+    if let Some(bytes) = cfg.checkpoint_log_bytes {
+        opts.wal.checkpoint_log_bytes = bytes;
+    }
     opts
 }
 
@@ -180,6 +187,9 @@ impl Engine for BTreeEngine {
         Ok(BudgetFit::NotApplied(
             "its buffer pool is sized at open: give it the budget with --pool".into(),
         ))
+    }
+    fn recovery(&self) -> String {
+        self.store.recovery_report().to_string()
     }
     fn notes(&self) -> Vec<String> {
         let stats = self.store.stats();

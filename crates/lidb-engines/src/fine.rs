@@ -41,14 +41,21 @@ pub struct FineEngine {
 }
 
 impl FineEngine {
-    pub fn open(cfg: &EngineConfig) -> EngineResult<FineEngine> {
-        // The default automatic checkpoint threshold (64 MiB of log) stays.
+    pub fn open(
+        cfg: &EngineConfig,
+        storage: std::sync::Arc<dyn lidb_lsm::storage::Storage>,
+    ) -> EngineResult<FineEngine> {
+        // The default automatic checkpoint threshold (64 MiB of log) stays unless asked for.
+        let defaults = FineStoreOptions::default();
         let opts = FineStoreOptions {
             sync: cfg.sync,
-            ..FineStoreOptions::default()
+            checkpoint_log_bytes: cfg
+                .checkpoint_log_bytes
+                .unwrap_or(defaults.checkpoint_log_bytes),
+            ..defaults
         };
         Ok(FineEngine {
-            store: FineStore::open(&cfg.dir, opts)?,
+            store: FineStore::open_with_storage(storage, &cfg.dir, opts)?,
             dir: cfg.dir.clone(),
             ignored: ignored_options(cfg),
         })
@@ -137,6 +144,9 @@ impl Engine for FineEngine {
         Ok(BudgetFit::NotApplied(
             "it holds every key and value in memory; its reads never touch the device".into(),
         ))
+    }
+    fn recovery(&self) -> String {
+        self.store.recovery_report().to_string()
     }
     fn notes(&self) -> Vec<String> {
         let heap = self.store.index_stats().heap_bytes;

@@ -28,8 +28,11 @@ pub use lidb::Tiering;
 mod rocks;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use lidb_index::Family;
+use lidb_lsm::storage::Storage;
+use lidb_lsm::storage::fs::FsStorage;
 
 /// An engine's failure, as one line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,6 +221,11 @@ pub trait Engine: Send + Sync {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// What the open recovered or cut, one `recovery: ...` line per cut (empty when nothing was
+    /// cut, and for engines that do not report it).
+    fn recovery(&self) -> String {
+        String::new()
+    }
     /// Puts every `(key, value)` in order (a later entry of a key wins), as one write where the
     /// engine has batches (lsm: one WAL record, one sync with `sync`), one put at a time
     /// otherwise (then an error may leave a prefix written). `lidb serve` writes a pipeline's
@@ -264,6 +272,13 @@ pub struct EngineConfig {
     /// as its cache and is fitted after the load ([`Engine::fit_memory_budget`]). None: every
     /// engine gets `block_cache_bytes` and keeps its indexes outside it.
     pub memory_budget_bytes: Option<u64>,
+    /// Automatic checkpoint once the log holds this many bytes (finedex, learnedstore, btree);
+    /// None: each engine's default (64 MiB). `lidb stress` lowers it so checkpoints run often.
+    pub checkpoint_log_bytes: Option<u64>,
+    /// learnedkv's automatic conversion once the active LSM's tables hold this many bytes
+    /// (checked by its background thread); None: off, as in the benchmarks, which measure
+    /// GC-triggered conversion.
+    pub convert_at_lsm_bytes: Option<u64>,
 }
 
 impl EngineConfig {
@@ -286,6 +301,8 @@ impl EngineConfig {
             over_provisioning: 0.3,
             background: true,
             memory_budget_bytes: None,
+            checkpoint_log_bytes: None,
+            convert_at_lsm_bytes: None,
         }
     }
 }
@@ -309,23 +326,59 @@ pub fn names() -> Vec<&'static str> {
 
 /// Opens engine `name` in `cfg.dir`.
 pub fn open(name: &str, cfg: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
+    if name == "rocksdb" {
+        return open_rocksdb(cfg);
+    }
+    open_on(name, cfg, Arc::new(FsStorage))
+}
+
+/// Opens one of lidb's engines in `cfg.dir` with its files on `storage` (tests and `lidb
+/// stress` pass a storage that injects faults or cuts the power). learnedstore and btree keep
+/// their page file on the real file system whatever `storage` is: only their log goes through
+/// it. rocksdb has its own file layer and is refused.
+pub fn open_on(
+    name: &str,
+    cfg: &EngineConfig,
+    storage: Arc<dyn Storage>,
+) -> EngineResult<Box<dyn Engine>> {
     match name {
-        "lsm" => Ok(Box::new(lidb::LsmEngine::open(cfg)?)),
-        "learnedkv" => Ok(Box::new(lidb::TieredEngine::open(cfg, Tiering::Learned)?)),
-        "lsm+" => Ok(Box::new(lidb::TieredEngine::open(cfg, Tiering::WriteBack)?)),
-        "lsm+tier" => Ok(Box::new(lidb::TieredEngine::open(cfg, Tiering::LsmTier)?)),
-        "finedex" => Ok(Box::new(fine::FineEngine::open(cfg)?)),
-        "learnedstore" => Ok(Box::new(btree::BTreeEngine::open(cfg, true)?)),
-        "btree" => Ok(Box::new(btree::BTreeEngine::open(cfg, false)?)),
-        #[cfg(feature = "rocksdb")]
-        "rocksdb" => Ok(Box::new(rocks::RocksEngine::open(cfg)?)),
-        #[cfg(not(feature = "rocksdb"))]
+        "lsm" => Ok(Box::new(lidb::LsmEngine::open(cfg, storage)?)),
+        "learnedkv" => Ok(Box::new(lidb::TieredEngine::open(
+            cfg,
+            Tiering::Learned,
+            storage,
+        )?)),
+        "lsm+" => Ok(Box::new(lidb::TieredEngine::open(
+            cfg,
+            Tiering::WriteBack,
+            storage,
+        )?)),
+        "lsm+tier" => Ok(Box::new(lidb::TieredEngine::open(
+            cfg,
+            Tiering::LsmTier,
+            storage,
+        )?)),
+        "finedex" => Ok(Box::new(fine::FineEngine::open(cfg, storage)?)),
+        "learnedstore" => Ok(Box::new(btree::BTreeEngine::open(cfg, true, storage)?)),
+        "btree" => Ok(Box::new(btree::BTreeEngine::open(cfg, false, storage)?)),
         "rocksdb" => Err(EngineError(
-            "engine rocksdb is not built in: build with --features rocksdb (see README)".into(),
+            "engine rocksdb keeps its files through its own Env, not lidb's storage layer".into(),
         )),
         other => Err(EngineError(format!(
             "unknown engine \"{other}\" (known: {})",
             names().join(", ")
         ))),
     }
+}
+
+#[cfg(feature = "rocksdb")]
+fn open_rocksdb(cfg: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
+    Ok(Box::new(rocks::RocksEngine::open(cfg)?))
+}
+
+#[cfg(not(feature = "rocksdb"))]
+fn open_rocksdb(_: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
+    Err(EngineError(
+        "engine rocksdb is not built in: build with --features rocksdb (see README)".into(),
+    ))
 }

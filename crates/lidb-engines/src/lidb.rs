@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use lidb_index::Params;
 use lidb_kv::{Store, StoreOptions, TierKind};
+use lidb_lsm::storage::Storage;
 use lidb_lsm::{Db, IndexOptions, Options};
 
 use super::{
@@ -37,10 +38,11 @@ pub struct LsmEngine {
 }
 
 impl LsmEngine {
-    pub fn open(cfg: &EngineConfig) -> EngineResult<LsmEngine> {
+    pub fn open(cfg: &EngineConfig, storage: Arc<dyn Storage>) -> EngineResult<LsmEngine> {
         Ok(LsmEngine {
             // Under a budget the cache starts with all of it and is fitted after the load.
-            db: Db::open(
+            db: Db::open_with_storage(
+                storage,
                 &cfg.dir,
                 lsm_options(
                     cfg,
@@ -113,6 +115,9 @@ impl Engine for LsmEngine {
             bytes: Some(r.bytes_read),
         })
     }
+    fn recovery(&self) -> String {
+        self.db.recovery_report().to_string()
+    }
     fn fit_memory_budget(&self, budget_bytes: u64) -> EngineResult<BudgetFit> {
         let plan = budget::plan(budget_bytes, self.memory().resident_bytes());
         self.db.set_block_cache_bytes(plan.cache_bytes);
@@ -138,7 +143,11 @@ pub struct TieredEngine {
 }
 
 impl TieredEngine {
-    pub fn open(cfg: &EngineConfig, tiering: Tiering) -> EngineResult<TieredEngine> {
+    pub fn open(
+        cfg: &EngineConfig,
+        tiering: Tiering,
+        storage: Arc<dyn Storage>,
+    ) -> EngineResult<TieredEngine> {
         let learned = tiering == Tiering::Learned;
         let tier = match tiering {
             Tiering::Learned => TierKind::Learned {
@@ -162,11 +171,17 @@ impl TieredEngine {
             lsm_bloom_bits_per_key: if learned { cfg.bloom_bits_per_key } else { 0 },
             sync: cfg.sync,
             direct_io: cfg.direct_io,
-            // Conversion thresholds stay off: the benchmarks measure GC-triggered conversion.
+            // Conversion thresholds stay off unless asked for: the benchmarks measure
+            // GC-triggered conversion.
+            convert_at_lsm_bytes: if learned {
+                cfg.convert_at_lsm_bytes.unwrap_or(0)
+            } else {
+                0
+            },
             ..StoreOptions::default()
         };
         Ok(TieredEngine {
-            store: Arc::new(Store::open(&cfg.dir, opts)?),
+            store: Arc::new(Store::open_with_storage(storage, &cfg.dir, opts)?),
             tiering,
         })
     }
@@ -179,6 +194,9 @@ impl Engine for TieredEngine {
             Tiering::WriteBack => "lsm+",
             Tiering::LsmTier => "lsm+tier",
         }
+    }
+    fn recovery(&self) -> String {
+        self.store.recovery_report().to_string()
     }
     fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
         Ok(self.store.put(key, value)?)
@@ -278,7 +296,7 @@ mod tests {
         cfg.memory_budget_bytes = Some(budget);
         cfg.memtable_bytes = 1 << 20;
         cfg.background = false;
-        let e = LsmEngine::open(&cfg)?;
+        let e = LsmEngine::open(&cfg, Arc::new(lidb_lsm::storage::fs::FsStorage))?;
         assert_eq!(
             e.db.block_cache_capacity_bytes(),
             budget,
@@ -338,7 +356,7 @@ mod tests {
             cfg.memory_budget_bytes = Some(budget);
             cfg.memtable_bytes = 256 << 10;
             cfg.background = false;
-            let e = TieredEngine::open(&cfg, tiering)?;
+            let e = TieredEngine::open(&cfg, tiering, Arc::new(lidb_lsm::storage::fs::FsStorage))?;
             let name = e.name();
             assert_eq!(
                 e.store.cache_capacity_bytes(),
