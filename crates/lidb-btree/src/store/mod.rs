@@ -260,7 +260,9 @@ impl<T: CheckpointTarget + 'static> BTreeStore<T> {
     }
 
     /// Logs `payload` (a write of `key`) and applies it with `apply` under the key's stripe,
-    /// then waits for the log. A delete of an absent key is not logged (`Ok(false)`).
+    /// then waits for the log. A delete of an absent key is not logged (`Ok(false)`), but it is
+    /// refused by a failed log and waits, like a logged write, for every record queued before
+    /// it: the absence may be an unsynced record's doing.
     fn write(
         &self,
         key: &[u8],
@@ -272,7 +274,9 @@ impl<T: CheckpointTarget + 'static> BTreeStore<T> {
         let (lsn, applied) = {
             let _stripe = lock(s.stripe(key));
             if is_delete && s.target.get(key)?.is_none() {
-                return Ok(false);
+                let end = s.log.barrier()?;
+                drop(_stripe);
+                return s.log.commit_below(end).map(|()| false);
             }
             let (lsn, log_bytes) = s.log.append(payload)?;
             let applied = match apply(&s.target) {

@@ -109,6 +109,28 @@ impl GroupLog {
         Ok((lsn, st.file_bytes + st.queued_bytes))
     }
 
+    /// For a write that changes nothing (a delete of an absent key): fails as [`GroupLog::append`]
+    /// would on a failed or refusing log, and otherwise returns the end (exclusive) of the LSNs
+    /// queued so far. The caller waits for them ([`GroupLog::commit_below`]) before it
+    /// acknowledges: the absence it saw may be the work of a record not yet synced, and a crash
+    /// would bring the key back.
+    pub fn barrier(&self) -> Result<u64> {
+        let st = lock(&self.state);
+        if let Some(e) = &st.error {
+            return Err(GroupLog::failed(e));
+        }
+        if let Some(why) = &st.refused {
+            return Err(Error::Closed(why.clone()));
+        }
+        Ok(st.next_lsn)
+    }
+
+    /// Returns once every record below `end` is in the log file (synced, when the log syncs
+    /// writes).
+    pub fn commit_below(&self, end: u64) -> Result<()> {
+        self.wait_for(end, self.sync_writes)
+    }
+
     /// Returns once the record `lsn` is in the log file (synced, when the log syncs writes).
     pub fn commit(&self, lsn: u64) -> Result<()> {
         self.wait_for(lsn.saturating_add(1), self.sync_writes)

@@ -144,6 +144,25 @@ impl Logger {
         Ok(seq)
     }
 
+    /// For a write that changes nothing (a delete of an absent key): fails as [`Logger::append`]
+    /// would on a failed, refusing or closed log, and otherwise returns the seq of the last
+    /// record buffered so far (None when there is none). The caller waits for that record to be
+    /// durable before it acknowledges: the absence it saw may be the work of a record not yet
+    /// synced, and a crash would bring the key back.
+    pub fn barrier(&self) -> Result<Option<u64>> {
+        let st = lock(&self.state);
+        if let Some(e) = &st.error {
+            return Err(Logger::failed(e));
+        }
+        if let Some(why) = &st.refused {
+            return Err(Error::Closed(why.clone()));
+        }
+        if st.shutdown {
+            return Err(Error::Closed("the store is closed".into()));
+        }
+        Ok(st.next_seq.checked_sub(1))
+    }
+
     /// Waits until the record `seq` is synced.
     pub fn wait_durable(&self, seq: u64) -> Result<()> {
         let mut st = lock(&self.state);

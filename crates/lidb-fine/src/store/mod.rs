@@ -271,11 +271,12 @@ impl FineStore {
         let s = &self.shared;
         let seq = {
             let Some(bucket) = s.memory.bucket(key) else {
-                return Ok(false);
+                return self.acknowledge_unchanged().map(|()| false);
             };
             let mut b = lock(bucket);
             if !b.contains_key(key) {
-                return Ok(false);
+                drop(b);
+                return self.acknowledge_unchanged().map(|()| false);
             }
             let seq = s
                 .logger
@@ -285,6 +286,17 @@ impl FineStore {
             seq
         };
         self.acknowledge(seq).map(|()| true)
+    }
+
+    /// Acknowledges a write that found nothing to change (a delete of an absent key) as a
+    /// logged one would be: refused by a failed or refusing log, and under `sync` only once
+    /// every record buffered before it is durable, since the absence may be an unsynced
+    /// record's doing.
+    fn acknowledge_unchanged(&self) -> Result<()> {
+        match self.shared.logger.barrier()? {
+            Some(seq) => self.acknowledge(seq),
+            None => Ok(()),
+        }
     }
 
     fn acknowledge(&self, seq: u64) -> Result<()> {
