@@ -83,6 +83,31 @@ pub fn given_options(definition: &clap::Command, matches: &ArgMatches, name: &st
         .collect()
 }
 
+/// A duration: `500ms`, `30s`, `5m`, `1h`, or a bare number of seconds (`2.5`).
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let t = text.trim();
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    let value: f64 = number
+        .trim()
+        .parse()
+        .map_err(|_| format!("\"{text}\" is not a duration (examples: 500ms, 30s, 5m, 1h)"))?;
+    if !value.is_finite() || value < 0.0 {
+        return Err(format!("\"{text}\" is not a duration of zero or more"));
+    }
+    std::time::Duration::try_from_secs_f64(value * scale)
+        .map_err(|_| format!("\"{text}\" is too long a duration"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,6 +138,19 @@ mod tests {
                 "{list:?}: {msg}"
             );
             assert!(!msg.contains('\n'), "{msg}");
+        }
+    }
+
+    #[test]
+    fn durations_parse_with_units_and_refuse_nonsense() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("2.5"), Ok(Duration::from_millis(2500)));
+        for bad in ["", "s", "-1s", "ten", "1e400s", "NaN"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
         }
     }
 }

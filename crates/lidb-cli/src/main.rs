@@ -18,6 +18,7 @@ mod repair_cmd;
 mod scaling_cmd;
 mod serve_cmd;
 mod size;
+mod stress_cmd;
 
 use std::process::ExitCode;
 
@@ -69,6 +70,12 @@ enum Command {
     /// the client library per mode (pipeline, on-server).
     #[command(subcommand)]
     Fine(fine_cmd::FineCommand),
+    /// Many threads of random writes, reads, batches and scans against one engine, with its
+    /// background jobs forced often, I/O faults injected (--faults) and the process killed at
+    /// random (--kill-every); every read and, after every kill or reopen, every key is checked
+    /// against an expected state kept outside the engine. Prints one summary line; exits 1 on
+    /// any mismatch, naming the seed, the operation and the key.
+    Stress(stress_cmd::StressArgs),
 }
 
 fn main() -> ExitCode {
@@ -87,6 +94,7 @@ fn main() -> ExitCode {
         Command::Repair(args) => repair_cmd::run(args, &given("repair")),
         Command::Serve(args) => serve_cmd::run(args, &given("serve")),
         Command::Fine(cmd) => fine_cmd::run(cmd),
+        Command::Stress(args) => stress_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
