@@ -13,6 +13,7 @@
 //! - `kill`: the supervisor that starts the run as a child process, SIGKILLs it, reopens,
 //!   verifies and repeats.
 //! - `target`: the operations, over an engine in this process.
+//! - `serve`: `lidb serve` as the target over the Redis protocol, SIGKILLed and restarted.
 //!
 //! Every run ends with a [`Report`]: one summary line, and `passed()` false on any mismatch.
 
@@ -21,6 +22,7 @@ pub mod deterministic;
 pub mod expected;
 pub mod kill;
 pub mod run;
+pub mod serve;
 pub mod target;
 pub mod workload;
 
