@@ -1,6 +1,8 @@
 //! `lidb stress`: many threads, kills and I/O faults against one engine, every read checked
 //! against an expected state (crate lidb-stress). Without `--kill-every` the run is one process;
-//! with it, this process supervises children (`--child`, hidden) that it kills at random.
+//! with it, this process supervises children (`--child`, hidden) that it kills at random. With
+//! `--serve` the workers are clients of a `lidb serve` child (killed at random with
+//! `--kill-every`); with `--deterministic` one worker runs over in-memory files with power cuts.
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -72,6 +74,12 @@ pub struct StressArgs {
     /// (appends, syncs, reads, renames: uniform in 1 to twice this).
     #[arg(long, default_value_t = 2000)]
     crash_every: u64,
+    /// Drive `lidb serve` (this binary, on the run's directory, one client connection per
+    /// thread) over the Redis protocol instead of an engine in this process; --kill-every then
+    /// SIGKILLs the server and restarts it. Faults are injected in-process only, so --faults
+    /// must be none.
+    #[arg(long)]
+    serve: bool,
     /// Internal: run as the child of a kill-mode supervisor.
     #[arg(long, hide = true)]
     child: bool,
@@ -102,6 +110,11 @@ pub fn run(a: StressArgs) -> Result<(), CliError> {
         return Err(CliError::Usage("--kill-every: at least 50ms".into()));
     }
     let faults = FaultSpec::parse(&a.faults).map_err(usage("--faults"))?;
+    if a.serve && !faults.is_none() {
+        return Err(CliError::Usage(
+            "--serve with --faults: faults are injected in-process only; use --faults none".into(),
+        ));
+    }
     let seed = a.seed.unwrap_or_else(clock_seed);
     let (db, temporary) = match &a.db {
         Some(d) => (d.clone(), false),
@@ -128,11 +141,22 @@ pub fn run(a: StressArgs) -> Result<(), CliError> {
             "--kill-every: --deterministic cuts the power instead (see --crash-every)".into(),
         ));
     }
+    if a.deterministic && a.serve {
+        return Err(CliError::Usage(
+            "--serve: --deterministic runs an engine in this process, not a server".into(),
+        ));
+    }
     if a.crash_every == 0 {
         return Err(CliError::Usage("--crash-every: at least 1".into()));
     }
     let report = if a.deterministic {
         lidb_stress::deterministic::stress_deterministic(&cfg, a.crash_every)
+    } else if a.serve {
+        let exe = std::env::current_exe().map_err(|e| CliError::Io {
+            what: "finding the lidb binary to serve".into(),
+            source: e,
+        })?;
+        lidb_stress::serve::stress_serve(&cfg, &exe, kill_every, a.threads)
     } else if a.child {
         lidb_stress::kill::child(&cfg)
     } else if let Some(every) = kill_every {
