@@ -383,7 +383,7 @@ pub fn stress_serve(
     };
     let expected = Arc::new(Expected::new(cfg.keys));
     let mut harness = ServeHarness::new(&cfg, lidb);
-    let mut report = run::run(&cfg, &mut harness, expected, Vec::new(), kill_every)?;
+    let mut report = run::run(&cfg, &mut harness, expected, Vec::new(), kill_every, None)?;
     if let Err(e) = harness.stop() {
         report.failures.push(e);
     }
