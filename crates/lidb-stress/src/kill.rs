@@ -63,7 +63,8 @@ pub fn child(cfg: &Config) -> Result<Report, String> {
 }
 
 /// Runs `cfg` under kills: `spawn(seed, remaining)` builds the child's command (`lidb stress
-/// --child` with the same options, that seed, that duration).
+/// --child` with the same options, that seed, that duration). Ends at `cfg.duration`, or once
+/// the children completed `cfg.operations` in all (checked after each kill).
 pub fn supervise(
     cfg: &Config,
     kill_every: Duration,
@@ -78,7 +79,8 @@ pub fn supervise(
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x4B11);
     let mut round = 0u64;
     let mut last_progress = Instant::now();
-    while Instant::now() < deadline && report.failures.is_empty() {
+    let more = |r: &Report| cfg.operations.is_none_or(|max| r.operations < max);
+    while Instant::now() < deadline && report.failures.is_empty() && more(&report) {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let mut cmd = spawn(cfg.seed.wrapping_add(round), remaining);
         cmd.stdout(Stdio::null()).stderr(Stdio::inherit());
