@@ -79,6 +79,8 @@ pub fn stress_deterministic(cfg: &Config, crash_every: u64) -> Result<Report, St
     // The one worker is this thread and calls `powered.target` itself: the slot must not keep
     // an engine alive past its reopen.
     *shared.target.get_mut().unwrap_or_else(|p| p.into_inner()) = None;
+    *shared.faults.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(powered.faults.clone());
+    shared.opened();
     let mut worker_rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ (1 << 40));
     while !shared.stopped() && Instant::now() < deadline {
         let result = if worker_rng.gen_bool(0.01) {
@@ -134,6 +136,9 @@ pub fn stress_deterministic(cfg: &Config, crash_every: u64) -> Result<Report, St
                 }
             }
             shared.errors_since_reopen.store(0, Ordering::SeqCst);
+            *shared.faults.write().unwrap_or_else(|p| p.into_inner()) =
+                Some(powered.faults.clone());
+            shared.opened();
         }
     }
     report.faults = add_counts(report.faults, powered.faults.counts());

@@ -119,6 +119,9 @@ impl run::Harness for EngineHarness {
     fn fault_counts(&self) -> FaultCounts {
         self.storage.counts()
     }
+    fn fault_storage(&self) -> Option<FaultStorage> {
+        Some(self.storage.clone())
+    }
 }
 
 /// What a run did and found.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use lidb_lsm::storage::fault::FaultCounts;
+use lidb_lsm::storage::fault::{FaultCounts, FaultStorage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -34,6 +34,10 @@ pub trait Harness: Send {
     /// Faults injected so far.
     fn fault_counts(&self) -> FaultCounts {
         FaultCounts::default()
+    }
+    /// The storage faults go through, where the harness injects them.
+    fn fault_storage(&self) -> Option<FaultStorage> {
+        None
     }
 }
 
@@ -66,6 +70,8 @@ pub fn run(
     harness.set_faults(true);
     let mut shared = Shared::new(Arc::clone(&expected), target, cfg.seed, cfg.value_size);
     shared.max_operations = cfg.operations;
+    *shared.faults.get_mut().unwrap_or_else(|p| p.into_inner()) = harness.fault_storage();
+    shared.opened();
     let shared = shared;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5EED);
     let next_kill = |rng: &mut ChaCha8Rng, from: Instant| {
@@ -167,6 +173,7 @@ fn reopen(harness: &mut dyn Harness, shared: &Shared, report: &mut Report) -> Re
     report.verified_keys += workload::verify_all(&shared.expected, target.as_ref())?;
     harness.set_faults(true);
     shared.errors_since_reopen.store(0, Ordering::SeqCst);
+    shared.opened();
     *slot = Some(target);
     Ok(())
 }

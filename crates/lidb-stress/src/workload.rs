@@ -18,6 +18,7 @@ use crate::expected::{
     ABSENT, Expected, Held, KeyState, Kind, OpLog, Record, describe, describe_all,
 };
 use crate::target::Target;
+use lidb_lsm::storage::fault::FaultStorage;
 
 /// Counters of one run (all threads).
 #[derive(Debug, Default)]
@@ -56,6 +57,11 @@ pub struct Shared {
     pub last_error: Mutex<Option<String>>,
     /// Write errors since the last reopen (the supervisor reopens when this is not 0).
     pub errors_since_reopen: AtomicU64,
+    /// The storage faults are injected through, when they are: a write that begins after a
+    /// sync failed (since the last reopen) must be refused.
+    pub faults: RwLock<Option<FaultStorage>>,
+    /// Failed syncs the storage had counted when the target was last (re)opened.
+    pub syncs_failed_at_open: AtomicU64,
     pub seed: u64,
     pub value_size: usize,
     /// Stop after this many operations in all (None: at the deadline only).
@@ -87,6 +93,8 @@ impl Shared {
             failures: Mutex::new(Vec::new()),
             last_error: Mutex::new(None),
             errors_since_reopen: AtomicU64::new(0),
+            faults: RwLock::new(None),
+            syncs_failed_at_open: AtomicU64::new(0),
             seed,
             value_size,
             max_operations: None,
@@ -106,6 +114,24 @@ impl Shared {
     fn error(&self, counter: &AtomicU64, what: String) {
         Counters::bump(counter);
         *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(what);
+    }
+
+    /// Failed syncs so far, where faults are injected.
+    fn syncs_failed(&self) -> Option<u64> {
+        let f = self.faults.read().unwrap_or_else(|p| p.into_inner());
+        f.as_ref().map(|f| f.counts().sync_errors)
+    }
+
+    /// Whether a sync failed since the target was last opened (then writes must be refused).
+    fn sync_failed_since_open(&self) -> bool {
+        self.syncs_failed()
+            .is_some_and(|n| n > self.syncs_failed_at_open.load(Ordering::SeqCst))
+    }
+
+    /// Marks a (re)open: sync failures before it no longer stop writes.
+    pub fn opened(&self) {
+        let n = self.syncs_failed().unwrap_or(0);
+        self.syncs_failed_at_open.store(n, Ordering::SeqCst);
     }
 
     /// Counts a background job's error.
@@ -236,6 +262,8 @@ fn write(
         }
         versions.push(v);
     }
+    // Read before the call: a sync that fails during it may be this write's own.
+    let must_refuse = shared.sync_failed_since_open();
     let encoded: Vec<([u8; 8], Vec<u8>)> = keys
         .iter()
         .zip(&versions)
@@ -271,6 +299,20 @@ fn write(
             })?;
         }
         g.finish(if delete { ABSENT } else { v }, ok);
+    }
+    if must_refuse && ok {
+        let failed = shared
+            .faults
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_ref()
+            .and_then(FaultStorage::last_failed_sync);
+        return Err(format!(
+            "a write of key {} was acknowledged after a failed sync (the last of {:?}), with no \
+             reopen between: an engine must refuse writes once a sync failed",
+            keys.first().copied().unwrap_or(0),
+            failed
+        ));
     }
     Ok(())
 }

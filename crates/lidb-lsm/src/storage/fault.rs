@@ -185,6 +185,8 @@ struct Injector {
     short_writes: AtomicU64,
     sync_errors: AtomicU64,
     enospc: AtomicU64,
+    /// The file or directory of the last failed sync, for messages.
+    last_failed_sync: std::sync::Mutex<Option<std::path::PathBuf>>,
 }
 
 /// The n-th output (from 0) of SplitMix64 seeded with `seed`.
@@ -240,6 +242,10 @@ impl Injector {
 
     fn check_sync(&self, path: &Path, what: &str) -> Result<()> {
         if self.fires(self.spec.sync_error_rate) {
+            *self
+                .last_failed_sync
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(path.to_path_buf());
             self.sync_errors.fetch_add(1, Ordering::Relaxed);
             return Err(eio(path, what));
         }
@@ -321,7 +327,17 @@ impl FaultStorage {
             short_writes: AtomicU64::new(0),
             sync_errors: AtomicU64::new(0),
             enospc: AtomicU64::new(0),
+            last_failed_sync: std::sync::Mutex::new(None),
         }))
+    }
+
+    /// The file (or directory, for `sync_dir`) of the last sync that failed, if one did.
+    pub fn last_failed_sync(&self) -> Option<std::path::PathBuf> {
+        self.0
+            .last_failed_sync
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Faults injected so far, per kind.
