@@ -7,6 +7,7 @@
 #   4. lidb serve with redis-cli and redis-benchmark, beside Debian's redis-server
 #   5. one small YCSB workload through the real YCSB client against lidb serve
 #   6. the Python package: pip install ./python into a virtualenv, then its pytest suite
+#   7. lidb stress for every engine: kills, power cuts and I/O faults, 30 s each (scripts/stress.sh)
 # Stops at the first failure. SKIP_PACKAGES=1 skips the installs (you installed them yourself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,5 +54,8 @@ RECORDS=2000 OPERATIONS=2000 VERIFY=1 timeout 1200 scripts/ycsb-run.sh a lsm
 
 echo "== 6. the Python package: pip install ./python, pytest (scripts/python-test.sh)"
 scripts/python-test.sh
+
+echo "== 7. lidb stress: every engine under kills, power cuts and faults (scripts/stress.sh)"
+DURATION="${STRESS_DURATION:-30s}" scripts/stress.sh
 
 echo "all test suites passed"
