@@ -1,5 +1,5 @@
 //! The device's own random-read latency, measured in the benchmark's directory in the same run
-//! as the engines (issue 13): the floor a point read that misses every cache cannot go below.
+//! as the engines: the floor a point read that misses every cache cannot go below.
 //! Engines' latencies are then printed as multiples of it.
 //!
 //! A [`ProbeFile`] is a file of pseudo-random bytes written (and synced) for the probe in the

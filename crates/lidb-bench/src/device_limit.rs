@@ -1,4 +1,4 @@
-//! The device limit in a benchmark's report (issue 13): the device's own 4 KiB random-read
+//! The device limit in a benchmark's report: the device's own 4 KiB random-read
 //! latency (O_DIRECT, queue depth 1; `crate::device`) probed in the run's directory before the
 //! engines run, again after them, and at each configuration's typical read size (its bytes per
 //! device read, rounded up to pages). Every row then carries its p50 and mean as multiples of the

@@ -257,7 +257,7 @@ fn every_engine_fits_a_memory_budget_or_says_why_not() {
                 assert_eq!(fit.status(), "at-open", "rocksdb: {fit:?}");
                 assert!(m.cache_bytes <= budget, "rocksdb: {m:?}");
             }
-            // One cache per store (issue 13), fitted like lsm's. 1 MiB is below their every-key
+            // One cache per store, fitted like lsm's. 1 MiB is below their every-key
             // Bloom (sized for at least a million keys), so they report the excess instead.
             "learnedkv" | "lsm+" | "lsm+tier" => {
                 let engines::BudgetFit::Resized(plan) = fit else {

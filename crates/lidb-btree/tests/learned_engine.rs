@@ -1,4 +1,4 @@
-//! The learned leaf path of `LearnedStore` (issue 9): against a BTreeMap with a pool small
+//! The learned leaf path of `LearnedStore`: against a BTreeMap with a pool small
 //! enough to evict all the time (splits and merges too), with the path on and off, across
 //! checkpoints, reopens (the table's blob) and retraining; readers and writers while retraining
 //! and eviction run; a model forced wrong still answers right (fallbacks); a fence check

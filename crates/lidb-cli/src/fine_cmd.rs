@@ -1,4 +1,4 @@
-//! `lidb fine serve` and `lidb fine bench`: FineStore across machines (issue 12; the protocol
+//! `lidb fine serve` and `lidb fine bench`: FineStore across machines (the protocol
 //! is docs/format/fine-wire.md, the work is in lidb-fine-net). This file parses options and
 //! prints; it holds no protocol or benchmark logic.
 

@@ -1,4 +1,4 @@
-//! Damage through the CLI, as a user meets it (issue 14): a `lidb kv` child writes and is killed,
+//! Damage through the CLI, as a user meets it: a `lidb kv` child writes and is killed,
 //! a byte in the middle of its log is flipped, and the next `lidb kv` must fail loudly (exit
 //! non-zero, the file and offset on stderr, no file changed); `--recovery-mode point-in-time`
 //! serves the prefix and prints what it dropped.

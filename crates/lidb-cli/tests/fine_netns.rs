@@ -1,6 +1,6 @@
 //! `lidb fine serve` and `lidb fine bench` across a real network boundary: two network
 //! namespaces joined by a veth pair, the server in one, the bench client in the other, talking
-//! over the veth addresses (issue 12). Gets of trained data must still take <= 1.05 round trips
+//! over the veth addresses. Gets of trained data must still take <= 1.05 round trips
 //! and every answer must be right. Where `tc qdisc ... netem` works, both veth ends get a
 //! 100 us delay and the test also checks that the round trip, not server CPU, sets the get
 //! latency; where it does not (no sch_netem module), it says so and runs without delay.

@@ -1,4 +1,5 @@
-//! The two deployments of issue 12 as processes: `lidb serve --engine finedex --fine-listen`
+//! The two deployments of FineStore across machines as processes: `lidb serve --engine finedex
+//! --fine-listen`
 //! (one shard over RESP and fine-wire from one index and one log: a write over either protocol
 //! is read back over the other, also after a kill and restart under --sync; bad keys and keys
 //! outside the shard are errors), and `lidb fine bench --mode twemproxy` (the shards over RESP

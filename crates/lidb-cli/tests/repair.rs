@@ -1,4 +1,4 @@
-//! `lidb repair` as a user meets it (issue 14): a store written by a killed `lidb kv`, a byte in
+//! `lidb repair` as a user meets it: a store written by a killed `lidb kv`, a byte in
 //! the middle of its log flipped, the next open fails; `lidb repair` prints what it kept and set
 //! aside and exits 0, and the next `lidb kv` serves every key (its last value, an earlier one, or
 //! nothing where the report says data was set aside), never an error.

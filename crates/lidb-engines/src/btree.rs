@@ -1,4 +1,4 @@
-//! `learnedstore` and `btree`: LearnedStore (lidb-btree, issue 9) behind the engine trait, with
+//! `learnedstore` and `btree`: LearnedStore (lidb-btree) behind the engine trait, with
 //! its learned leaf path on (`learnedstore`) and off (`btree`: the same buffer-managed B+-tree,
 //! every lookup a tree walk), so one run compares the two.
 //!

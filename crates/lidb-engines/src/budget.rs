@@ -1,5 +1,5 @@
 //! One memory budget shared by an engine's resident read structures and its read cache, so
-//! engines are compared at equal total memory (issue 13; `--memory` of `lidb bench ycsb` and
+//! engines are compared at equal total memory (`--memory` of `lidb bench ycsb` and
 //! `lidb bench lsm`).
 //!
 //! The rules, one per kind of engine:

@@ -1,4 +1,4 @@
-//! `finedex`: FineStore (lidb-fine, paper 004) behind the benchmark trait.
+//! `finedex`: FineStore (lidb-fine, the FineStore paper) behind the benchmark trait.
 //!
 //! FineStore keeps every key and value in memory, over the concurrent learned index FINEdex, and
 //! on disk only in a log and a checkpoint it replays on open. So of [`EngineConfig`] only `dir`

@@ -1,5 +1,5 @@
 //! `lidb fine bench`: YCSB workloads through [`Client`]s against fine-wire servers, per mode,
-//! with throughput, latency percentiles and round trips per operation (issue 12; paper 004,
+//! with throughput, latency percentiles and round trips per operation (the FineStore paper,
 //! section 5.7).
 //!
 //! Runs on the calling thread plus one thread per client thread; spawned servers listen on

@@ -1,4 +1,4 @@
-//! FineStore across machines (paper 004, section 4; issue 12): the fine-wire protocol
+//! FineStore across machines (the FineStore paper, section 4): the fine-wire protocol
 //! (docs/format/fine-wire.md), a FINEdex server whose trained data clients read without index
 //! code on the server, and the client library that caches every server's models.
 //!

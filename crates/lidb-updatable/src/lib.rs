@@ -1,6 +1,6 @@
 //! lidb-updatable: in-memory updatable learned indexes that hold their keys and values.
 //!
-//! These are the *data-unclustered* indexes of issue 11: unlike `lidb-index`, whose models only
+//! These are the *data-unclustered* indexes: unlike `lidb-index`, whose models only
 //! point into a sorted array the caller owns, every index here stores the (key, value) pairs in
 //! its own nodes and places each key where its models predict. Each is a real index: bulk load,
 //! point get, insert, remove, ordered iteration from a lower-bound seek, its heap size and its

@@ -1,6 +1,6 @@
 //! A memory cgroup around this process while a peer that caches in the OS page cache (LMDB)
-//! runs, so its cache is capped to the pool the other engines get (issue 9: "LMDB through heed
-//! under a memory cgroup of the same size where the machine allows it").
+//! runs, so its cache is capped to the pool the other engines get (LMDB runs under a memory
+//! cgroup of the pool's size where the machine allows it).
 //!
 //! [`MemoryCap::apply`] makes a child of the process's memory cgroup, sets its limit (cgroup v1
 //! `memory.limit_in_bytes`, or v2 `memory.max`), and moves the whole process into it; dropping the

@@ -1,4 +1,4 @@
-//! The LearnedStore paper's experiments (section V, issue 9) over paged B+-trees:
+//! The LearnedStore paper's experiments (section V) over paged B+-trees:
 //! `lidb bench btree --experiment memory|partial|cold|writes`.
 //!
 //! Layout, one concept per file:

@@ -1,4 +1,4 @@
-//! A boundary B per level under an index-memory budget (issue 13; the LSM study's future work:
+//! A boundary B per level under an index-memory budget (the LSM study's future work:
 //! upper levels are small and read more often per entry, so a small B there costs little memory).
 //!
 //! The experiment (`--experiment level-plan --index-memory SIZE`), on one table-granularity load:

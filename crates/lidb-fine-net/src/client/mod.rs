@@ -1,4 +1,4 @@
-//! The client library (paper 004, section 4.1): a shard map over fine-wire servers, each
+//! The client library (the FineStore paper, section 4.1): a shard map over fine-wire servers, each
 //! server's model layout cached, gets that predict a window and read it in one round trip, and
 //! pipeline requests to level bins for the rest.
 //!
@@ -44,12 +44,12 @@ pub enum Mode {
     OnServer,
     /// Pipeline ops, each inside a remote shared lock of the server's layout (LOCK before,
     /// UNLOCK after: 2 more round trips) instead of relying on the extended RCU barrier; the
-    /// server retrains under the exclusive lock (paper 004, Figure 20).
+    /// server retrains under the exclusive lock (the FineStore paper, Figure 20).
     Locks,
     /// The client caches no model: a get reads the model region (READ_MODEL), the predicted
     /// window of trained data (READ), and when the key is not trained its level bin
     /// (READ_BIN: the root bin, then a child bin if the root is an index), each copy validated;
-    /// writes and ranges are RPCs by key (paper 004's comparison with Cell, section 5.7).
+    /// writes and ranges are RPCs by key (the FineStore paper's comparison with Cell, section 5.7).
     OnClient,
 }
 

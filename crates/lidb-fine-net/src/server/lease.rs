@@ -1,4 +1,4 @@
-//! The remote layout lock of the locks mode (paper 004, Figure 20: remote locks instead of the
+//! The remote layout lock of the locks mode (the FineStore paper, Figure 20: remote locks instead of the
 //! extended RCU barrier): clients hold it shared for the length of each operation that uses
 //! their cached models; the server's retrainer takes it exclusively, so a retraining waits for
 //! every operation in flight and new operations wait for the retraining.

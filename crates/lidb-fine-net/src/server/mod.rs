@@ -1,4 +1,4 @@
-//! The fine-wire server: a FINEdex index behind TCP (paper 004, section 4, over TCP instead of
+//! The fine-wire server: a FINEdex index behind TCP (the FineStore paper, section 4, over TCP instead of
 //! RDMA; docs/format/fine-wire.md).
 //!
 //! Threads: one accept thread; one thread per connection, which answers that connection's

@@ -1,4 +1,4 @@
-//! The extended RCU barrier (paper 004, section 4.2; docs/format/fine-wire.md, "Extended RCU
+//! The extended RCU barrier (the FineStore paper, section 4.2; docs/format/fine-wire.md, "Extended RCU
 //! barrier"): which regions a remote read may still name, which clients took which layout
 //! version, and when old regions are reclaimed.
 //!

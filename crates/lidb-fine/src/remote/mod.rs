@@ -1,4 +1,4 @@
-//! What a FINEdex server exposes to remote clients (paper 004, section 4; the bytes are in
+//! What a FINEdex server exposes to remote clients (the FineStore paper, section 4; the bytes are in
 //! docs/format/fine-wire.md): trained-data regions a network thread copies without locks or
 //! index code, the model layout clients predict positions with, pipeline operations that start
 //! at a level bin address, and the extended RCU barrier (`barrier.rs`).

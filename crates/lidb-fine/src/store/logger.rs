@@ -1,4 +1,4 @@
-//! The log buffer and the logger thread (paper 004, section 4.3): writers append encoded records
+//! The log buffer and the logger thread (the FineStore paper, section 4.3): writers append encoded records
 //! to one buffer; one logger thread takes the whole buffer as a batch, appends it to the log
 //! file with one `append`, and syncs it when the store runs with `sync` or someone waits for
 //! durability (`flush`).

@@ -1,4 +1,4 @@
-//! FineStore (paper 004, sections 3 and 4.3): a durable key-value store of byte keys and byte
+//! FineStore (the FineStore paper, sections 3 and 4.3): a durable key-value store of byte keys and byte
 //! values over [`crate::FineIndex`].
 //!
 //! - `memory.rs`: byte keys over the index (order-preserving image + full-key buckets);
