@@ -85,6 +85,10 @@ pub struct EngineHarness {
     storage: FaultStorage,
     /// Whether injection is on between opens.
     faults_on: bool,
+    /// Whether the run injects faults at all (then opens try with them first).
+    inject: bool,
+    /// Opens that failed under faults.
+    failed_opens: u64,
 }
 
 impl EngineHarness {
@@ -95,19 +99,42 @@ impl EngineHarness {
             cfg: cfg.engine_config(),
             storage: FaultStorage::new(inner, cfg.faults, cfg.seed),
             faults_on: false,
+            inject: !cfg.faults.is_none(),
+            failed_opens: 0,
         }
     }
 }
 
 impl run::Harness for EngineHarness {
     fn open(&mut self) -> Result<(Arc<dyn Target>, String), String> {
-        // Injection is off while the engine opens: recovery under faults is a later step.
+        // Every open first runs with the faults on (recovery's reads, truncations and syncs
+        // fail like any others); one that fails must have changed nothing a second open, with
+        // the faults off, cannot recover from.
+        if self.inject {
+            self.storage.set_enabled(true);
+            let first =
+                lidb_engines::open_on(&self.name, &self.cfg, Arc::new(self.storage.clone()));
+            self.storage.set_enabled(self.faults_on);
+            match first {
+                Ok(engine) => {
+                    let recovery = engine.recovery();
+                    return Ok((Arc::new(EngineTarget { engine }), recovery));
+                }
+                Err(e) => {
+                    self.failed_opens += 1;
+                    eprintln!("stress: an open under faults failed, opening again without: {e}");
+                }
+            }
+        }
         self.storage.set_enabled(false);
         let opened = lidb_engines::open_on(&self.name, &self.cfg, Arc::new(self.storage.clone()));
         self.storage.set_enabled(self.faults_on);
         let engine = opened.map_err(|e| format!("opening {}: {e}", self.name))?;
         let recovery = engine.recovery();
         Ok((Arc::new(EngineTarget { engine }), recovery))
+    }
+    fn failed_opens(&self) -> u64 {
+        self.failed_opens
     }
     fn set_faults(&mut self, on: bool) {
         self.faults_on = on;
@@ -143,6 +170,8 @@ pub struct Report {
     pub background_errors: u64,
     pub kills: u64,
     pub reopens: u64,
+    /// Opens under faults that failed (each then retried without faults).
+    pub failed_opens: u64,
     /// Reopens whose recovery reported something cut or replayed.
     pub recoveries: u64,
     pub faults: FaultCounts,
@@ -209,7 +238,7 @@ impl Report {
     }
 
     /// The counters a kill-mode child publishes, as `name value` lines.
-    fn counters(&self) -> [(&'static str, u64); 13] {
+    fn counters(&self) -> [(&'static str, u64); 14] {
         let f = &self.faults;
         [
             ("gets", self.gets),
@@ -219,6 +248,7 @@ impl Report {
             ("read_errors", self.read_errors),
             ("background_errors", self.background_errors),
             ("reopens", self.reopens),
+            ("failed_opens", self.failed_opens),
             ("recoveries", self.recoveries),
             ("fault_read", f.read_errors),
             ("fault_write", f.write_errors),
@@ -261,6 +291,7 @@ impl Report {
                 "read_errors" => self.read_errors += n,
                 "background_errors" => self.background_errors += n,
                 "reopens" => self.reopens += n,
+                "failed_opens" => self.failed_opens += n,
                 "recoveries" => self.recoveries += n,
                 "fault_read" => f.read_errors += n,
                 "fault_write" => f.write_errors += n,
@@ -290,7 +321,8 @@ impl Report {
         let f = &self.faults;
         format!(
             "stress: engine={} threads={} keys={} seed={} seconds={:.1} operations={} gets={} \
-             writes={} batches={} scans={} background_jobs={} kills={} reopens={} recoveries={} \
+             writes={} batches={} scans={} background_jobs={} kills={} reopens={} failed_opens={} \
+             recoveries={} \
              faults={} (read-eio={} write-eio={} short-write={} sync-fail={} enospc={}) \
              errors={} (read={} write={} background={}) verified_keys={} mismatches={} {}",
             self.engine,
@@ -306,6 +338,7 @@ impl Report {
             self.background_jobs,
             self.kills,
             self.reopens,
+            self.failed_opens,
             self.recoveries,
             f.total(),
             f.read_errors,

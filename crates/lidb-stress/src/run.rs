@@ -35,6 +35,10 @@ pub trait Harness: Send {
     fn fault_counts(&self) -> FaultCounts {
         FaultCounts::default()
     }
+    /// Opens that failed under faults (and were retried without).
+    fn failed_opens(&self) -> u64 {
+        0
+    }
     /// The storage faults go through, where the harness injects them.
     fn fault_storage(&self) -> Option<FaultStorage> {
         None
@@ -98,6 +102,7 @@ pub fn run(
                     let mut snap = Report::new(cfg);
                     snap.absorb(&shared, harness.fault_counts());
                     snap.reopens = report.reopens;
+                    snap.failed_opens = harness.failed_opens();
                     snap.publish(path);
                 }
                 if last_progress.elapsed() >= PROGRESS {
@@ -155,6 +160,7 @@ pub fn run(
     }
     let slot = shared.target.write().map(|mut s| s.take());
     drop(slot);
+    report.failed_opens = harness.failed_opens();
     // A failed verification after a reopen is a mismatch too.
     report.mismatches = report.mismatches.max(report.failures.len() as u64);
     report.seconds = started.elapsed().as_secs_f64();

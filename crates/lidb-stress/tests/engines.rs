@@ -68,6 +68,29 @@ fn every_engine_passes_eight_threads_in_one_process() {
 }
 
 #[test]
+fn every_engine_keeps_its_contract_under_faults() {
+    let dir = tempdir();
+    let spec = "read-eio=0.002,write-eio=0.001,short-write=0.001,sync-fail=0.001,enospc=64MiB";
+    for engine in ENGINES {
+        let mut cfg = config(engine, dir.path(), 21);
+        cfg.faults = FaultSpec::parse(spec).unwrap_or_else(|e| panic!("{e}"));
+        let report = lidb_stress::stress_engine(&cfg).unwrap_or_else(|e| panic!("{engine}: {e}"));
+        assert!(
+            report.passed(),
+            "{engine}: {}\n{:?}",
+            report.summary(),
+            report.failures
+        );
+        assert!(
+            report.faults.total() > 0,
+            "{engine}: no fault fired: {}",
+            report.summary()
+        );
+        assert!(report.reopens >= 2, "{engine}: {}", report.summary());
+    }
+}
+
+#[test]
 fn deterministic_runs_survive_power_cuts_and_replay_exactly() {
     for engine in ["lsm", "learnedkv", "lsm+", "lsm+tier", "finedex"] {
         let dir = tempdir();
