@@ -55,6 +55,22 @@ struct State {
     log_bytes: u64,
 }
 
+impl State {
+    /// Err when a write may not be taken: the log failed, refuses writes, or shut down.
+    fn writable(&self) -> Result<()> {
+        if let Some(e) = &self.error {
+            return Err(Logger::failed(e));
+        }
+        if let Some(why) = &self.refused {
+            return Err(Error::Closed(why.clone()));
+        }
+        if self.shutdown {
+            return Err(Error::Closed("the store is closed".into()));
+        }
+        Ok(())
+    }
+}
+
 /// The log buffer shared by writers and the logger thread.
 #[derive(Debug)]
 pub struct Logger {
@@ -117,15 +133,7 @@ impl Logger {
     /// acknowledged-when-buffered; wait for [`Logger::wait_durable`] for more.
     pub fn append(&self, encode: impl FnOnce(u64, &mut Vec<u8>)) -> Result<u64> {
         let mut st = lock(&self.state);
-        if let Some(e) = &st.error {
-            return Err(Logger::failed(e));
-        }
-        if let Some(why) = &st.refused {
-            return Err(Error::Closed(why.clone()));
-        }
-        if st.shutdown {
-            return Err(Error::Closed("the store is closed".into()));
-        }
+        st.writable()?;
         // Recovery never yields a record seq of u64::MAX, so a logger may start there (a
         // checkpoint or record claiming the last seq): it then refuses writes, not overflows.
         let seq = st.next_seq;
@@ -151,15 +159,7 @@ impl Logger {
     /// synced, and a crash would bring the key back.
     pub fn barrier(&self) -> Result<Option<u64>> {
         let st = lock(&self.state);
-        if let Some(e) = &st.error {
-            return Err(Logger::failed(e));
-        }
-        if let Some(why) = &st.refused {
-            return Err(Error::Closed(why.clone()));
-        }
-        if st.shutdown {
-            return Err(Error::Closed("the store is closed".into()));
-        }
+        st.writable()?;
         Ok(st.next_seq.checked_sub(1))
     }
 
