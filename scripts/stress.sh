@@ -34,7 +34,7 @@ for engine in $engines; do
     learnedstore|btree) ;;  # their page file is not on lidb's storage layer: no power cuts
     *)
       echo "== $engine: deterministic, power cuts and faults ($ops operations)"
-      "$lidb" stress --engine "$engine" --deterministic --keys 2000 --operations "$ops" \
+      "$lidb" stress --engine "$engine" --deterministic --keys 2000 --ops "$ops" \
         --faults "$faults" --seed "$seed" --duration 5m ;;
   esac
 done

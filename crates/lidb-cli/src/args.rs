@@ -83,6 +83,12 @@ pub fn given_options(definition: &clap::Command, matches: &ArgMatches, name: &st
         .collect()
 }
 
+/// A count of operations or records: `5000`, `200K`, `10M` (lidb-data's count syntax); errors
+/// name `option`.
+pub fn count(option: &str, text: &str) -> Result<u64, CliError> {
+    lidb_data::synthetic::parse_count(text.trim()).map_err(|e| usage(option)(e.to_string()))
+}
+
 /// A duration: `500ms`, `30s`, `5m`, `1h`, or a bare number of seconds (`2.5`).
 pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
     let t = text.trim();

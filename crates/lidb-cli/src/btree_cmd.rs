@@ -8,7 +8,7 @@ use clap::Args;
 use lidb_bench::btree::{self, Config, Dataset, Experiment, engines};
 use lidb_bench::lsm::load::{parse_size, sample_keys};
 
-use crate::args::usage;
+use crate::args::{count, usage};
 use crate::error::CliError;
 use crate::kvbench_cmd::{print, print_config, resolve_data};
 
@@ -85,10 +85,6 @@ pub struct BtreeArgs {
     /// One JSON object per line (the config line and notes go to stderr).
     #[arg(long)]
     json: bool,
-}
-
-fn count(option: &str, text: &str) -> Result<u64, CliError> {
-    lidb_data::synthetic::parse_count(text.trim()).map_err(|e| usage(option)(e.to_string()))
 }
 
 fn engine_list(text: &str) -> Result<Vec<String>, CliError> {

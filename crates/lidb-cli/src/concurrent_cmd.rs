@@ -69,10 +69,9 @@ pub struct ConcurrentArgs {
     json: bool,
 }
 
+/// A count as a usize (the sizes of in-memory key sets).
 fn count(option: &str, text: &str) -> Result<usize, CliError> {
-    lidb_data::synthetic::parse_count(text.trim())
-        .map(|n| n as usize)
-        .map_err(|e| CliError::Usage(format!("{option}: {e}")))
+    crate::args::count(option, text).map(|n| n as usize)
 }
 
 pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {

@@ -13,6 +13,7 @@ use lidb_fine_net::bench::{self, BenchConfig, BenchWorkload};
 use lidb_fine_net::server::{Server, ServerConfig};
 use lidb_fine_net::{Mode, WireError, twemproxy};
 
+use crate::args::count;
 use crate::error::{CliError, io};
 
 #[derive(Debug, Subcommand)]
@@ -161,11 +162,6 @@ fn serve(a: ServeArgs) -> Result<(), CliError> {
     loop {
         std::thread::park();
     }
-}
-
-fn count(option: &str, text: &str) -> Result<u64, CliError> {
-    lidb_data::synthetic::parse_count(text.trim())
-        .map_err(|e| CliError::Usage(format!("{option}: {e}")))
 }
 
 /// What `--mode twemproxy` cannot run, refused before anything starts.

@@ -11,7 +11,7 @@ use lidb_bench::kv::{self, Common, Records};
 use lidb_bench::lsm::load::parse_size;
 use lidb_data::RequestDistribution;
 
-use crate::args::usage;
+use crate::args::{count, usage};
 use crate::error::{CliError, io};
 
 /// Options both benchmarks share.
@@ -143,10 +143,6 @@ pub struct ScanArgs {
     /// records is this over key_size + value_size.
     #[arg(long, default_value = "500000")]
     scan_bytes: String,
-}
-
-fn count(option: &str, text: &str) -> Result<u64, CliError> {
-    lidb_data::synthetic::parse_count(text.trim()).map_err(|e| usage(option)(e.to_string()))
 }
 
 fn size(option: &str, text: &str) -> Result<u64, CliError> {

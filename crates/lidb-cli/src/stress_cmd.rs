@@ -12,7 +12,7 @@ use lidb_bench::engines;
 use lidb_lsm::storage::fault::FaultSpec;
 use lidb_stress::{Config, Report};
 
-use crate::args::{parse_duration, usage};
+use crate::args::{count, parse_duration, usage};
 use crate::error::CliError;
 
 #[derive(Debug, Args)]
@@ -32,9 +32,9 @@ pub struct StressArgs {
     /// How long the run lasts: 30s, 5m, 1h, 500ms (a bare number is seconds).
     #[arg(long, default_value = "30s")]
     duration: String,
-    /// Stop earlier, after this many operations in all (reads included).
+    /// Stop earlier, after this many operations in all (reads included): 50000, 200K, 10M.
     #[arg(long)]
-    operations: Option<u64>,
+    ops: Option<String>,
     /// Kill mode: run the workload as a child process and SIGKILL it at a random moment of each
     /// interval (e.g. 2s), then reopen the engine, verify every key against the expected state
     /// and start the next child. Without it the run is one process.
@@ -128,7 +128,7 @@ pub fn run(a: StressArgs) -> Result<(), CliError> {
         threads: a.threads,
         keys: a.keys,
         duration,
-        operations: a.operations,
+        operations: a.ops.as_deref().map(|t| count("--ops", t)).transpose()?,
         faults,
         seed,
         db: db.clone(),
