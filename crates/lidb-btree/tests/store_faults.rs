@@ -43,3 +43,28 @@ fn a_delete_of_an_absent_key_is_refused_once_the_log_failed() {
     let got = reopened.get(b"kept").unwrap_or_else(|e| panic!("get: {e}"));
     assert_eq!(got.as_deref(), Some(&b"w"[..]));
 }
+
+#[test]
+fn a_failed_checkpoint_stops_writes_until_reopen() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let spec = FaultSpec::parse("sync-fail=1").unwrap_or_else(|e| panic!("{e}"));
+    let storage = FaultStorage::new(Arc::new(FsStorage), spec, 2);
+    storage.set_enabled(false);
+    let store = open(&storage, dir.path());
+    store.put(b"a", b"1").unwrap_or_else(|e| panic!("put: {e}"));
+    storage.set_enabled(true);
+    assert!(store.checkpoint().is_err(), "its syncs fail");
+    storage.set_enabled(false);
+    // The storage works again, but a sync failed: the store takes no write until reopened.
+    let put = store.put(b"b", b"2");
+    assert!(put.is_err(), "a write after a failed checkpoint: {put:?}");
+    let got = store.get(b"a").unwrap_or_else(|e| panic!("get: {e}"));
+    assert_eq!(got.as_deref(), Some(&b"1"[..]), "reads go on");
+    drop(store);
+    let reopened = open(&storage, dir.path());
+    let got = reopened.get(b"a").unwrap_or_else(|e| panic!("get: {e}"));
+    assert_eq!(got.as_deref(), Some(&b"1"[..]));
+    reopened
+        .put(b"b", b"2")
+        .unwrap_or_else(|e| panic!("put after reopen: {e}"));
+}

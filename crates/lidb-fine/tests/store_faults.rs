@@ -46,3 +46,26 @@ fn a_delete_of_an_absent_key_is_refused_once_the_log_failed() {
     // The failed delete may or may not have reached the log; the other put was durable.
     assert_eq!(reopened.get(b"kept").as_deref(), Some(&b"w"[..]));
 }
+
+#[test]
+fn a_failed_checkpoint_stops_writes_until_reopen() {
+    let mem = MemStorage::new();
+    let spec = FaultSpec::parse("sync-fail=1").unwrap_or_else(|e| panic!("{e}"));
+    let storage = FaultStorage::new(Arc::new(mem.clone()), spec, 2);
+    storage.set_enabled(false);
+    let store = open(&storage);
+    store.put(b"a", b"1").unwrap_or_else(|e| panic!("put: {e}"));
+    storage.set_enabled(true);
+    assert!(store.checkpoint().is_err(), "its syncs fail");
+    storage.set_enabled(false);
+    // The storage works again, but a sync failed: the store takes no write until reopened.
+    let put = store.put(b"b", b"2");
+    assert!(put.is_err(), "a write after a failed checkpoint: {put:?}");
+    assert_eq!(store.get(b"a").as_deref(), Some(&b"1"[..]), "reads go on");
+    drop(store);
+    let reopened = open(&storage);
+    assert_eq!(reopened.get(b"a").as_deref(), Some(&b"1"[..]));
+    reopened
+        .put(b"b", b"2")
+        .unwrap_or_else(|e| panic!("put after reopen: {e}"));
+}

@@ -307,7 +307,16 @@ impl<T: CheckpointTarget + 'static> BTreeStore<T> {
     /// switch (with the blob of [`BTreeStore::set_checkpoint_extra`]), then removes the old
     /// logs; writers go on meanwhile. Returns once the checkpoint is durable.
     pub fn checkpoint(&self) -> Result<()> {
-        self.shared.checkpoint()
+        let s = &self.shared;
+        let r = s.checkpoint();
+        if let Err(e) = &r {
+            // As after a failed automatic checkpoint: a sync or write of the storage failed, so
+            // the store takes no more writes until it is reopened (what it acknowledged stays).
+            let why = format!("a checkpoint failed: {e}");
+            s.log.refuse(why.clone());
+            lock(&s.background_error).get_or_insert(why);
+        }
+        r
     }
 
     /// Stops the checkpointer (a checkpoint it runs finishes), syncs every write, checkpoints

@@ -18,8 +18,9 @@
 //!    another one after it.
 //! 2. A checkpoint runs only when the log still holds the threshold once `files` is held
 //!    ([`Shared::checkpoint_if_due`]): a nudge made stale by an explicit checkpoint is dropped.
-//! 3. A failed automatic checkpoint stops the store's writes (`Logger::refuse_writes`, then a
-//!    flush, so every write acknowledged before is kept): every later write and `close` return
+//! 3. A failed checkpoint, automatic or explicit, stops the store's writes
+//!    (`Logger::refuse_writes`, then a flush, so every write acknowledged before is kept): every
+//!    later write and `close` return
 //!    `Error::Closed` naming the failure, so it is never silent. Reads and `flush` go on. (A
 //!    failure of the log itself, or of the state switch, stops the log as well: `poison`.)
 
@@ -145,10 +146,19 @@ impl Shared {
         self.checkpoint_locked(&mut files)
     }
 
-    /// See `FineStore::checkpoint`.
+    /// See `FineStore::checkpoint`. A failure stops the store's writes as a failed automatic
+    /// checkpoint does (invariant 3): a sync or write of the storage failed, and the store takes
+    /// no more writes until it is reopened.
     pub fn checkpoint(&self) -> Result<()> {
         let mut files = lock(&self.files);
-        self.checkpoint_locked(&mut files)
+        let r = self.checkpoint_locked(&mut files);
+        drop(files);
+        if let Err(e) = &r {
+            self.logger
+                .refuse_writes(format!("a checkpoint failed: {e}"));
+            let _ = self.logger.flush();
+        }
+        r
     }
 
     /// The fuzzy checkpoint; `files` is held for the whole run, so one runs at a time.
