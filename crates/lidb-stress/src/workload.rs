@@ -62,6 +62,8 @@ pub struct Shared {
     pub faults: RwLock<Option<FaultStorage>>,
     /// Failed syncs the storage had counted when the target was last (re)opened.
     pub syncs_failed_at_open: AtomicU64,
+    /// When a worker first saw a sync failure since the last (re)open.
+    sync_failure_seen: Mutex<Option<Instant>>,
     pub seed: u64,
     pub value_size: usize,
     /// Stop after this many operations in all (None: at the deadline only).
@@ -77,6 +79,9 @@ impl std::fmt::Debug for Shared {
 }
 
 const KEEP_FAILURES: usize = 20;
+
+/// How long after a failed sync an engine may still take a write that was under way.
+pub const SYNC_GRACE: Duration = Duration::from_millis(50);
 
 impl Shared {
     pub fn new(
@@ -95,6 +100,7 @@ impl Shared {
             errors_since_reopen: AtomicU64::new(0),
             faults: RwLock::new(None),
             syncs_failed_at_open: AtomicU64::new(0),
+            sync_failure_seen: Mutex::new(None),
             seed,
             value_size,
             max_operations: None,
@@ -123,15 +129,28 @@ impl Shared {
     }
 
     /// Whether a sync failed since the target was last opened (then writes must be refused).
+    ///
+    /// The engine learns of a failed sync when the storage returns the error, a moment after
+    /// the storage counted it; a write that began in between may still be taken. So a write
+    /// must be refused only once [`SYNC_GRACE`] has passed since a worker first saw the count
+    /// grow: an engine that never stops writing is caught, one that stops at once is not
+    /// blamed for the writes already under way.
     fn sync_failed_since_open(&self) -> bool {
-        self.syncs_failed()
-            .is_some_and(|n| n > self.syncs_failed_at_open.load(Ordering::SeqCst))
+        let grown = self
+            .syncs_failed()
+            .is_some_and(|n| n > self.syncs_failed_at_open.load(Ordering::SeqCst));
+        if !grown {
+            return false;
+        }
+        let mut seen = self.sync_failure_seen.lock().unwrap_or_else(|p| p.into_inner());
+        seen.get_or_insert_with(Instant::now).elapsed() >= SYNC_GRACE
     }
 
     /// Marks a (re)open: sync failures before it no longer stop writes.
     pub fn opened(&self) {
         let n = self.syncs_failed().unwrap_or(0);
         self.syncs_failed_at_open.store(n, Ordering::SeqCst);
+        *self.sync_failure_seen.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// Counts a background job's error.
