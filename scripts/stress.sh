@@ -21,7 +21,7 @@ engines="${ENGINES:-lsm learnedkv lsm+ lsm+tier finedex learnedstore btree}"
 threads="${THREADS:-8}"
 keys="${KEYS:-10000}"
 kill_every="${KILL_EVERY:-2s}"
-faults="${FAULTS:-read-eio=0.001,write-eio=0.0002,short-write=0.0002,sync-fail=0.0002,enospc=4MiB}"
+faults="${FAULTS:-read-eio=0.001,write-eio=0.0002,short-write=0.0002,sync-fail=0.0002,enospc=1MiB}"
 seed="${SEED:-$(date +%s)}"
 ops="${OPS:-30000}"
 [ -x "$lidb" ] || { echo "stress.sh: $lidb not found: cargo build --release --bin lidb" >&2; exit 1; }
