@@ -12,6 +12,19 @@
 //!
 //! Reads and writes go on throughout: writes into the new LSM, reads through the new LSM, the
 //! frozen LSM, then the old tier, until the install.
+//!
+//! Failure: a GC (or conversion) that fails, on the background thread or called through
+//! `Store::gc` / `Store::convert`, stops writes until reopen (`Shared::stop_writes`); reads go
+//! on. Its result is not installed, but it is not abandoned cleanly either: after the switch
+//! `KVSTATE` names a frozen LSM that only a finished GC retires (a reopen finishes it), lsm+'s
+//! output value log is named there and resumed by that GC, and the job may have failed the sync
+//! of the old value log, of the frozen LSM's WAL, of `KVSTATE` or of the directory, after which a
+//! retried sync could report lost pages durable. So every failure, not only a failed sync of a
+//! file no acknowledged write depends on (a new svlog, key list or tier table), is treated alike:
+//! as RocksDB does with a background error, writes stop. A failure is recorded just after the
+//! failing call returns on the GC's own thread, so a write whose check ran in between may still
+//! be acknowledged; it is durable as promised (its value log and WAL are the active ones, not
+//! the GC's), only refused one write late.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -56,10 +69,10 @@ pub(crate) fn background(s: &Arc<Shared>) {
         } else {
             None
         };
+        // A failed job has stopped writes already (`run`, `convert::run`).
         if let Some(job) = job
-            && let Err(e) = job(s)
+            && job(s).is_err()
         {
-            *lock(&s.bg_error) = Some(e.to_string());
             return;
         }
     }
@@ -167,8 +180,13 @@ pub(crate) fn state_with(
     }
 }
 
-/// Runs one GC to completion (finishing an interrupted one if the view has a frozen LSM).
+/// Runs one GC to completion (finishing an interrupted one if the view has a frozen LSM). A
+/// failure stops writes until reopen (see the module documentation).
 pub(crate) fn run(s: &Shared) -> Result<()> {
+    run_once(s).inspect_err(|e| s.stop_writes(e))
+}
+
+fn run_once(s: &Shared) -> Result<()> {
     let _one_at_a_time = lock(&s.gc_lock);
     let view = if s.current().frozen.is_none() {
         switch(s)?

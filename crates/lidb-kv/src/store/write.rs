@@ -1,6 +1,13 @@
 //! The write path: the value goes to the value log, its pointer to the active LSM (a deletion is
 //! the empty tombstone in the LSM, with no value-log record). Writers hold the write mutex, which
 //! a GC also takes to switch to a new LSM and value log, so no write lands in a frozen LSM.
+//!
+//! Refusal: under the write mutex, every write (a deletion too, which appends nothing to the
+//! value log) first checks `Shared::bg_error` and that the active value log is not poisoned. A
+//! failed append or sync of the active log poisons it while holding the log's mutex, whichever
+//! thread synced (a writer, `Store::flush`, a GC's switch, an LSM's flush hook), so a write that
+//! starts after that failure is refused with an error naming it. A failed WAL append or sync
+//! poisons the LSM's WAL, which refuses the write in `Db::put` the same way.
 
 use std::sync::atomic::Ordering;
 
@@ -10,10 +17,13 @@ use crate::store::Shared;
 use crate::store::state::lock;
 
 pub(crate) fn put(s: &Shared, key: &[u8], value: Option<&[u8]>) -> Result<()> {
-    if let Some(e) = lock(&s.bg_error).as_ref() {
-        return Err(Error::Closed(format!("a background GC failed: {e}")));
-    }
     let mut w = lock(&s.write);
+    if let Some(e) = lock(&s.bg_error).as_ref() {
+        return Err(Error::Closed(format!(
+            "writes stopped until reopen after a GC or conversion failed: {e}"
+        )));
+    }
+    w.vlog.check_usable()?;
     let view = s.current();
     let encoded = match value {
         Some(v) => {
