@@ -42,7 +42,7 @@ use crate::static_tier::{StaticTier, StaticTierBuilder, TierOptions};
 use crate::store::options::{StoreOptions, TierKind};
 use crate::store::read::KvIterator;
 use crate::store::state::{LsmPart, Tier, TierHandle, Tiers, VlogFile, lock, lsm_dir};
-use crate::store::{Shared, read, writeback};
+use crate::store::{Shared, WriteState, read, writeback};
 use crate::vlog::{VlogReader, VlogWriter, vlog_path};
 
 /// The background thread: sleeps until woken (or a period passes), runs a GC when one is due.
@@ -223,8 +223,18 @@ fn run_once(s: &Shared) -> Result<()> {
 }
 
 /// Phase 1: new LSM and value log for writes; the active LSM becomes frozen.
+///
+/// A failure stops writes before the write mutex is released: writers queued on it would
+/// otherwise be acknowledged between the failed sync and `run`'s recording of it.
 pub(crate) fn switch(s: &Shared) -> Result<Arc<Tiers>> {
     let mut w = lock(&s.write);
+    switch_locked(s, &mut w).inspect_err(|e| s.stop_writes(e))?;
+    drop(w);
+    refit(s);
+    Ok(s.current())
+}
+
+fn switch_locked(s: &Shared, w: &mut WriteState) -> Result<()> {
     let old = s.current();
     let lsm_n = s.new_number();
     let vlog_n = s.new_number();
@@ -260,9 +270,8 @@ pub(crate) fn switch(s: &Shared) -> Result<Arc<Tiers>> {
         next_all_keys_capacity(s),
         crate::store::ALL_KEYS_BITS,
     )));
-    s.install(&w, next);
-    refit(s);
-    Ok(s.current())
+    s.install(w, next);
+    Ok(())
 }
 
 /// Under a held memory budget, gives the cache what the resident part leaves now; returns the
@@ -420,6 +429,22 @@ pub(crate) fn install(
     tier_bytes: u64,
 ) -> Result<()> {
     let w = lock(&s.write);
+    // A failure stops writes before the write mutex is released (see `switch`).
+    install_locked(s, &w, tier, tier_vlogs, tier_live, tier_bytes)
+        .inspect_err(|e| s.stop_writes(e))?;
+    drop(w);
+    refit(s);
+    Ok(())
+}
+
+fn install_locked(
+    s: &Shared,
+    w: &WriteState,
+    tier: Option<Arc<TierHandle>>,
+    tier_vlogs: Vec<Arc<VlogFile>>,
+    tier_live: u64,
+    tier_bytes: u64,
+) -> Result<()> {
     let cur = s.current();
     let active_vlog = cur.vlogs.first().cloned();
     let mut vlogs: Vec<Arc<VlogFile>> = active_vlog.into_iter().collect();
@@ -443,8 +468,6 @@ pub(crate) fn install(
     }
     s.vlog_bytes
         .store(tier_bytes + w.appended_since_gc, Ordering::Relaxed);
-    s.install(&w, next);
-    drop(w);
-    refit(s);
+    s.install(w, next);
     Ok(())
 }
