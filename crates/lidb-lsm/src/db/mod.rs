@@ -150,6 +150,13 @@ impl Db {
         write::sync_wal(&self.shared)
     }
 
+    /// Why writes stopped, if they did: the first failed flush, compaction or memtable switch
+    /// (see `flush.rs`). An embedding store that writes only some of its databases checks the
+    /// others with this, since their background threads may fail on their own.
+    pub fn background_error(&self) -> Option<String> {
+        state::lock(&self.shared.bg_error).clone()
+    }
+
     /// Compacts everything down until no level needs compaction and L0 is empty.
     pub fn compact(&self) -> Result<()> {
         self.flush()?;
