@@ -201,6 +201,10 @@ fn a_gc_that_fails_a_sync_stops_writes_and_loses_nothing() {
             failures += 1;
             failed_files.push(failed);
             check_reads(&store, &model, &ctx);
+            // Nor does a GC run again before reopen (it would write after a failed sync).
+            let syncs = fault.counts().sync_errors;
+            assert!(store.gc().is_err(), "{ctx}: a GC ran after a failed one");
+            assert_eq!(fault.counts().sync_errors, syncs);
             check_stopped(store, &fault, &ctx);
             reopen_and_check(&mem, &o, &model, &ctx);
         }

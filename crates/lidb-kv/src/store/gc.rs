@@ -188,6 +188,7 @@ pub(crate) fn run(s: &Shared) -> Result<()> {
 
 fn run_once(s: &Shared) -> Result<()> {
     let _one_at_a_time = lock(&s.gc_lock);
+    refuse_if_stopped(s)?;
     let view = if s.current().frozen.is_none() {
         switch(s)?
     } else {
@@ -220,6 +221,18 @@ fn run_once(s: &Shared) -> Result<()> {
     install(s, Some(tier), tier_vlogs, live, tier_bytes)?;
     s.counters.gcs.fetch_add(1, Ordering::Relaxed);
     Ok(())
+}
+
+/// `Closed` once writes stopped: a GC then would write more files after a failed sync, and
+/// numbers it allocates without recording them in `KVSTATE` would be allocated again after the
+/// reopen (a leftover LSM directory of one could then be taken for another's tier).
+pub(crate) fn refuse_if_stopped(s: &Shared) -> Result<()> {
+    match lock(&s.bg_error).as_ref() {
+        Some(e) => Err(lidb_lsm::Error::Closed(format!(
+            "no GC or conversion until reopen: writes stopped after a failure: {e}"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// Phase 1: new LSM and value log for writes; the active LSM becomes frozen.
