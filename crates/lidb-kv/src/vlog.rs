@@ -244,7 +244,8 @@ pub struct VlogWriter {
     file: Box<dyn WritableFile>,
     path: PathBuf,
     number: u64,
-    poisoned: bool,
+    /// Why the writer refuses appends and syncs: an earlier append or sync failed.
+    poisoned: Option<String>,
     /// Bytes known durable; `sync` is a no-op when nothing was appended after them.
     synced_len: u64,
 }
@@ -273,7 +274,7 @@ impl VlogWriter {
             file,
             path: path.to_path_buf(),
             number,
-            poisoned: false,
+            poisoned: None,
             synced_len,
         })
     }
@@ -369,19 +370,14 @@ impl VlogWriter {
             file,
             path,
             number,
-            poisoned: false,
+            poisoned: None,
             synced_len,
         })
     }
 
     /// Appends one record; the pointer is valid at once and durable after `sync`.
     pub fn append(&mut self, key: &[u8], value: &[u8]) -> Result<Pointer> {
-        if self.poisoned {
-            return Err(Error::Closed(format!(
-                "{}: an earlier write failed",
-                self.path.display()
-            )));
-        }
+        self.check_usable()?;
         if key.len() as u64 > MAX_KEY_BYTES || value.len() as u64 > MAX_VALUE_BYTES {
             return Err(Error::InvalidOption(format!(
                 "record of key {} bytes and value {} bytes exceeds the value log limits \
@@ -393,7 +389,7 @@ impl VlogWriter {
         let rec = encode_record(key, value);
         let offset = self.file.len();
         if let Err(e) = self.file.append(&rec) {
-            self.poisoned = true;
+            self.poisoned = Some(e.to_string());
             return Err(e);
         }
         Ok(Pointer {
@@ -406,19 +402,29 @@ impl VlogWriter {
     /// Makes every appended record durable (nothing to do if none was appended since the last
     /// sync).
     pub fn sync(&mut self) -> Result<()> {
-        if self.poisoned {
-            return Err(Error::Closed(format!(
-                "{}: an earlier write failed",
-                self.path.display()
-            )));
-        }
+        self.check_usable()?;
         let len = self.file.len();
         if len == self.synced_len {
             return Ok(());
         }
-        self.file.sync().inspect_err(|_| self.poisoned = true)?;
+        self.file
+            .sync()
+            .inspect_err(|e| self.poisoned = Some(e.to_string()))?;
         self.synced_len = len;
         Ok(())
+    }
+
+    /// `Closed` naming the earlier failure if an append or sync of this writer failed: its
+    /// records since the last good sync may be lost, and a retried sync could report them
+    /// durable, so nothing written after them may be acknowledged.
+    pub fn check_usable(&self) -> Result<()> {
+        match &self.poisoned {
+            None => Ok(()),
+            Some(why) => Err(Error::Closed(format!(
+                "{}: an earlier append or sync failed: {why}",
+                self.path.display()
+            ))),
+        }
     }
 
     /// Bytes in the file, header included.

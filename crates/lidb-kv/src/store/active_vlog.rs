@@ -40,6 +40,13 @@ impl ActiveVlog {
         self.lock().append(key, value)
     }
 
+    /// `Closed` naming the cause once an append or sync of the current log failed (see
+    /// `VlogWriter::check_usable`). Checked under this log's mutex, which a failing sync holds
+    /// until the log is poisoned, so a write that starts after the failure always sees it.
+    pub fn check_usable(&self) -> Result<()> {
+        self.lock().check_usable()
+    }
+
     /// Makes every appended record durable (nothing to do if nothing was appended since).
     pub fn sync(&self) -> Result<()> {
         self.lock().sync()

@@ -70,7 +70,13 @@ pub(crate) fn run(s: &Shared) -> Result<()> {
         page_boundary: *page_boundary,
         params: params.clone(),
     };
+    convert_once(s, opts).inspect_err(|e| s.stop_writes(e))
+}
+
+/// `run` once the tier is known to be learned; its failure stops writes (gc.rs says why).
+fn convert_once(s: &Shared, opts: TierOptions) -> Result<()> {
     let one_at_a_time = lock(&s.gc_lock);
+    gc::refuse_if_stopped(s)?;
     if s.current().frozen.is_some() {
         drop(one_at_a_time);
         return gc::run(s);

@@ -12,6 +12,19 @@
 //!
 //! Reads and writes go on throughout: writes into the new LSM, reads through the new LSM, the
 //! frozen LSM, then the old tier, until the install.
+//!
+//! Failure: a GC (or conversion) that fails, on the background thread or called through
+//! `Store::gc` / `Store::convert`, stops writes until reopen (`Shared::stop_writes`); reads go
+//! on. Its result is not installed, but it is not abandoned cleanly either: after the switch
+//! `KVSTATE` names a frozen LSM that only a finished GC retires (a reopen finishes it), lsm+'s
+//! output value log is named there and resumed by that GC, and the job may have failed the sync
+//! of the old value log, of the frozen LSM's WAL, of `KVSTATE` or of the directory, after which a
+//! retried sync could report lost pages durable. So every failure, not only a failed sync of a
+//! file no acknowledged write depends on (a new svlog, key list or tier table), is treated alike:
+//! as RocksDB does with a background error, writes stop. A failure is recorded just after the
+//! failing call returns on the GC's own thread, so a write whose check ran in between may still
+//! be acknowledged; it is durable as promised (its value log and WAL are the active ones, not
+//! the GC's), only refused one write late.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -29,7 +42,7 @@ use crate::static_tier::{StaticTier, StaticTierBuilder, TierOptions};
 use crate::store::options::{StoreOptions, TierKind};
 use crate::store::read::KvIterator;
 use crate::store::state::{LsmPart, Tier, TierHandle, Tiers, VlogFile, lock, lsm_dir};
-use crate::store::{Shared, read, writeback};
+use crate::store::{Shared, WriteState, read, writeback};
 use crate::vlog::{VlogReader, VlogWriter, vlog_path};
 
 /// The background thread: sleeps until woken (or a period passes), runs a GC when one is due.
@@ -56,10 +69,10 @@ pub(crate) fn background(s: &Arc<Shared>) {
         } else {
             None
         };
+        // A failed job has stopped writes already (`run`, `convert::run`).
         if let Some(job) = job
-            && let Err(e) = job(s)
+            && job(s).is_err()
         {
-            *lock(&s.bg_error) = Some(e.to_string());
             return;
         }
     }
@@ -167,9 +180,15 @@ pub(crate) fn state_with(
     }
 }
 
-/// Runs one GC to completion (finishing an interrupted one if the view has a frozen LSM).
+/// Runs one GC to completion (finishing an interrupted one if the view has a frozen LSM). A
+/// failure stops writes until reopen (see the module documentation).
 pub(crate) fn run(s: &Shared) -> Result<()> {
+    run_once(s).inspect_err(|e| s.stop_writes(e))
+}
+
+fn run_once(s: &Shared) -> Result<()> {
     let _one_at_a_time = lock(&s.gc_lock);
+    refuse_if_stopped(s)?;
     let view = if s.current().frozen.is_none() {
         switch(s)?
     } else {
@@ -204,9 +223,31 @@ pub(crate) fn run(s: &Shared) -> Result<()> {
     Ok(())
 }
 
+/// `Closed` once writes stopped: a GC then would write more files after a failed sync, and
+/// numbers it allocates without recording them in `KVSTATE` would be allocated again after the
+/// reopen (a leftover LSM directory of one could then be taken for another's tier).
+pub(crate) fn refuse_if_stopped(s: &Shared) -> Result<()> {
+    match lock(&s.bg_error).as_ref() {
+        Some(e) => Err(lidb_lsm::Error::Closed(format!(
+            "no GC or conversion until reopen: writes stopped after a failure: {e}"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// Phase 1: new LSM and value log for writes; the active LSM becomes frozen.
+///
+/// A failure stops writes before the write mutex is released: writers queued on it would
+/// otherwise be acknowledged between the failed sync and `run`'s recording of it.
 pub(crate) fn switch(s: &Shared) -> Result<Arc<Tiers>> {
     let mut w = lock(&s.write);
+    switch_locked(s, &mut w).inspect_err(|e| s.stop_writes(e))?;
+    drop(w);
+    refit(s);
+    Ok(s.current())
+}
+
+fn switch_locked(s: &Shared, w: &mut WriteState) -> Result<()> {
     let old = s.current();
     let lsm_n = s.new_number();
     let vlog_n = s.new_number();
@@ -242,9 +283,8 @@ pub(crate) fn switch(s: &Shared) -> Result<Arc<Tiers>> {
         next_all_keys_capacity(s),
         crate::store::ALL_KEYS_BITS,
     )));
-    s.install(&w, next);
-    refit(s);
-    Ok(s.current())
+    s.install(w, next);
+    Ok(())
 }
 
 /// Under a held memory budget, gives the cache what the resident part leaves now; returns the
@@ -402,6 +442,22 @@ pub(crate) fn install(
     tier_bytes: u64,
 ) -> Result<()> {
     let w = lock(&s.write);
+    // A failure stops writes before the write mutex is released (see `switch`).
+    install_locked(s, &w, tier, tier_vlogs, tier_live, tier_bytes)
+        .inspect_err(|e| s.stop_writes(e))?;
+    drop(w);
+    refit(s);
+    Ok(())
+}
+
+fn install_locked(
+    s: &Shared,
+    w: &WriteState,
+    tier: Option<Arc<TierHandle>>,
+    tier_vlogs: Vec<Arc<VlogFile>>,
+    tier_live: u64,
+    tier_bytes: u64,
+) -> Result<()> {
     let cur = s.current();
     let active_vlog = cur.vlogs.first().cloned();
     let mut vlogs: Vec<Arc<VlogFile>> = active_vlog.into_iter().collect();
@@ -425,8 +481,6 @@ pub(crate) fn install(
     }
     s.vlog_bytes
         .store(tier_bytes + w.appended_since_gc, Ordering::Relaxed);
-    s.install(&w, next);
-    drop(w);
-    refit(s);
+    s.install(w, next);
     Ok(())
 }

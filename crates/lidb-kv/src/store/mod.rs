@@ -154,6 +154,7 @@ pub(crate) struct Shared {
     pub gc_wake: Mutex<bool>,
     pub gc_cv: Condvar,
     pub closing: AtomicBool,
+    /// The first failed GC or conversion (background or called): once set, writes fail with it.
     pub bg_error: Mutex<Option<String>>,
     pub counters: Counters,
     /// What the open found and cut.
@@ -216,6 +217,15 @@ impl Shared {
         self.retired_reads.0.fetch_add(reads, Ordering::Relaxed);
         self.retired_reads.1.fetch_add(bytes, Ordering::Relaxed);
         self.current.store(Arc::new(next));
+    }
+
+    /// Records the failure of a GC or conversion: from now on writes fail naming it (the first
+    /// one is kept). Taken alone or under the write mutex (write mutex -> `bg_error`).
+    pub fn stop_writes(&self, e: &lidb_lsm::Error) {
+        let mut slot = lock(&self.bg_error);
+        if slot.is_none() {
+            *slot = Some(e.to_string());
+        }
     }
 
     pub fn new_number(&self) -> u64 {

@@ -262,7 +262,10 @@ fn open_tier(
     mode: ReadMode,
     all_keys: &MemBloom,
 ) -> Result<Arc<TierHandle>> {
-    let is_lsm = storage.exists(&lsm_dir(dir, g));
+    // An LSM tier's directory holds a database (its CURRENT): an empty `lsm-{g}` is what a
+    // sweep leaves of an LSM that a failed GC created and never recorded (directories are not
+    // removed), whose number a later GC may have given to a learned tier.
+    let is_lsm = storage.exists(&lsm_dir(dir, g).join("CURRENT"));
     let tier = match (&opts.tier, is_lsm) {
         (TierKind::Learned { .. }, false) => {
             let t = Arc::new(

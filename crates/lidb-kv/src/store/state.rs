@@ -51,9 +51,16 @@ impl LsmPart {
 
 impl Drop for LsmPart {
     fn drop(&mut self) {
-        drop(self.db.take());
+        let db = self.db.take();
         if self.retired.load(Ordering::SeqCst) {
+            // Its files go next: syncing its WAL could only fail about a file no acknowledged
+            // write depends on (the view that replaced it holds every write it held).
+            if let Some(db) = db {
+                db.discard();
+            }
             remove_tree(&*self.storage, &self.dir);
+        } else {
+            drop(db);
         }
     }
 }

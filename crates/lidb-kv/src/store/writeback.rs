@@ -68,6 +68,11 @@ fn write_back(
     }
     out.sync()?;
     let _writers_wait = lock(&s.write);
+    // A failure stops writes before the write mutex is released (see `gc::switch`).
+    write_back_locked(s, pending).inspect_err(|e| s.stop_writes(e))
+}
+
+fn write_back_locked(s: &Shared, pending: &mut Vec<(Vec<u8>, Pointer)>) -> Result<u64> {
     let active = Arc::clone(&s.current().active);
     let mut batch = WriteBatch::new();
     let mut live = 0u64;

@@ -165,8 +165,14 @@ struct Outputs {
 }
 
 /// Runs one compaction task to completion. The caller holds `compaction_lock` and picked the
-/// task under it.
+/// task under it. A failure installs nothing (the manifest names no output table) and stops
+/// writes until reopen, as a failed flush does (flush.rs): an output table or the manifest may
+/// have failed its sync, and a manifest writer that failed is poisoned.
 fn run(s: &Shared, task: &CompactionTask) -> Result<()> {
+    run_task(s, task).inspect_err(|e| s.set_bg_error(e))
+}
+
+fn run_task(s: &Shared, task: &CompactionTask) -> Result<()> {
     let started = Instant::now();
     let sv = s.current();
     let inputs = input_handles(&sv, task)?;

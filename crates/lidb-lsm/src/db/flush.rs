@@ -1,6 +1,14 @@
 //! Flush: an immutable memtable becomes one L0 table; the manifest records it and moves the log
 //! number past the memtable's WAL, which is then deleted. `Options::before_flush` runs first, so
 //! an embedding store can make durable whatever the memtable's entries refer to.
+//!
+//! Failure: a flush that fails (the hook, writing or syncing the table or the directory, or the
+//! manifest edit) installs nothing: the memtable stays immutable with its WAL, and the manifest
+//! names the table only if its edit was logged, which happens after the table's sync succeeded.
+//! It also stops writes (`Shared::set_bg_error`) until the database is reopened, whichever
+//! thread flushed: a failed fsync may have dropped pages that a retry would report durable
+//! (PostgreSQL's and RocksDB's rule), and a failed manifest sync leaves the manifest writer
+//! poisoned, so no later flush or compaction could be recorded anyway. Reads go on.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -33,7 +41,9 @@ pub(crate) fn flush_all(s: &Arc<Shared>) -> Result<()> {
 pub(crate) fn flush_immutables(s: &Shared) -> Result<()> {
     let _one_at_a_time = lock(&s.flush_lock);
     while let Some((mem, wal)) = s.current().imm.last().cloned() {
-        flush_one(s, &mem, wal)?;
+        // Whoever flushes (background thread, `Db::flush`, a stalled writer), a failure stops
+        // writes: see the module documentation.
+        flush_one(s, &mem, wal).inspect_err(|e| s.set_bg_error(e))?;
     }
     Ok(())
 }

@@ -52,6 +52,8 @@ use state::{Shared, lock};
 pub struct Db {
     shared: Arc<Shared>,
     background: Option<JoinHandle<()>>,
+    /// Set by [`Db::discard`]: dropping syncs nothing.
+    discarded: bool,
 }
 
 impl Db {
@@ -89,7 +91,11 @@ impl Db {
         } else {
             None
         };
-        Ok(Db { shared, background })
+        Ok(Db {
+            shared,
+            background,
+            discarded: false,
+        })
     }
 
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -148,6 +154,13 @@ impl Db {
     /// needs its writes durable before it writes elsewhere (a store switching to a new LSM).
     pub fn sync_wal(&self) -> Result<()> {
         write::sync_wal(&self.shared)
+    }
+
+    /// Why writes stopped, if they did: the first failed flush, compaction or memtable switch
+    /// (see `flush.rs`). An embedding store that writes only some of its databases checks the
+    /// others with this, since their background threads may fail on their own.
+    pub fn background_error(&self) -> Option<String> {
+        state::lock(&self.shared.bg_error).clone()
     }
 
     /// Compacts everything down until no level needs compaction and L0 is empty.
@@ -235,11 +248,26 @@ impl Db {
         flushed.and(stopped)
     }
 
-    fn shutdown(&mut self) -> Result<()> {
+    /// Stops background work and syncs nothing: for a database whose files the caller deletes
+    /// next (an embedding store retiring it). A sync then would only risk a failure about a file
+    /// no acknowledged write depends on any more.
+    pub fn discard(mut self) {
+        self.stop_background();
+        self.discarded = true;
+    }
+
+    fn stop_background(&mut self) {
         self.shared.closing.store(true, Ordering::SeqCst);
         self.shared.work_cv.notify_all();
         if let Some(h) = self.background.take() {
             let _ = h.join();
+        }
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        self.stop_background();
+        if self.discarded {
+            return Ok(());
         }
         write::sync_wal(&self.shared)
     }

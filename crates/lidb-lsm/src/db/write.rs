@@ -32,6 +32,11 @@
 //!    or sync fails every batch of the group, none of which reaches the memtable; the WAL writer
 //!    is then poisoned, so every later write fails too (a retried fsync could report success for
 //!    data already lost), and a memtable switch never replaces a poisoned WAL.
+//! 4. A leader checks `Shared::bg_error` under the write mutex before it logs its group. A failed
+//!    memtable switch sets it under that mutex, so no group that starts after it is acknowledged;
+//!    a flush or compaction sets it on its own thread just after its failed call returns, so a
+//!    group whose leader took the mutex in between may still be acknowledged (its writes are in
+//!    the WAL and durable as promised: only the refusal comes one group late).
 //!
 //! Lock order: write mutex (`Shared::write`), then the queue mutex, then a writer's phase mutex;
 //! the group's countdown mutex is taken alone.
@@ -400,9 +405,18 @@ fn make_room(s: &Arc<Shared>, w: &mut WriteState) -> Result<()> {
 
 /// Makes the memtable immutable and starts a new memtable with a new WAL. The caller holds the
 /// write mutex, so no write group is inserting into the memtable it switches.
+///
+/// A failure stops writes (`Shared::set_bg_error`): a failed sync of the old WAL, or of the
+/// directory that names the new one. The old WAL stays the current one, but a directory sync
+/// that failed leaves it unknown which directory entries are durable, and a later switch that
+/// retried it could report them durable.
 pub(crate) fn switch_memtable(s: &Shared, w: &mut WriteState) -> Result<()> {
+    switch_memtable_once(s, w).inspect_err(|e| s.set_bg_error(e))
+}
+
+fn switch_memtable_once(s: &Shared, w: &mut WriteState) -> Result<()> {
     // The old WAL stays until its memtable is flushed; make what it holds durable first. If that
-    // fails the WAL stays the (poisoned) current one, so writes keep failing.
+    // fails the WAL stays the (poisoned) current one.
     w.wal.sync()?;
     let number = lock(&s.manifest).new_file_number();
     let path = s.wal_path(number);
