@@ -60,15 +60,14 @@ pub fn stress_deterministic(cfg: &Config, crash_every: u64) -> Result<Report, St
     ecfg.background = false;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0xD37);
     let expected = Arc::new(Expected::new(cfg.keys));
-    let mut powered = power_on(
+    let supply = Supply {
         cfg,
-        &ecfg,
-        &mem,
-        &expected,
-        &mut rng,
+        ecfg: &ecfg,
+        mem: &mem,
+        expected: &expected,
         crash_every,
-        &mut report,
-    )?;
+    };
+    let mut powered = supply.power_on(&mut rng, &mut report)?;
     let mut shared = Shared::new(
         Arc::clone(&expected),
         Arc::clone(&powered.target),
@@ -118,15 +117,7 @@ pub fn stress_deterministic(cfg: &Config, crash_every: u64) -> Result<Report, St
                 mem.crash(cfg.seed ^ report.reopens);
                 report.kills += 1;
             }
-            match power_on(
-                cfg,
-                &ecfg,
-                &mem,
-                &expected,
-                &mut rng,
-                crash_every,
-                &mut report,
-            ) {
+            match supply.power_on(&mut rng, &mut report) {
                 Ok(p) => powered = p,
                 Err(e) => {
                     shared.mismatch(format!("seed {} (deterministic): {e}", cfg.seed));
@@ -163,48 +154,58 @@ pub fn stress_deterministic(cfg: &Config, crash_every: u64) -> Result<Report, St
     Ok(report)
 }
 
-/// Opens the engine on a fresh power supply with a seeded cut armed, and verifies every key;
-/// a cut during the open or the verification reboots and tries again (at most 100 times).
-fn power_on(
-    cfg: &Config,
-    ecfg: &lidb_engines::EngineConfig,
-    mem: &MemStorage,
-    expected: &Expected,
-    rng: &mut ChaCha8Rng,
+/// What every power-on reuses: the run, the engine's configuration, the machine's storage.
+struct Supply<'a> {
+    cfg: &'a Config,
+    ecfg: &'a lidb_engines::EngineConfig,
+    mem: &'a MemStorage,
+    expected: &'a Expected,
     crash_every: u64,
-    report: &mut Report,
-) -> Result<Powered, String> {
-    for _ in 0..100 {
-        let cut_at = rng.gen_range(1..=crash_every.max(1) * 2);
-        let power = PowerCut::new(mem.clone(), cut_at, rng.r#gen());
-        let faults = FaultStorage::new(Arc::new(power.clone()), cfg.faults, rng.r#gen());
-        faults.set_enabled(false);
-        let opened = lidb_engines::open_on(&cfg.engine, ecfg, Arc::new(faults.clone()));
-        let engine = match opened {
-            Ok(e) => e,
-            Err(_) if power.is_cut() => {
-                report.kills += 1;
-                continue;
+}
+
+impl Supply<'_> {
+    /// Opens the engine on a fresh power supply with a seeded cut armed, and verifies every key;
+    /// a cut during the open or the verification reboots and tries again (at most 100 times).
+    fn power_on(&self, rng: &mut ChaCha8Rng, report: &mut Report) -> Result<Powered, String> {
+        let Supply {
+            cfg,
+            ecfg,
+            mem,
+            expected,
+            crash_every,
+        } = *self;
+        for _ in 0..100 {
+            let cut_at = rng.gen_range(1..=crash_every.max(1) * 2);
+            let power = PowerCut::new(mem.clone(), cut_at, rng.r#gen());
+            let faults = FaultStorage::new(Arc::new(power.clone()), cfg.faults, rng.r#gen());
+            faults.set_enabled(false);
+            let opened = lidb_engines::open_on(&cfg.engine, ecfg, Arc::new(faults.clone()));
+            let engine = match opened {
+                Ok(e) => e,
+                Err(_) if power.is_cut() => {
+                    report.kills += 1;
+                    continue;
+                }
+                Err(e) => return Err(format!("reopen after a cut: {e}")),
+            };
+            report.reopens += 1;
+            report.note_recovery(&engine.recovery());
+            let target: Arc<dyn Target> = Arc::new(EngineTarget { engine });
+            match workload::verify_all(expected, target.as_ref()) {
+                Ok(n) => report.verified_keys += n,
+                Err(_) if power.is_cut() => {
+                    report.kills += 1;
+                    continue;
+                }
+                Err(e) => return Err(e),
             }
-            Err(e) => return Err(format!("reopen after a cut: {e}")),
-        };
-        report.reopens += 1;
-        report.note_recovery(&engine.recovery());
-        let target: Arc<dyn Target> = Arc::new(EngineTarget { engine });
-        match workload::verify_all(expected, target.as_ref()) {
-            Ok(n) => report.verified_keys += n,
-            Err(_) if power.is_cut() => {
-                report.kills += 1;
-                continue;
-            }
-            Err(e) => return Err(e),
+            faults.set_enabled(true);
+            return Ok(Powered {
+                power,
+                faults,
+                target,
+            });
         }
-        faults.set_enabled(true);
-        return Ok(Powered {
-            power,
-            faults,
-            target,
-        });
+        Err("100 power cuts in a row before the engine opened and verified".into())
     }
-    Err("100 power cuts in a row before the engine opened and verified".into())
 }

@@ -142,7 +142,10 @@ impl Shared {
         if !grown {
             return false;
         }
-        let mut seen = self.sync_failure_seen.lock().unwrap_or_else(|p| p.into_inner());
+        let mut seen = self
+            .sync_failure_seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         seen.get_or_insert_with(Instant::now).elapsed() >= SYNC_GRACE
     }
 
@@ -150,7 +153,10 @@ impl Shared {
     pub fn opened(&self) {
         let n = self.syncs_failed().unwrap_or(0);
         self.syncs_failed_at_open.store(n, Ordering::SeqCst);
-        *self.sync_failure_seen.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        *self
+            .sync_failure_seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = None;
     }
 
     /// Counts a background job's error.
