@@ -1,4 +1,4 @@
-//! lidb-kv: LearnedKV, a tiered key-value store (seed paper 001). An LSM (lidb-lsm) maps recent
+//! lidb-kv: LearnedKV, a tiered key-value store (the LearnedKV paper). An LSM (lidb-lsm) maps recent
 //! keys to pointers into an append-only value log; a learned index over a sorted, static value
 //! log serves everything that has settled. Garbage collection converts the LSM's data into a new
 //! static tier without blocking reads or writes. See docs/ARCHITECTURE.md.

@@ -1,4 +1,4 @@
-//! Range-query-assisted conversion (seed paper 001, section 4.5.1): the store against a BTreeMap
+//! Range-query-assisted conversion (the LearnedKV paper, section 4.5.1): the store against a BTreeMap
 //! with conversions interleaved with GCs, deletes and reopens; conversion moves no values; reads
 //! during background conversions; the size threshold fires; lsm+ refuses it. Failure messages
 //! name the seed.

@@ -1,4 +1,4 @@
-//! The corruption campaign (issue 14): for every engine and every kind of file it writes, flipped
+//! The corruption campaign: for every engine and every kind of file it writes, flipped
 //! bits, zeroed runs and truncations at seeded offsets. Each outcome must be exact answers, a
 //! Corruption error naming a file of the store (with every file left byte-identical by the failed
 //! open), or, in point-in-time mode, a reported cut after which the store holds a prefix of the

@@ -1,4 +1,4 @@
-//! `repair_store` (issue 14, "Repair") on each tiered engine: a lost KVSTATE, a value log flipped
+//! `repair_store` ("Repair") on each tiered engine: a lost KVSTATE, a value log flipped
 //! in the middle, a damaged tier file and a damaged LSM manifest. After repair the store opens and
 //! every key reads its final value, or (where the report says its data was set aside) nothing or
 //! an earlier value of that key, never an error.

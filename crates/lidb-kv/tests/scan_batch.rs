@@ -1,4 +1,4 @@
-//! Scans whose LSM-resident values are fetched in batches (issue 13): model-based against a
+//! Scans whose LSM-resident values are fetched in batches: model-based against a
 //! BTreeMap after random updates, deletes, GC and conversion, for the three engines, with
 //! unbounded scans and scans told how many entries they will take (`Store::scan_limited`); and
 //! the value-log reads they cost (`Store::device_reads`): a scan over keys written one after

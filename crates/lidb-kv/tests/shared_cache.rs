@@ -1,4 +1,4 @@
-//! The store's one page cache (issue 13): every LSM it opens (active, frozen, lsm+tier's tier)
+//! The store's one page cache: every LSM it opens (active, frozen, lsm+tier's tier)
 //! and every static tier reads through a namespace of its own in one pool. Model-based against a
 //! BTreeMap over puts, deletes, scans, GC, conversion and reopens, for the three engines, with a
 //! tiny and a roomier cache: the answers are the model's (no part is answered from another part's

@@ -19,7 +19,7 @@ pub enum Granularity {
     Level,
 }
 
-/// What a table's point lookup keeps in the page cache (issue 13; table/window.rs).
+/// What a table's point lookup keeps in the page cache (table/window.rs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CacheMode {
     /// The page(s) of the answering slot (or, for an absent key, of the slots around it).

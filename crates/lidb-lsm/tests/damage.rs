@@ -1,4 +1,4 @@
-//! Damage is loud (issue 14): the two silent losses the issue found are named regression tests
+//! Damage is loud: the two silent losses the corruption campaign found are named regression tests
 //! here, with the recovery modes and the clean close. The campaign over every engine and file
 //! kind is lidb-kv's `damage_campaign` test.
 

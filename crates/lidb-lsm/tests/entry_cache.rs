@@ -1,4 +1,4 @@
-//! The entry cache (issue 13, table/window.rs): a point lookup caches the answering slot (or the
+//! The entry cache (table/window.rs): a point lookup caches the answering slot (or the
 //! key as absent) under (table, hash of the key); a later lookup of that key is answered from it
 //! with no read, and a lookup of another key sharing the hash is never answered by it. The
 //! engine test runs random operations against a BTreeMap with a tiny cache, in every cache mode,

@@ -1,4 +1,4 @@
-//! Page-granular caching of point lookups (table/window.rs, issue 13): a window read caches only
+//! Page-granular caching of point lookups (table/window.rs): a window read caches only
 //! the page(s) of the slot that answered; cached pages of a window clip the read to the uncached
 //! span that can still hold the key; the memory-only tier answers whenever those pages are
 //! cached. Table-level tests place pages in the cache by hand and check the exact reads; the

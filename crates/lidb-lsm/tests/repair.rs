@@ -1,4 +1,4 @@
-//! `repair_db` (issue 14, "Repair"): a database that does not open is rebuilt from what reads
+//! `repair_db` ("Repair"): a database that does not open is rebuilt from what reads
 //! cleanly, what does not is set aside in `lost/`, and the database then opens and serves every
 //! readable key. Power cuts at every storage operation of a repair leave a directory that opens
 //! or that a second repair fixes.

@@ -1,4 +1,4 @@
-//! The learned tier of LearnedKV (seed paper 001, sections 4.1 to 4.4): for generation `g`, a
+//! The learned tier of LearnedKV (the LearnedKV paper, sections 4.1 to 4.4): for generation `g`, a
 //! static value log `{g:06}.svlog` (records in key order), a key list `{g:06}.keys` (sorted
 //! fixed-width entries in 4 KiB pages) and a model `{g:06}.model` (key map plus a lidb-index index
 //! over the key list's pages). Byte layouts: docs/format/static-tier.md.
@@ -16,7 +16,7 @@
 //! over one point per page (the image of the page's last key, position = page number) with
 //! position boundary `page_boundary` pages; `Family::Plr` is Bourbon's greedy PLR.
 //!
-//! - [`StaticTierBuilder::referencing`] writes a converted generation (seed paper 001, section
+//! - [`StaticTierBuilder::referencing`] writes a converted generation (the LearnedKV paper, section
 //!   4.5.1): entries point at existing records in `.vlog` or older `.svlog` files named by the
 //!   key list's file table, and no svlog is written.
 //!

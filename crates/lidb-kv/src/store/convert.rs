@@ -1,4 +1,4 @@
-//! Range-query-assisted conversion (seed paper 001, section 4.5.1): a new learned tier built from
+//! Range-query-assisted conversion (the LearnedKV paper, section 4.5.1): a new learned tier built from
 //! a merged scan of the LSM and the old tier WITHOUT moving values. Same protocol as GC (gc.rs),
 //! with the write phase replaced:
 //!

@@ -327,7 +327,7 @@ impl Store {
         gc::run(&self.shared)
     }
 
-    /// Runs a range-query-assisted conversion now (seed paper 001, section 4.5.1): a new learned
+    /// Runs a range-query-assisted conversion now (the LearnedKV paper, section 4.5.1): a new learned
     /// tier over the LSM and the old tier, pointing at the values where they are (no value is
     /// rewritten, no space reclaimed); returns when it is installed. `InvalidOption` for the
     /// engines without a learned tier (lsm+, lsm+tier).

@@ -1,4 +1,4 @@
-//! The values of a scan's LSM-resident keys, fetched in batches (issue 13): a scan's LSM entries
+//! The values of a scan's LSM-resident keys, fetched in batches: a scan's LSM entries
 //! are pointers into the value logs, and reading each on its own costs one random read per key.
 //! A batch of pointers is sorted by (file, offset) and cut into spans ([`plan`]): a record joins
 //! the span before it when it lies in the same file and starts at most `COALESCE_GAP_BYTES` after

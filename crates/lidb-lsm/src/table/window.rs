@@ -1,4 +1,4 @@
-//! Point lookups through the page cache at page granularity (issue 13). The index's window of
+//! Point lookups through the page cache at page granularity. The index's window of
 //! slots `[lo, hi)` is first clipped by whichever of its pages are cached; then the contiguous
 //! span of uncached pages that can still hold the key is read once; only the page(s) of the slot
 //! that answered are put in the cache, not every page of the window.
@@ -12,7 +12,7 @@
 //!      and p (inside the window), which prove it absent
 //! ```
 //!
-//! Entries (issue 13, [`CacheMode::Entries`]): after the filter passes, a lookup first asks the
+//! Entries ([`CacheMode::Entries`]): after the filter passes, a lookup first asks the
 //! cache for the entry of (table, hash of the key). An entry is the slot's position (`u64` LE)
 //! then the answering slot's bytes, or [`ABSENT`] then the key for a key the table proved
 //! absent. A hit whose key equals the query answers with no read and no page touch (one
