@@ -220,7 +220,11 @@ impl Backend {
             Backend::Tree(s) => tree_stats(s),
             Backend::Fine(s) => {
                 let st = s.index_stats();
+                let b = s.bucket_stats();
                 json!({
+                    "keys": b.keys, "buckets": b.buckets, "bucket_mean": b.mean(),
+                    "bucket_largest": b.largest, "layers": b.layers, "layers_deep": b.deepest,
+                    "layers_index_heap_bytes": b.index_heap_bytes,
                     "index_top_nodes": st.top_nodes, "index_small_models": st.small_models,
                     "index_load_factor": st.load_factor,
                     "level_bin_retrains": st.level_bin_retrains,

@@ -127,11 +127,11 @@ impl Engine for FineEngine {
             ..Space::default()
         }
     }
-    /// The index's heap is FINEdex's own estimate (`FineStats::heap_bytes`); the keys and values
-    /// are counted exactly.
+    /// The index's heap is FINEdex's own estimate (`FineStats::heap_bytes`, summed over the
+    /// store's layers); the keys and values are counted exactly.
     fn memory(&self) -> MemorySplit {
         MemorySplit {
-            index_bytes: self.store.index_stats().heap_bytes,
+            index_bytes: self.store.bucket_stats().index_heap_bytes,
             data_bytes: self.store.data_bytes(),
             ..MemorySplit::default()
         }
@@ -149,9 +149,14 @@ impl Engine for FineEngine {
         self.store.recovery_report().to_string()
     }
     fn notes(&self) -> Vec<String> {
-        let heap = self.store.index_stats().heap_bytes;
+        let buckets = self.store.bucket_stats();
+        let heap = buckets.index_heap_bytes;
         vec![
             self.ignored.clone(),
+            format!(
+                "key layout: {buckets} (a bucket is the keys sharing one 8-byte slice at its \
+                 layer; one that fills becomes a layer over the next slice)"
+            ),
             format!(
                 "index heap {} ({heap} bytes, FINEdex's estimate; keys and values are held in \
                  memory too, not counted); on disk {} bytes of log and checkpoint (vlog_bytes; \

@@ -13,7 +13,8 @@
 //! - `index.rs`: [`FineIndex`], point operations and model retraining (publication by `ArcSwap`);
 //! - `scan.rs`: ordered range scans; `stats.rs`: structure figures and the load factor;
 //! - `retrainer.rs`: an optional background thread for model retraining;
-//! - `store/`: [`FineStore`], byte keys and values over the index, its log and checkpoints;
+//! - `store/`: [`FineStore`], byte keys and values over layers of the index (one per 8-byte key
+//!   slice), its log and checkpoints;
 //! - `remote/`: trained-data regions, the remote layout, level-bin ops and the extended RCU
 //!   barrier for remote clients (docs/format/fine-wire.md).
 //!
@@ -53,4 +54,4 @@ pub use remote::{
 };
 pub use retrainer::Retrainer;
 pub use stats::FineStats;
-pub use store::{FineRecovery, FineRepair, FineStore, FineStoreOptions};
+pub use store::{BucketStats, FineRecovery, FineRepair, FineStore, FineStoreOptions};

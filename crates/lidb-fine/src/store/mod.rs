@@ -1,7 +1,8 @@
 //! FineStore (the FineStore paper, sections 3 and 4.3): a durable key-value store of byte keys and byte
 //! values over [`crate::FineIndex`].
 //!
-//! - `memory.rs`: byte keys over the index (order-preserving image + full-key buckets);
+//! - `memory.rs`: byte keys over layers of indexes, one per 8-byte key slice (order-preserving
+//!   images, full-key buckets that become a layer when they fill);
 //! - `logger.rs`: the log buffer and the logger thread that batches, writes and syncs;
 //! - `checkpoint.rs`: the fuzzy checkpoint, and the checkpointer thread that runs one by itself;
 //! - `format.rs`: the bytes of the log, the checkpoint and `FINESTATE`;
@@ -70,6 +71,7 @@ use crate::Config;
 use checkpoint::{Checkpointer, Trigger};
 use format::State;
 use logger::Logger;
+pub use memory::BucketStats;
 use memory::{Memory, lock};
 pub use recover::FineRecovery;
 pub use repair::FineRepair;
@@ -227,9 +229,16 @@ impl FineStore {
         &self.shared.report
     }
 
-    /// Figures of the index under the store (its keys are key images, its values bucket ids).
+    /// Figures of the root layer's index (its keys are images of the first 8 key bytes, its
+    /// values slot ids; `memory.rs`).
     pub fn index_stats(&self) -> crate::FineStats {
         self.shared.memory.index().stats()
+    }
+
+    /// How the keys spread over buckets and layers, with the heap of every layer's index
+    /// (walks every slot, locking each bucket in turn: for statistics, not for a hot path).
+    pub fn bucket_stats(&self) -> BucketStats {
+        self.shared.memory.bucket_stats()
     }
 
     /// Bytes of the keys and values the store holds in memory (every one it has).
@@ -254,13 +263,11 @@ impl FineStore {
         }
         let s = &self.shared;
         let seq = {
-            let bucket = s.memory.bucket_or_create(key);
-            let mut b = lock(bucket);
+            let mut b = s.memory.bucket_or_create(key);
             let seq = s
                 .logger
                 .append(|seq, buf| format::encode_record(buf, seq, key, Some(value)))?;
-            let old = b.insert(key.to_vec(), value.to_vec());
-            s.memory.account_insert(key, value, old.as_deref());
+            b.insert(key, value);
             seq
         };
         self.acknowledge(seq)
@@ -270,10 +277,9 @@ impl FineStore {
     pub fn delete(&self, key: &[u8]) -> Result<bool> {
         let s = &self.shared;
         let seq = {
-            let Some(bucket) = s.memory.bucket(key) else {
+            let Some(mut b) = s.memory.bucket(key) else {
                 return self.acknowledge_unchanged().map(|()| false);
             };
-            let mut b = lock(bucket);
             if !b.contains_key(key) {
                 drop(b);
                 return self.acknowledge_unchanged().map(|()| false);
@@ -281,8 +287,7 @@ impl FineStore {
             let seq = s
                 .logger
                 .append(|seq, buf| format::encode_record(buf, seq, key, None))?;
-            let old = b.remove(key);
-            s.memory.account_remove(key, old.as_deref());
+            b.remove(key);
             seq
         };
         self.acknowledge(seq).map(|()| true)
