@@ -54,4 +54,6 @@ pub use remote::{
 };
 pub use retrainer::Retrainer;
 pub use stats::FineStats;
-pub use store::{BucketStats, FineRecovery, FineRepair, FineStore, FineStoreOptions};
+pub use store::{
+    BUCKET_SPLIT_AT, BucketStats, FineRecovery, FineRepair, FineStore, FineStoreOptions,
+};

@@ -493,3 +493,39 @@ fn extreme_images_keep_every_key() {
     assert_eq!(got, keys);
     assert_eq!(store.get(&[0xff; 9]), Some(vec![4]));
 }
+
+/// redis-benchmark's keys (`key:` and 12 zero-padded digits) share their first 8 bytes: they
+/// must spread over small buckets when written, after a reopen that replays the log, and after
+/// one that loads a checkpoint.
+#[test]
+fn prefixed_keys_stay_in_small_buckets_across_reopens() {
+    let mem = MemStorage::new();
+    let opts = FineStoreOptions::default();
+    let key = |n: u64| format!("key:{:012}", n * 7_919 % 100_000).into_bytes();
+    let store = open(&mem, &opts).unwrap();
+    for n in 0..20_000u64 {
+        store.put(&key(n), &n.to_le_bytes()).unwrap();
+    }
+    let bound = |store: &FineStore, ctx: &str| {
+        let s = store.bucket_stats();
+        assert_eq!(s.keys, 20_000, "{ctx}: {s}");
+        assert!(s.largest < lidb_fine::BUCKET_SPLIT_AT as u64, "{ctx}: {s}");
+        assert!(s.layers > 1, "{ctx}: {s}");
+        assert_eq!(
+            store.get(&key(12_345)),
+            Some(12_345u64.to_le_bytes().to_vec()),
+            "{ctx}"
+        );
+    };
+    bound(&store, "written");
+    store.close().unwrap();
+    let store = open(&mem, &opts).unwrap();
+    bound(&store, "log replayed");
+    store.checkpoint().unwrap();
+    store.close().unwrap();
+    let store = open(&mem, &opts).unwrap();
+    bound(&store, "checkpoint loaded");
+    let all = store.scan(b"key:", Some(b"key;"), usize::MAX);
+    assert_eq!(all.len(), 20_000);
+    assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
+}

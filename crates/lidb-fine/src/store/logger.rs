@@ -22,6 +22,10 @@
 //!    the file's length at the start or switch, plus each record of it as it is buffered. The
 //!    writer whose record takes it across the checkpoint threshold nudges the checkpointer
 //!    (`Trigger::log_grew`, under `state`).
+//! 6. No wake is lost and none is wasted: the logger thread sets `logger_idle` (and a waiter
+//!    counts itself in `waiters`) under `state` just before it waits, and a writer (the logger)
+//!    checks it under `state` before waking; a wake costs a system call, which at one per write
+//!    cost more than the write itself while the logger was busy writing the previous batch.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -53,6 +57,11 @@ struct State {
     switched: Option<(u64, Box<dyn WritableFile>)>,
     /// Bytes of the current log, buffered records included (invariant 5).
     log_bytes: u64,
+    /// The logger thread waits on `work`: only then does a writer wake it (a wake is a system
+    /// call, and one per write cost more than the write when the logger was busy anyway).
+    logger_idle: bool,
+    /// Threads waiting on `done`: the logger wakes them after a batch only if there are any.
+    waiters: u32,
 }
 
 impl State {
@@ -110,6 +119,8 @@ impl Logger {
                 switch_to: None,
                 switched: None,
                 log_bytes,
+                logger_idle: false,
+                waiters: 0,
             }),
             work: Condvar::new(),
             done: Condvar::new(),
@@ -148,7 +159,9 @@ impl Logger {
         let before = st.log_bytes;
         st.log_bytes += (st.pending.len() - buffered) as u64;
         self.trigger.log_grew(before, st.log_bytes);
-        self.work.notify_one();
+        if st.logger_idle {
+            self.work.notify_one();
+        }
         Ok(seq)
     }
 
@@ -176,8 +189,19 @@ impl Logger {
             if st.stopped {
                 return Err(Error::Closed("the store is closed".into()));
             }
-            st = self.done.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = self.wait_done(st);
         }
+    }
+
+    /// Waits on `done`, counted in `waiters` so the logger thread knows to wake us.
+    fn wait_done<'a>(
+        &self,
+        mut st: std::sync::MutexGuard<'a, State>,
+    ) -> std::sync::MutexGuard<'a, State> {
+        st.waiters += 1;
+        let mut st = self.done.wait(st).unwrap_or_else(|e| e.into_inner());
+        st.waiters -= 1;
+        st
     }
 
     /// Writes and syncs every record buffered so far.
@@ -212,7 +236,7 @@ impl Logger {
             if st.stopped {
                 return Err(Error::Closed("the store is closed".into()));
             }
-            st = self.done.wait(st).unwrap_or_else(|e| e.into_inner());
+            st = self.wait_done(st);
         }
     }
 
@@ -273,7 +297,9 @@ fn batch_loop(l: &Logger) {
                 if st.shutdown {
                     return;
                 }
+                st.logger_idle = true;
                 st = l.work.wait(st).unwrap_or_else(|e| e.into_inner());
+                st.logger_idle = false;
             }
             let batch = std::mem::take(&mut st.pending);
             let switch = st.switch_to.take();
@@ -310,6 +336,8 @@ fn batch_loop(l: &Logger) {
         if let Some(old) = old {
             st.switched = Some((end_seq, old));
         }
-        l.done.notify_all();
+        if st.waiters > 0 || st.error.is_some() {
+            l.done.notify_all();
+        }
     }
 }

@@ -71,7 +71,7 @@ use crate::Config;
 use checkpoint::{Checkpointer, Trigger};
 use format::State;
 use logger::Logger;
-pub use memory::BucketStats;
+pub use memory::{BucketStats, SPLIT_AT as BUCKET_SPLIT_AT};
 use memory::{Memory, lock};
 pub use recover::FineRecovery;
 pub use repair::FineRepair;
