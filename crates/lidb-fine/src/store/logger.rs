@@ -282,7 +282,13 @@ fn run(l: &Logger) {
     l.done.notify_all();
 }
 
+/// Capacity of a batch buffer the logger keeps for the next batch (a larger one is freed).
+const KEEP_BUFFER_BYTES: usize = 1 << 20;
+
 fn batch_loop(l: &Logger) {
+    // The buffer of the last batch, emptied: swapped in as the writers' next buffer, so they
+    // append into memory that is already there instead of growing a new `Vec` every batch.
+    let mut spare: Vec<u8> = Vec::new();
     loop {
         let (batch, end_seq, sync, switch) = {
             let mut st = lock(&l.state);
@@ -301,7 +307,7 @@ fn batch_loop(l: &Logger) {
                 st = l.work.wait(st).unwrap_or_else(|e| e.into_inner());
                 st.logger_idle = false;
             }
-            let batch = std::mem::take(&mut st.pending);
+            let batch = std::mem::replace(&mut st.pending, std::mem::take(&mut spare));
             let switch = st.switch_to.take();
             if let Some(new) = &switch {
                 // Records buffered from now on go to the new file.
@@ -325,6 +331,10 @@ fn batch_loop(l: &Logger) {
             };
             (r, old)
         };
+        if batch.capacity() <= KEEP_BUFFER_BYTES {
+            spare = batch;
+            spare.clear();
+        }
         let mut st = lock(&l.state);
         match r {
             Ok(()) if sync => st.durable_seq = end_seq,

@@ -95,16 +95,16 @@ impl Bucket {
         self.entries.len()
     }
 
-    /// Sets `key` to `value`; the old value.
-    fn insert(&mut self, key: Vec<u8>, value: Vec<u8>) -> Option<Box<[u8]>> {
-        let value = value.into_boxed_slice();
-        match self.find(&key) {
+    /// Sets `key` to `value`; the old value. The key is copied only when it is new.
+    fn insert(&mut self, key: &[u8], value: &[u8]) -> Option<Box<[u8]>> {
+        let value = Box::from(value);
+        match self.find(key) {
             Ok(i) => self
                 .entries
                 .get_mut(i)
                 .map(|e| std::mem::replace(&mut e.1, value)),
             Err(i) => {
-                self.entries.insert(i, (key.into_boxed_slice(), value));
+                self.entries.insert(i, (Box::from(key), value));
                 None
             }
         }
@@ -183,7 +183,7 @@ impl Deref for Locked<'_> {
 impl Locked<'_> {
     /// Sets `key` (which belongs to this bucket) to `value`; the old value.
     pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Option<Box<[u8]>> {
-        let old = self.guard.insert(key.to_vec(), value.to_vec());
+        let old = self.guard.insert(key, value);
         self.memory.account_insert(key, value, old.as_deref());
         let n = self.guard.len();
         // Checked at each doubling from SPLIT_AT on: keys that do not differ in the next slice
@@ -692,11 +692,11 @@ mod tests {
     #[test]
     fn a_bucket_keeps_keys_sorted_and_distinct() {
         let mut b = Bucket::default();
-        assert_eq!(b.insert(b"k2".to_vec(), b"2".to_vec()), None);
-        assert_eq!(b.insert(b"k1".to_vec(), b"1".to_vec()), None);
-        assert_eq!(b.insert(b"k3".to_vec(), b"3".to_vec()), None);
+        assert_eq!(b.insert(b"k2", b"2"), None);
+        assert_eq!(b.insert(b"k1", b"1"), None);
+        assert_eq!(b.insert(b"k3", b"3"), None);
         assert_eq!(
-            b.insert(b"k2".to_vec(), b"22".to_vec()).as_deref(),
+            b.insert(b"k2", b"22").as_deref(),
             Some(&b"2"[..])
         );
         assert_eq!(b.get(b"k2"), Some(&b"22"[..]));
