@@ -1,5 +1,7 @@
-//! Keys and values of a stress run: key `i` is 8 big-endian bytes that grow with `i` (so a range
-//! of indexes is a range of keys), and the value written by the put of version `v` names its key
+//! Keys and values of a stress run: key `i` is `key:` and 16 zero-padded decimal digits that grow
+//! with `i` (so a range of indexes is a range of keys), redis-benchmark's key shape: every key
+//! shares its first 11 bytes, which is what engines that index key prefixes (FineStore's layers,
+//! the LSM's key images) must get right; and the value written by the put of version `v` names its key
 //! and version and carries a filler derived from both, so a read can tell exactly which put it
 //! came from, and a torn, stale or misplaced value cannot pass as another.
 //!
@@ -11,15 +13,23 @@ const MAGIC: u8 = b'V';
 /// Magic, key index (u32), version (u32), filler length (u16).
 const HEADER: usize = 11;
 
+/// What every key starts with.
+const PREFIX: &[u8] = b"key:";
+/// Decimal digits after the prefix: room for `(u32::MAX + 1) * STRIDE`.
+const DIGITS: usize = 16;
+
 /// The key of index `i`.
-pub fn key(i: u32) -> [u8; 8] {
-    ((u64::from(i) + 1) * STRIDE).to_be_bytes()
+pub fn key(i: u32) -> Vec<u8> {
+    format!("key:{:0DIGITS$}", (u64::from(i) + 1) * STRIDE).into_bytes()
 }
 
 /// The index of `key`, if it is the key of an index.
 pub fn index_of(key: &[u8]) -> Option<u32> {
-    let bytes: [u8; 8] = key.try_into().ok()?;
-    let n = u64::from_be_bytes(bytes);
+    let digits = key.strip_prefix(PREFIX)?;
+    if digits.len() != DIGITS || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
     if n == 0 || !n.is_multiple_of(STRIDE) {
         return None;
     }
@@ -130,7 +140,20 @@ mod tests {
     fn foreign_keys_are_not_indexes() {
         assert_eq!(index_of(b"short"), None);
         assert_eq!(index_of(&[0u8; 8]), None);
-        assert_eq!(index_of(&(STRIDE * 5 + 1).to_be_bytes()), None);
+        assert_eq!(index_of(&(STRIDE * 5).to_be_bytes()), None);
+        assert_eq!(
+            index_of(format!("key:{:016}", STRIDE * 5 + 1).as_bytes()),
+            None
+        );
+        assert_eq!(
+            index_of(format!("key:{:016}", STRIDE * 5).as_bytes()),
+            Some(4)
+        );
+        assert_eq!(
+            index_of(format!("key:+{:015}", STRIDE * 5).as_bytes()),
+            None
+        );
+        assert_eq!(key(u32::MAX).len(), PREFIX.len() + DIGITS);
         assert!(version_of(3, value(3, 9, 64).get(..5).unwrap_or_default()).is_err());
     }
 }

@@ -289,7 +289,7 @@ fn write(
     }
     // Read before the call: a sync that fails during it may be this write's own.
     let must_refuse = shared.sync_failed_since_open();
-    let encoded: Vec<([u8; 8], Vec<u8>)> = keys
+    let encoded: Vec<(Vec<u8>, Vec<u8>)> = keys
         .iter()
         .zip(&versions)
         .map(|(&i, &v)| (codec::key(i), codec::value(i, v, shared.value_size)))

@@ -695,10 +695,7 @@ mod tests {
         assert_eq!(b.insert(b"k2", b"2"), None);
         assert_eq!(b.insert(b"k1", b"1"), None);
         assert_eq!(b.insert(b"k3", b"3"), None);
-        assert_eq!(
-            b.insert(b"k2", b"22").as_deref(),
-            Some(&b"2"[..])
-        );
+        assert_eq!(b.insert(b"k2", b"22").as_deref(), Some(&b"2"[..]));
         assert_eq!(b.get(b"k2"), Some(&b"22"[..]));
         let all: Vec<_> = b.range(b"k1", Bound::Excluded(b"k3")).collect();
         assert_eq!(all, vec![(&b"k1"[..], &b"1"[..]), (&b"k2"[..], &b"22"[..])]);
