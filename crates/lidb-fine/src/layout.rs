@@ -67,31 +67,12 @@ impl Layout {
 pub(crate) const MAX_NODE_RECORDS: usize = 1 << 16;
 
 /// Where the nodes over `keys` (sorted, distinct) start and end, and each one's models: LPA over
-/// all of them gives the cuts (one node per model, a model longer than [`MAX_NODE_RECORDS`] cut
-/// into pieces), then each node trains its own chunk (which normally gives it that one model
-/// back). Reads only keys, so model retraining runs it before it locks any record.
+/// all of them gives the cuts, one node per model (a model longer than [`MAX_NODE_RECORDS`] cut
+/// into pieces), and each node keeps the model LPA made for it, verified once over the node's
+/// own positions instead of trained again. Reads only keys, so model retraining runs it before
+/// it locks any record.
 pub(crate) fn plan_nodes(keys: &[u64], cfg: &Config) -> Vec<(Range<usize>, Router)> {
-    let router = Router::train(keys, cfg);
-    // Chunk boundaries: where each model after the first starts.
-    let mut model_ends: Vec<usize> = router
-        .first_keys()
-        .iter()
-        .skip(1)
-        .map(|&k| keys.partition_point(|&x| x < k))
-        .collect();
-    model_ends.push(keys.len());
-    let mut plan = Vec::with_capacity(model_ends.len());
-    let mut from = 0;
-    for end in model_ends {
-        while from < end {
-            let to = end.min(from + MAX_NODE_RECORDS);
-            if let Some(chunk) = keys.get(from..to) {
-                plan.push((from..to, Router::train(chunk, cfg)));
-            }
-            from = to;
-        }
-    }
-    plan
+    Router::train_pieces(keys, cfg, MAX_NODE_RECORDS)
 }
 
 /// Appends to `out` the nodes `plan` cuts `records` into (`keys` their keys, which `plan` was

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use lidb_fine::{Config, FineError, FineIndex};
+use lidb_fine::{Config, FineError, FineIndex, predict_window};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -337,5 +337,127 @@ fn removed_trained_records_are_reclaimed_by_model_retraining() {
     check_all(&ix, &model, "after a second retraining");
     for (&k, &v) in &model {
         assert_eq!(ix.get(k), Some(v), "get {k}");
+    }
+}
+
+/// Sorted distinct keys of one of six shapes: dense runs, sparse, log-uniform (a lognormal-like
+/// skew), near u64::MAX, tiny sets of 1 to 3 keys, dense clusters among sparse keys.
+fn shaped_keys(shape: usize, max_n: usize, rng: &mut ChaCha8Rng) -> Vec<u64> {
+    let n = rng.gen_range(1..=max_n);
+    let mut keys: Vec<u64> = match shape {
+        0 => {
+            let mut k = rng.r#gen::<u64>() >> 8;
+            (0..n)
+                .map(|_| {
+                    k += if rng.gen_bool(0.02) {
+                        rng.gen_range(2..1_000_000)
+                    } else {
+                        1
+                    };
+                    k
+                })
+                .collect()
+        }
+        1 => (0..n).map(|_| rng.r#gen()).collect(),
+        2 => (0..n)
+            .map(|_| (rng.r#gen::<f64>() * 40.0).exp() as u64)
+            .collect(),
+        3 => (0..n)
+            .map(|_| u64::MAX - rng.gen_range(0..4 * n as u64))
+            .collect(),
+        4 => {
+            let picks = [0, 1, 2, u64::MAX - 1, u64::MAX, rng.r#gen()];
+            (0..rng.gen_range(1..=3))
+                .map(|_| picks[rng.gen_range(0..picks.len())])
+                .collect()
+        }
+        _ => (0..n)
+            .map(|_| {
+                let centre = rng.gen_range(0..8u64) << 58;
+                centre + rng.gen_range(0..n as u64)
+            })
+            .collect(),
+    };
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// The bulk-loaded models, as a remote client sees them: every region's window holds the lower
+/// bound of every trained key and of its absent neighbours routed there, regions tile the
+/// trained keys in nodes of at most 65536 records, and the index finds exactly the keys loaded.
+#[test]
+fn bulk_loaded_models_hold_every_key_of_every_shape() {
+    let small = Config {
+        threshold: 0,
+        learning_step: 4,
+        learning_rate: 0.5,
+        ..Config::default()
+    };
+    for (c, cfg) in [Config::default(), small].into_iter().enumerate() {
+        for shape in 0..6 {
+            for seed in 0..4 {
+                let ctx = format!("shape {shape} seed {seed} config {c}");
+                let mut rng = ChaCha8Rng::seed_from_u64(1_000 + seed);
+                let keys = shaped_keys(shape, 20_000, &mut rng);
+                let entries: Vec<(u64, u64)> = keys.iter().map(|&k| (k, k ^ 0x5a)).collect();
+                let ix = FineIndex::bulk_load(&entries, cfg.clone()).unwrap();
+                // The trained keys: the loaded ones, after a placeholder 0 when 0 is not one.
+                let mut trained = keys.clone();
+                if trained.first() != Some(&0) {
+                    trained.insert(0, 0);
+                }
+                let layout = ix.remote_layout();
+                let mut at = 0;
+                for (r, region) in layout.regions.iter().enumerate() {
+                    let n = region.records() as usize;
+                    assert!(
+                        (1..=65_536).contains(&n),
+                        "{ctx}: region {r} of {n} records"
+                    );
+                    let own = &trained[at..at + n];
+                    assert_eq!(region.first_key(), own[0], "{ctx}: region {r}");
+                    assert!(!region.segments().is_empty(), "{ctx}: region {r}");
+                    let next = layout.regions.get(r + 1).map(|g| g.first_key());
+                    for &k in own {
+                        for q in [k, k.wrapping_sub(1), k.wrapping_add(1)] {
+                            if q < own[0] || next.is_some_and(|f| q >= f) {
+                                continue;
+                            }
+                            let (lo, hi) =
+                                predict_window(region.segments(), layout.eps, n as u64, q);
+                            let lb = own.partition_point(|&k| k < q) as u64;
+                            assert!(
+                                lo <= lb && lb <= hi && (lb == n as u64 || lb < hi),
+                                "{ctx}: region {r} window {lo}..{hi} misses q = {q} at {lb}"
+                            );
+                        }
+                    }
+                    at += n;
+                }
+                assert_eq!(at, trained.len(), "{ctx}: regions do not tile the keys");
+                for (i, &k) in keys.iter().enumerate() {
+                    assert_eq!(ix.get(k), Some(k ^ 0x5a), "{ctx}: get {k}");
+                    let below = k.checked_sub(1).filter(|&q| i == 0 || keys[i - 1] != q);
+                    let above = k.checked_add(1).filter(|&q| keys.get(i + 1) != Some(&q));
+                    for q in [below, above].into_iter().flatten() {
+                        assert_eq!(ix.get(q), None, "{ctx}: get absent {q}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_long_linear_run_becomes_nodes_of_one_model_each() {
+    let entries: Vec<(u64, u64)> = (0..200_000u64).map(|i| (3 * i, i)).collect();
+    let ix = FineIndex::bulk_load(&entries, Config::default()).unwrap();
+    let s = ix.stats();
+    assert_eq!(s.top_nodes, 4, "{s:?}");
+    assert_eq!(s.top_models, 4, "{s:?}");
+    for &(k, v) in entries.iter().step_by(101) {
+        assert_eq!(ix.get(k), Some(v));
+        assert_eq!(ix.get(k + 1), None);
     }
 }
