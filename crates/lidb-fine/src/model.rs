@@ -29,11 +29,13 @@
 //!   some 80 times. Now the least-squares sums are carried from the last length that held (added
 //!   in point order, so the slope is bit for bit the one a fresh pass gives), and the band of
 //!   intercepts that keeps every point within the bound (what `finalize` narrows point by
-//!   point) comes from the convex hulls of blocks of [`HULL_BLOCK`] points, built once per
-//!   training: for any slope a block's extreme residuals lie on its hulls, a handful of
-//!   vertices. The probe answers as the per-proposal `finalize` did except at float near-ties,
+//!   point) is read from the upper and lower convex hulls of the points that already held,
+//!   grown with the model (exact u128 turns; for any slope the extreme residuals lie on the
+//!   hulls, found by binary search), and from the new points one by one. A model of m points
+//!   costs O(m) point reads and hull pushes plus O(log m) per proposal, where it cost O(m) per
+//!   proposal. The probe answers as the per-proposal `finalize` did except at float near-ties,
 //!   which the one `finalize` of the accepted model settles. A bulk load of 1M lognormal keys
-//!   ran 3.36G instructions, now 0.38G.
+//!   ran 3.36G instructions, now 0.33G.
 //! - The bulk load's nodes ([`Router::train_pieces`]) keep the model LPA made over all keys,
 //!   verified by `finalize` over the node's own positions, instead of training each node again
 //!   (which gave the same model back, at the cost of a second training).
@@ -221,29 +223,11 @@ fn stored_slope(slope: f64) -> f32 {
     }
 }
 
-/// Points per block of [`Hulls`]: a check reads a block's hull vertices instead of its points.
-/// Most blocks of real keys have 5 to 8 vertices on each hull; 128 balances those against the
-/// partial blocks at both ends of a proposal, which are read point by point.
-const HULL_BLOCK: usize = 128;
-
 /// A staircase point.
 #[derive(Debug, Clone, Copy)]
 struct Point {
     x: u64,
     y: u32,
-}
-
-/// The upper and lower convex hulls of each block of [`HULL_BLOCK`] consecutive staircase points
-/// (block `b` holds the points `b * HULL_BLOCK ..`). For any slope, a block's largest value of
-/// `y - slope * x` is at a vertex of its upper hull and its smallest at one of its lower hull, so
-/// checking a line against a whole block reads only those vertices.
-#[derive(Debug, Default)]
-struct Hulls {
-    /// The upper hulls' vertices, block after block; block `b`'s end is `upper_ends[b]`.
-    upper: Vec<Point>,
-    upper_ends: Vec<u32>,
-    lower: Vec<Point>,
-    lower_ends: Vec<u32>,
 }
 
 /// Whether `a, b, c` (in staircase order: x increasing, y non-decreasing) turn left (`Greater`),
@@ -255,8 +239,8 @@ fn turn(a: Point, b: Point, c: Point) -> Ordering {
     left.cmp(&right)
 }
 
-/// Adds `p` to a monotone-chain hull, first dropping the vertices that no longer make the turn
-/// `keep` (right turns for an upper hull, left turns for a lower one).
+/// Adds `p` (right of every vertex) to a monotone-chain hull, first dropping the vertices that
+/// no longer make the turn `keep` (right turns for an upper hull, left turns for a lower one).
 fn push_hull(hull: &mut Vec<Point>, p: Point, keep: Ordering) {
     while let [.., a, b] = hull.as_slice() {
         if turn(*a, *b, p) == keep {
@@ -267,62 +251,23 @@ fn push_hull(hull: &mut Vec<Point>, p: Point, keep: Ordering) {
     hull.push(p);
 }
 
-impl Hulls {
-    /// The hulls of every block of the points `xs`/`ys` (a staircase).
-    fn new(xs: &[u64], ys: &[u32]) -> Hulls {
-        let mut h = Hulls::default();
-        let (mut upper, mut lower) = (Vec::new(), Vec::new());
-        for (bxs, bys) in xs.chunks(HULL_BLOCK).zip(ys.chunks(HULL_BLOCK)) {
-            block_hulls(bxs, bys, &mut upper, &mut lower);
-            h.upper.extend_from_slice(&upper);
-            h.upper_ends.push(h.upper.len() as u32);
-            h.lower.extend_from_slice(&lower);
-            h.lower_ends.push(h.lower.len() as u32);
-        }
-        h
-    }
-
-    /// The upper and lower hull vertices of block `b`.
-    fn block(&self, b: usize) -> (&[Point], &[Point]) {
-        (
-            block_run(&self.upper, &self.upper_ends, b),
-            block_run(&self.lower, &self.lower_ends, b),
-        )
-    }
-}
-
-/// The upper and lower hulls of the points `xs`/`ys` (one block), into `upper` and `lower`.
-fn block_hulls(xs: &[u64], ys: &[u32], upper: &mut Vec<Point>, lower: &mut Vec<Point>) {
-    upper.clear();
-    lower.clear();
-    let (Some(&x0), Some(&y0), Some(&x1), Some(&y1)) =
-        (xs.first(), ys.first(), xs.last(), ys.last())
-    else {
-        return;
-    };
-    let (first, last) = (Point { x: x0, y: y0 }, Point { x: x1, y: y1 });
-    // Only points above the chord from the first point to the last can be on the upper hull,
-    // only points below it on the lower one (the ends are on both).
-    for (&x, &y) in xs.iter().zip(ys) {
-        let p = Point { x, y };
-        let side = turn(first, p, last);
-        if side != Ordering::Greater {
-            push_hull(upper, p, Ordering::Less);
-        }
-        if side != Ordering::Less {
-            push_hull(lower, p, Ordering::Greater);
+/// The largest `value` over `hull`'s vertices, along which it rises and then falls (true of
+/// `y - slope * x` along an upper hull, whose edges' slopes decrease), by binary search.
+fn peak(hull: &[Point], value: impl Fn(Point) -> f64) -> f64 {
+    let (mut lo, mut hi) = (0, hull.len().saturating_sub(1));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let rises = match (hull.get(mid), hull.get(mid + 1)) {
+            (Some(&a), Some(&b)) => value(b) > value(a),
+            _ => false,
+        };
+        if rises {
+            lo = mid + 1;
+        } else {
+            hi = mid;
         }
     }
-}
-
-/// Block `b`'s run of `all`, whose runs end at `ends`.
-fn block_run<'h>(all: &'h [Point], ends: &[u32], b: usize) -> &'h [Point] {
-    let from = b
-        .checked_sub(1)
-        .and_then(|p| ends.get(p))
-        .map_or(0, |&e| e as usize);
-    let to = ends.get(b).map_or(from, |&e| e as usize);
-    all.get(from..to).unwrap_or_default()
+    hull.get(lo).map_or(f64::NEG_INFINITY, |&p| value(p))
 }
 
 /// LPA's probe over the staircase points of one training: where each model ends.
@@ -330,21 +275,25 @@ struct Probe<'a> {
     xs: &'a [u64],
     ys: &'a [u32],
     eps: u64,
-    hulls: Hulls,
 }
 
-/// A proposal that holds: the end of its points, their least-squares sums and slope.
-#[derive(Debug, Clone, Copy)]
-struct Held {
+/// The model the probe grows from one start point: the points `start..end` that held, their
+/// least-squares sums and slope, and their upper and lower convex hulls. For any slope, the
+/// points' largest value of `y - slope * x` is at a vertex of the upper hull and the smallest
+/// at one of the lower hull, so a longer proposal reads the hulls and its new points only.
+#[derive(Debug)]
+struct Grown {
+    start: usize,
     end: usize,
     sums: Sums,
     slope: f64,
+    upper: Vec<Point>,
+    lower: Vec<Point>,
 }
 
 impl<'a> Probe<'a> {
     fn new(xs: &'a [u64], ys: &'a [u32], eps: u64) -> Probe<'a> {
-        let hulls = Hulls::new(xs, ys);
-        Probe { xs, ys, eps, hulls }
+        Probe { xs, ys, eps }
     }
 
     /// The probe of LPA (Algorithm 1 with the changes in the module documentation): the end and
@@ -352,11 +301,7 @@ impl<'a> Probe<'a> {
     fn propose(&self, start: usize, step: usize, rate: f64) -> (usize, f64) {
         let n = self.xs.len();
         // One point always holds.
-        let mut good = Held {
-            end: start + 1,
-            sums: Sums::default().add(0.0, 0.0),
-            slope: 0.0,
-        };
+        let mut good = self.one_point(start);
         if good.end >= n {
             return (good.end, good.slope);
         }
@@ -368,9 +313,9 @@ impl<'a> Probe<'a> {
                 step = step.saturating_mul(2);
                 continue;
             }
-            match self.fits(start, &good, end) {
-                Some(held) => {
-                    good = held;
+            match self.fits(&good, end) {
+                Some((sums, slope)) => {
+                    self.grow(&mut good, end, sums, slope);
                     if end == n {
                         return (good.end, good.slope);
                     }
@@ -386,9 +331,9 @@ impl<'a> Probe<'a> {
             gap = ((gap as f64 * rate) as usize).clamp(1, bad - good.end - 1);
             let mut at = good.end + gap;
             while at < bad {
-                match self.fits(start, &good, at) {
-                    Some(held) => {
-                        good = held;
+                match self.fits(&good, at) {
+                    Some((sums, slope)) => {
+                        self.grow(&mut good, at, sums, slope);
                         at += gap;
                     }
                     None => {
@@ -404,60 +349,88 @@ impl<'a> Probe<'a> {
         (good.end, good.slope)
     }
 
-    /// Whether the least-squares line over the points `start..end` (`good`, a shorter proposal
-    /// from `start` that held, gives the sums of its points) makes a model that `finalize` holds
-    /// over all of them, up to float rounding (which `finalize` itself settles afterwards).
-    fn fits(&self, start: usize, good: &Held, end: usize) -> Option<Held> {
-        let (&x0, &y0) = (self.xs.get(start)?, self.ys.get(start)?);
+    /// The model of the one point `start`.
+    fn one_point(&self, start: usize) -> Grown {
+        let mut one = Grown {
+            start,
+            end: start,
+            sums: Sums::default(),
+            slope: 0.0,
+            upper: Vec::new(),
+            lower: Vec::new(),
+        };
+        self.grow(&mut one, start + 1, Sums::default().add(0.0, 0.0), 0.0);
+        one
+    }
+
+    /// Extends `good` to the points up to `end`, whose sums and slope are `sums` and `slope`.
+    fn grow(&self, good: &mut Grown, end: usize, sums: Sums, slope: f64) {
+        let xs = self.xs.get(good.end..end).unwrap_or_default();
+        let ys = self.ys.get(good.end..end).unwrap_or_default();
+        if let (Some(&x0), Some(&y0), Some(&x1), Some(&y1)) =
+            (xs.first(), ys.first(), xs.last(), ys.last())
+        {
+            let (first, last) = (Point { x: x0, y: y0 }, Point { x: x1, y: y1 });
+            // A point below the chord from the first new point to the last cannot be on the
+            // upper hull, one above it not on the lower hull.
+            for (&x, &y) in xs.iter().zip(ys) {
+                let p = Point { x, y };
+                let side = turn(first, p, last);
+                if side != Ordering::Greater {
+                    push_hull(&mut good.upper, p, Ordering::Less);
+                }
+                if side != Ordering::Less {
+                    push_hull(&mut good.lower, p, Ordering::Greater);
+                }
+            }
+        }
+        (good.end, good.sums, good.slope) = (end, sums, slope);
+    }
+
+    /// The sums and slope of the least-squares line over the points `good.start..end` if the
+    /// model `finalize` makes of it holds all of them, up to float rounding (which `finalize`
+    /// itself settles afterwards).
+    fn fits(&self, good: &Grown, end: usize) -> Option<(Sums, f64)> {
+        let (&x0, &y0) = (self.xs.get(good.start)?, self.ys.get(good.start)?);
         let (xs, ys) = (self.xs.get(good.end..end)?, self.ys.get(good.end..end)?);
-        // Added in point order: the same sums, bit for bit, as a fresh pass from `start`.
+        // Added in point order: the same sums, bit for bit, as a fresh pass from the start.
         let sums = xs.iter().zip(ys).fold(good.sums, |sums, (&x, &y)| {
             sums.add((x - x0) as f64, f64::from(y) - f64::from(y0))
         });
         let slope = sums.slope();
-        let (lo, hi) = self.band(start, end, stored_slope(slope))?;
+        let (lo, hi) = self.band(good, end, stored_slope(slope))?;
         // The intercept `finalize` picks: the middle integer of the band, kept inside u32.
         let (first, last) = (lo.ceil(), hi.ceil() - 1.0);
         let c = ((first + last) / 2.0)
             .floor()
             .max(first)
             .clamp(0.0, f64::from(u32::MAX));
-        (lo <= c && c < hi).then_some(Held { end, sums, slope })
+        (lo <= c && c < hi).then_some((sums, slope))
     }
 
     /// The band `[lo, hi)` of real intercepts `c` with `floor(c + slope * dx)` within `eps` of
-    /// every point of `start..end`, computed per point as `finalize` does, or `None` once it
-    /// holds no integer. Whole blocks are read through their hulls, the ends point by point.
-    fn band(&self, start: usize, end: usize, slope: f32) -> Option<(f64, f64)> {
-        let x0 = *self.xs.get(start)?;
+    /// every point of `good.start..end`, computed per point as `finalize` does, or `None` once
+    /// it holds no integer: `good`'s points through its hulls, the new ones one by one.
+    fn band(&self, good: &Grown, end: usize, slope: f32) -> Option<(f64, f64)> {
+        let x0 = *self.xs.get(good.start)?;
         let (s, e) = (f64::from(slope), self.eps as f64);
-        let (mut lo, mut hi) = (f64::NEG_INFINITY, f64::INFINITY);
         // The lowest and highest intercepts that keep point p's prediction within eps.
         let sdx = |p: Point| s * (p.x - x0) as f64;
         let lo_of = |p: Point| f64::from(p.y) - e - sdx(p);
         let hi_of = |p: Point| f64::from(p.y) + e + 1.0 - sdx(p);
-        let mut from = start;
-        while from < end {
-            let block = from / HULL_BLOCK;
-            let block_end = (block + 1) * HULL_BLOCK;
-            if from == block * HULL_BLOCK && block_end <= end {
-                let (upper, lower) = self.hulls.block(block);
-                lo = upper.iter().fold(lo, |lo, &p| lo.max(lo_of(p)));
-                hi = lower.iter().fold(hi, |hi, &p| hi.min(hi_of(p)));
-            } else {
-                let to = block_end.min(end);
-                let (xs, ys) = (self.xs.get(from..to)?, self.ys.get(from..to)?);
-                for (&x, &y) in xs.iter().zip(ys) {
-                    let p = Point { x, y };
-                    (lo, hi) = (lo.max(lo_of(p)), hi.min(hi_of(p)));
-                }
+        let mut lo = peak(&good.upper, lo_of);
+        let mut hi = -peak(&good.lower, |p| -hi_of(p));
+        let (xs, ys) = (self.xs.get(good.end..end)?, self.ys.get(good.end..end)?);
+        for (cxs, cys) in xs.chunks(64).zip(ys.chunks(64)) {
+            for (&x, &y) in cxs.iter().zip(cys) {
+                let p = Point { x, y };
+                (lo, hi) = (lo.max(lo_of(p)), hi.min(hi_of(p)));
             }
             if hi - lo < 1.0 && lo.ceil() >= hi {
                 return None;
             }
-            from = block_end.min(end);
         }
-        Some((lo, hi))
+        (hi - lo >= 1.0 || lo.ceil() < hi).then_some((lo, hi))
     }
 }
 

@@ -116,8 +116,8 @@ fn reference_train(keys: &[u64], cfg: &Config) -> Segments {
 }
 
 /// Shapes of key sets: dense runs, sparse, log-uniform (lognormal-like skew), near u64::MAX,
-/// tiny sets of 1 to 3 keys, dense clusters among sparse keys, a convex curve (every point of
-/// a block on its hull).
+/// tiny sets of 1 to 3 keys, dense clusters among sparse keys, a convex curve (every point on
+/// the lower hull).
 const SHAPES: [&str; 7] = [
     "dense runs",
     "sparse",
@@ -317,7 +317,7 @@ fn a_long_linear_run_is_cut_into_pieces_of_one_model() {
 #[test]
 fn the_probe_accepts_what_finalize_accepts() {
     let mut rng = ChaCha8Rng::seed_from_u64(11);
-    let (mut checked, mut held) = (0, 0);
+    let (mut checked, mut held, mut carried) = (0, 0, 0);
     for eps in [0, 2, 32] {
         for (shape, name) in SHAPES.iter().enumerate() {
             let keys = keys_of(shape, 20_000, &mut rng);
@@ -329,33 +329,43 @@ fn the_probe_accepts_what_finalize_accepts() {
                     break;
                 }
                 let start = rng.gen_range(0..n - 2);
-                let end = rng.gen_range(start + 2..=n.min(start + 5_000));
-                let mid = rng.gen_range(start + 1..end);
-                let ctx = format!("{name} eps {eps}: {start}..{end} via {mid}");
-                let one = Held {
-                    end: start + 1,
-                    sums: Sums::default().add(0.0, 0.0),
-                    slope: 0.0,
-                };
-                let got = probe.fits(start, &one, end).map(|h| h.slope.to_bits());
+                let end = n.min(start + 1 + (1 << rng.gen_range(0..13)));
+                let ctx = format!("{name} eps {eps}: {start}..{end}");
                 let want = reference_fits(xs, ys, start, end, eps).map(f64::to_bits);
-                assert_eq!(got, want, "{ctx}");
-                // Sums carried from a shorter proposal give the same slope, bit for bit.
-                let via = probe.fits(start, &one, mid);
-                if let Some(via) = via {
-                    let got = probe.fits(start, &via, end).map(|h| h.slope.to_bits());
-                    assert_eq!(got, want, "{ctx}, carried");
+                let got = probe.fits(&probe.one_point(start), end);
+                assert_eq!(got.map(|(_, s)| s.to_bits()), want, "{ctx}");
+                // Grown through shorter proposals that held (their points then read through
+                // the hulls): the same answer, and the same slope bit for bit.
+                let mut grown = probe.one_point(start);
+                for _ in 0..4 {
+                    let mid = grown.end + rng.gen_range(0..=(end - grown.end) / 10);
+                    if mid > grown.end {
+                        let Some((sums, slope)) = probe.fits(&grown, mid) else {
+                            break;
+                        };
+                        probe.grow(&mut grown, mid, sums, slope);
+                    }
                 }
+                let got = probe.fits(&grown, end);
+                assert_eq!(
+                    got.map(|(_, s)| s.to_bits()),
+                    want,
+                    "{ctx} via {}",
+                    grown.end
+                );
                 checked += 1;
                 held += usize::from(want.is_some());
+                carried += usize::from(grown.end > start + 1);
             }
         }
     }
-    // Both answers occur often enough to mean something.
+    // Both answers occur often enough to mean something, and many checks went through hulls.
+    println!("{held} of {checked} held, {carried} through hulls");
     assert!(
         held * 5 > checked && held * 5 < checked * 4,
         "{held} of {checked} held"
     );
+    assert!(carried * 3 > checked, "{carried} of {checked} carried");
 }
 
 #[test]
@@ -395,28 +405,58 @@ fn cross(a: Point, b: Point, p: Point) -> i128 {
 }
 
 #[test]
-fn every_point_of_a_block_lies_between_its_hulls() {
+fn every_point_of_a_grown_model_lies_between_its_hulls() {
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     for (shape, name) in SHAPES.iter().enumerate() {
         let keys = keys_of(shape, 3_000, &mut rng);
         let pts = staircase(&keys);
-        let hulls = Hulls::new(&pts.xs, &pts.ys);
-        let blocks = pts.xs.chunks(HULL_BLOCK).zip(pts.ys.chunks(HULL_BLOCK));
-        for (b, (bxs, bys)) in blocks.enumerate() {
-            let points: Vec<Point> = bxs.iter().zip(bys).map(|(&x, &y)| Point { x, y }).collect();
-            let (upper, lower) = hulls.block(b);
-            let ctx = format!("{name} block {b}");
-            for hull in [upper, lower] {
-                assert_eq!(hull.first().map(|p| p.x), bxs.first().copied(), "{ctx}");
-                assert_eq!(hull.last().map(|p| p.x), bxs.last().copied(), "{ctx}");
+        let probe = Probe::new(&pts.xs, &pts.ys, 0);
+        for _ in 0..20 {
+            let start = rng.gen_range(0..pts.len());
+            let end = rng.gen_range(start + 1..=pts.len());
+            let mut grown = probe.one_point(start);
+            while grown.end < end {
+                let to = rng.gen_range(grown.end + 1..=end);
+                probe.grow(&mut grown, to, Sums::default(), 0.0);
+            }
+            let points: Vec<Point> = (start..end)
+                .map(|i| Point {
+                    x: pts.xs[i],
+                    y: pts.ys[i],
+                })
+                .collect();
+            let ctx = format!("{name} {start}..{end}");
+            for hull in [&grown.upper, &grown.lower] {
+                assert_eq!(hull.first().map(|p| p.x), Some(points[0].x), "{ctx}");
+                assert_eq!(
+                    hull.last().map(|p| p.x),
+                    points.last().map(|p| p.x),
+                    "{ctx}"
+                );
             }
             for p in &points {
-                for w in upper.windows(2) {
+                for w in grown.upper.windows(2) {
                     assert!(cross(w[0], w[1], *p) <= 0, "{ctx}: {p:?} above {w:?}");
                 }
-                for w in lower.windows(2) {
+                for w in grown.lower.windows(2) {
                     assert!(cross(w[0], w[1], *p) >= 0, "{ctx}: {p:?} below {w:?}");
                 }
+            }
+            // The binary search over a hull finds the largest residual of all the points.
+            for slope in [0.0, 1e-12, 1e-6, 0.01, 1.0, 100.0] {
+                let value = |p: Point| f64::from(p.y) - slope * (p.x - points[0].x) as f64;
+                let all = points.iter().map(|&p| value(p)).fold(f64::MIN, f64::max);
+                let top = peak(&grown.upper, value);
+                assert!(
+                    top <= all && top >= all - 1e-6 * all.abs().max(1.0),
+                    "{ctx}"
+                );
+                let low = points.iter().map(|&p| value(p)).fold(f64::MAX, f64::min);
+                let bottom = -peak(&grown.lower, |p| -value(p));
+                assert!(
+                    bottom >= low && bottom <= low + 1e-6 * low.abs().max(1.0),
+                    "{ctx}"
+                );
             }
         }
     }
