@@ -38,7 +38,7 @@
 //!   ran 3.36G instructions, now 0.33G.
 //! - The bulk load's nodes ([`Router::train_pieces`]) keep the model LPA made over all keys,
 //!   verified by `finalize` over the node's own positions, instead of training each node again
-//!   (which gave the same model back, at the cost of a second training).
+//!   (which normally gave the same model back, at the cost of a second training).
 
 use std::cmp::Ordering;
 use std::ops::Range;
@@ -91,8 +91,9 @@ impl Router {
 
     /// LPA over `keys` (sorted, distinct) as one router per model, each over its own piece of
     /// `keys` (its positions counted from the piece's start); a model longer than `max_len` is
-    /// cut into pieces that keep its slope. The routers are what [`Router::train`] over each
-    /// piece would give back, without training twice.
+    /// cut into pieces that keep its slope. Each piece's model is verified by `finalize` over
+    /// the piece, and the keys are trained once. (Keys that are not distinct, or too many for
+    /// u32 positions, are cut every `max_len` and each piece trained on its own.)
     pub fn train_pieces(keys: &[u64], cfg: &Config, max_len: usize) -> Vec<(Range<usize>, Router)> {
         let (eps, max_len) = (cfg.threshold, max_len.max(1));
         let distinct = keys.windows(2).all(|w| matches!(w, [a, b] if a < b));
