@@ -193,6 +193,12 @@ pub fn worker(shared: &Shared, thread: usize, deadline: Instant, mut log: Option
     }
     let mut since_progress = 0u32;
     while !shared.stopped() && Instant::now() < deadline {
+        if shared.errors_since_reopen.load(Ordering::Relaxed) > 0 {
+            // A write failed: the engine refuses writes until the supervisor reopens it (within
+            // a tick). Go on issuing operations, so refusals are still checked, but slowly:
+            // spinning on refused writes made most of a run's operations refusals.
+            std::thread::sleep(Duration::from_millis(1));
+        }
         // Hold the slot's read side for the whole operation: a reopen waits for it.
         let slot = shared.target.read().unwrap_or_else(|p| p.into_inner());
         let Some(target) = slot.as_ref() else {
