@@ -2,11 +2,16 @@
 //! filled up and were retrained (level-bin retraining, the paper's section 3.3.1), the small
 //! model that took their entries.
 //!
-//! Who may do what: any thread reads ([`GapSlot::get`], [`GapSlot::snapshot`]) without locks;
-//! any thread writes through [`GapSlot::modify`], which writes in place under one child bin's
-//! latch when it can and otherwise takes the set's structural write section (root latch, then
-//! every child's; `bins.rs`). Only a writer in the structural write section retrains, so a
-//! slot's `sub` is set at most once.
+//! Where it lives: a `Gap` is allocated on the first insert below its record and shared (`Arc`)
+//! between the record and the copies model retraining makes of it, so writes into level bins
+//! never have to be copied. The record's node keeps the `Arc` in its gap table
+//! (`gap_table.rs`), under the id the record's state word carries (`record.rs`).
+//!
+//! Who may do what: any thread reads ([`Gap::get`], [`Gap::snapshot`]) without locks; any
+//! thread writes through [`Gap::modify`], which writes in place under one child bin's latch when
+//! it can and otherwise takes the set's structural write section (root latch, then every
+//! child's; `bins.rs`). Only a writer in the structural write section retrains, so a gap's `sub`
+//! is set at most once.
 //!
 //! Protocol of level-bin retraining (all inside the structural write section, so only this set
 //! is locked): build the small model from the bins' entries plus the new one; set `sub` (a
@@ -24,17 +29,9 @@ use crate::config::Config;
 use crate::node::Node;
 use crate::seqlock::Backoff;
 
-/// Level bins, then possibly a small model.
-#[derive(Debug, Default)]
-pub(crate) struct GapSlot {
-    /// Allocated on the first write: one pointer per record until then. Shared with the copy a
-    /// model retraining makes of the record (`record.rs`), so both reach the same bins.
-    inner: OnceLock<Arc<Gap>>,
-}
-
 /// A gap's level bins and the small model they may have been retrained into.
 #[derive(Debug)]
-struct Gap {
+pub(crate) struct Gap {
     bins: LevelBins,
     sub: OnceLock<Arc<Node>>,
 }
@@ -67,60 +64,41 @@ impl Written {
     }
 }
 
-impl GapSlot {
-    /// Whether the level bins were created.
-    pub fn created(&self) -> bool {
-        self.inner.get().is_some()
-    }
-
-    /// Creates the level bins if there are none. Only [`crate::record::Record::gap_for_insert`]
-    /// calls this, under its record's lock.
-    pub fn create(&self, cfg: &Config) {
-        self.inner.get_or_init(|| {
-            Arc::new(Gap {
-                bins: LevelBins::new(cfg.root_slots as usize, cfg.child_slots as usize),
-                sub: OnceLock::new(),
-            })
-        });
-    }
-
-    /// A slot holding the same gap (none if there is none yet).
-    pub fn share(&self) -> GapSlot {
-        let inner = OnceLock::new();
-        if let Some(g) = self.inner.get() {
-            let _ = inner.set(Arc::clone(g));
-        }
-        GapSlot { inner }
-    }
-
-    /// Whether both slots hold the same gap.
-    #[cfg(test)]
-    pub fn same_as(&self, other: &GapSlot) -> bool {
-        matches!((self.inner.get(), other.inner.get()), (Some(a), Some(b)) if Arc::ptr_eq(a, b))
+impl Gap {
+    /// Empty level bins of the configured shape.
+    pub fn new(cfg: &Config) -> Arc<Gap> {
+        Arc::new(Gap {
+            bins: LevelBins::new(cfg.root_slots as usize, cfg.child_slots as usize),
+            sub: OnceLock::new(),
+        })
     }
 
     /// The small model retrained from these bins, if any.
     pub fn sub(&self) -> Option<&Arc<Node>> {
-        self.inner.get()?.sub.get()
+        self.sub.get()
     }
 
-    /// The bins, if a write ever created them (for statistics).
-    pub fn bins(&self) -> Option<&LevelBins> {
-        self.inner.get().map(|g| &g.bins)
+    /// The level bins (retired and empty once `sub` is set).
+    pub fn bins(&self) -> &LevelBins {
+        &self.bins
+    }
+
+    /// Heap bytes of this gap's allocation (the `Arc`'s two counts and the gap) and its bins'
+    /// arrays; not the small model.
+    pub fn heap_bytes(&self) -> u64 {
+        let counts = 2 * std::mem::size_of::<usize>();
+        let bins_inline = std::mem::size_of::<LevelBins>() as u64;
+        (counts + std::mem::size_of::<Gap>()) as u64 + self.bins.heap_bytes() - bins_inline
     }
 
     /// Lock-free point read.
     pub fn get(&self, q: u64) -> Step<'_, Option<u64>> {
         let mut backoff = Backoff::default();
         loop {
-            let Some(gap) = self.inner.get() else {
-                return Step::Done(None);
-            };
-            if let Some(sub) = gap.sub.get() {
+            if let Some(sub) = self.sub.get() {
                 return Step::Descend(sub);
             }
-            let bins = &gap.bins;
-            match bins.get(q) {
+            match self.bins.get(q) {
                 Read::Done(v) => return Step::Done(v),
                 // `sub` is set now (module protocol); the next turn follows it.
                 Read::Retired => {}
@@ -133,15 +111,10 @@ impl GapSlot {
     pub fn snapshot(&self, out: &mut Vec<(u64, u64)>) -> Step<'_, ()> {
         let mut backoff = Backoff::default();
         loop {
-            let Some(gap) = self.inner.get() else {
-                out.clear();
-                return Step::Done(());
-            };
-            if let Some(sub) = gap.sub.get() {
+            if let Some(sub) = self.sub.get() {
                 return Step::Descend(sub);
             }
-            let bins = &gap.bins;
-            match bins.snapshot(out) {
+            match self.bins.snapshot(out) {
                 Read::Done(()) => return Step::Done(()),
                 Read::Retired => {}
                 Read::Retry => backoff.snooze(),
@@ -151,28 +124,21 @@ impl GapSlot {
 
     /// Applies `op` to key `q` of this gap (below a record of key `parent < q`): `op` gets the
     /// current value and returns the new one (`None` removes). Retrains the bins into a small
-    /// model when the new key does not fit. With `may_insert == true` (an op that may turn an
-    /// absent key into a present one) the caller created the bins first
-    /// ([`crate::record::Record::gap_for_insert`]); otherwise a gap without bins answers at once.
+    /// model when the new key does not fit.
     pub fn modify(
         &self,
         parent: u64,
         q: u64,
         op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
-        may_insert: bool,
         cfg: &Config,
     ) -> Step<'_, Written> {
         debug_assert!(parent < q);
         let (m, n) = (cfg.root_slots as usize, cfg.child_slots as usize);
+        let bins = &self.bins;
         loop {
-            let Some(gap) = self.inner.get() else {
-                debug_assert!(!may_insert, "an insert into a gap that was not created");
-                return Step::Done(Written::plain(None));
-            };
-            if let Some(sub) = gap.sub.get() {
+            if let Some(sub) = self.sub.get() {
                 return Step::Descend(sub);
             }
-            let bins = &gap.bins;
             match bins.write_in_child(q, op) {
                 ChildWrite::Done(old) => {
                     return Step::Done(Written::plain(old));
@@ -226,7 +192,7 @@ impl GapSlot {
             let at = entries.partition_point(|e| e.0 < q);
             entries.insert(at, (q, v));
             let node = Arc::new(Node::retrained(parent, &entries, cfg));
-            let set = gap.sub.set(node);
+            let set = self.sub.set(node);
             debug_assert!(set.is_ok(), "a gap was retrained twice");
             bins.store_shape(&w, &Shape::Flat(Vec::new()));
             w.root.retire();

@@ -14,8 +14,9 @@
 //!    without any lock: keys never change;
 //! 3. the copy phase: move each record into its new array under its lock (`Record::move_out`):
 //!    same key, value and flag, the same gap (shared, so the level bins are never copied: the
-//!    paper's shared bins) unless its small model was flattened here, in which case the copy has
-//!    none; the old record is frozen for good;
+//!    paper's shared bins; the copy's node gives it an id in its own gap table) unless its small
+//!    model was flattened here, in which case the copy has none; the old record is frozen for
+//!    good;
 //! 4. publish a layout in which the new nodes replace the old one (the other nodes are shared)
 //!    with `ArcSwap::store`.
 //!
@@ -44,7 +45,7 @@ use crate::error::{FineError, Result};
 use crate::gap::Step;
 use crate::layout::{Layout, build_nodes, plan_nodes};
 use crate::node::{DEEP_SMALL_MODELS, Home, Node};
-use crate::record::{MovePlan, Moved, Record};
+use crate::record::{MovePlan, Moved, NewRecord, Record};
 use crate::seqlock::Backoff;
 
 /// The concurrent learned index over u64 keys and u64 values.
@@ -100,9 +101,9 @@ impl FineIndex {
         // Invariant 2 of node.rs: the top node starts at key 0.
         let mut records = Vec::with_capacity(entries.len() + 1);
         if entries.first().is_none_or(|e| e.0 != 0) {
-            records.push(Record::removed(0));
+            records.push(NewRecord::removed(0));
         }
-        records.extend(entries.iter().map(|&(k, v)| Record::new(k, v)));
+        records.extend(entries.iter().map(|&(k, v)| NewRecord::live(k, v)));
         let layout = Layout::build(records, &cfg);
         Ok(FineIndex {
             layout: ArcSwap::from_pointee(layout),
@@ -127,7 +128,7 @@ impl FineIndex {
         loop {
             match node.home(key)? {
                 Home::Record(r) => return r.read(),
-                Home::Gap(r) => match r.gap.get(key) {
+                Home::Gap(r) => match r.gap()?.get(key) {
                     Step::Done(v) => return v,
                     Step::Descend(sub) => node = sub,
                 },
@@ -238,10 +239,16 @@ impl FineIndex {
                         return Ok(m.old);
                     }
                     Some(Home::Gap(r)) => {
-                        if may_insert {
-                            r.gap_for_insert(&self.cfg)?;
-                        }
-                        match r.gap.modify(r.key, key, op, may_insert, &self.cfg) {
+                        let gap = if may_insert {
+                            r.gap_for_insert(&self.cfg)?
+                        } else {
+                            match r.gap() {
+                                Some(g) => g,
+                                // No bins: the key is absent, and `op` keeps it so.
+                                None => return Ok(None),
+                            }
+                        };
+                        match gap.modify(r.key, key, op, &self.cfg) {
                             Step::Descend(sub) => {
                                 node = sub;
                                 depth += 1;
@@ -301,8 +308,7 @@ impl FineIndex {
             return false;
         }
         let divisor = self.cfg.model_retrain_divisor;
-        divisor == 0
-            || node.retrained_entries.load(Relaxed) >= node.records().len() as u64 / divisor
+        divisor == 0 || node.retrained_entries.load(Relaxed) >= node.len() as u64 / divisor
     }
 
     /// Model retraining of every top-level node now (waits for one already running first).
@@ -372,7 +378,8 @@ impl FineIndex {
         let plans: Vec<MovePlan> = flat
             .iter()
             .enumerate()
-            .map(|(i, &(r, drop_gap))| {
+            .map(|(i, (r, drop_gap))| {
+                let drop_gap = *drop_gap;
                 if i > 0 && !drop_gap && r.is_empty() {
                     MovePlan::Reclaim
                 } else {
@@ -393,7 +400,7 @@ impl FineIndex {
         // The copy phase: from here writers of this node's keys wait for the publication.
         let mut copies = Vec::with_capacity(keys.len());
         let mut revived = false;
-        for (&(r, _), &p) in flat.iter().zip(&plans) {
+        for ((r, _), &p) in flat.iter().zip(&plans) {
             match r.move_out(p) {
                 Some(copy) => {
                     revived |= p == MovePlan::Reclaim;
@@ -415,27 +422,27 @@ impl FineIndex {
 /// Removed trained records below a top-level node at which its model retraining (which reclaims
 /// them) is due: a quarter of its records, at least 16.
 fn reclaim_due(node: &Node) -> u64 {
-    (node.records().len() as u64 / 4).max(16)
+    (node.len() as u64 / 4).max(16)
 }
 
 /// Every record reachable from `top`, in key order: each record, then the records of the small
 /// model retrained from its gap, if any (depth first, with an explicit stack: small models may
 /// nest deeply when model retraining is off). With each record, whether its small model was
 /// flattened here.
-pub(crate) fn flatten(top: &Node) -> Vec<(&Record, bool)> {
-    let mut out = Vec::with_capacity(top.records().len());
-    let mut stack: Vec<(&[Record], usize)> = vec![(top.records(), 0)];
-    while let Some((records, i)) = stack.last_mut() {
-        let records: &[Record] = records;
-        let Some(r) = records.get(*i) else {
+pub(crate) fn flatten(top: &Node) -> Vec<(Record<'_>, bool)> {
+    let mut out = Vec::with_capacity(top.len());
+    let mut stack: Vec<(&Node, usize)> = vec![(top, 0)];
+    while let Some((node, i)) = stack.last_mut() {
+        let node: &Node = node;
+        let Some(r) = node.record(*i) else {
             stack.pop();
             continue;
         };
         *i += 1;
-        let sub = r.gap.sub();
+        let sub = r.gap().and_then(|g| g.sub());
         out.push((r, sub.is_some()));
         if let Some(sub) = sub {
-            stack.push((sub.records(), 0));
+            stack.push((sub, 0));
         }
     }
     out
@@ -475,10 +482,9 @@ mod tests {
         let Some(Home::Gap(g)) = node.home(11) else {
             panic!("11 does not fall in the gap of 10 in the old layout");
         };
-        assert!(std::ptr::eq(g, r));
-        assert_eq!(
-            g.gap_for_insert(&ix.cfg),
-            Err(Moved),
+        assert!(g.same_as(&r));
+        assert!(
+            g.gap_for_insert(&ix.cfg).is_err(),
             "a moved record got a gap"
         );
         assert_eq!(
@@ -531,7 +537,7 @@ mod tests {
             panic!("1000 is not trained");
         };
         assert!(
-            !parent.gap.created(),
+            parent.gap().is_none(),
             "the parent kept the gap of a merged small model"
         );
         assert_eq!(ix.range(0, u64::MAX, 1_000).len(), 500);

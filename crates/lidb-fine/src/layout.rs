@@ -15,7 +15,7 @@ use std::sync::Arc;
 use crate::config::Config;
 use crate::model::{Router, route};
 use crate::node::Node;
-use crate::record::Record;
+use crate::record::NewRecord;
 
 /// The top-level nodes and their routing array.
 #[derive(Debug)]
@@ -28,7 +28,7 @@ pub(crate) struct Layout {
 
 impl Layout {
     /// A layout over `records` (sorted, distinct, the first with key 0), one node per LPA model.
-    pub fn build(records: Vec<Record>, cfg: &Config) -> Layout {
+    pub fn build(records: Vec<NewRecord>, cfg: &Config) -> Layout {
         let keys: Vec<u64> = records.iter().map(|r| r.key).collect();
         let plan = plan_nodes(&keys, cfg);
         let mut nodes = Vec::new();
@@ -79,14 +79,14 @@ pub(crate) fn plan_nodes(keys: &[u64], cfg: &Config) -> Vec<(Range<usize>, Route
 /// made over).
 pub(crate) fn build_nodes(
     keys: Vec<u64>,
-    records: Vec<Record>,
+    records: Vec<NewRecord>,
     plan: Vec<(Range<usize>, Router)>,
     out: &mut Vec<Arc<Node>>,
 ) {
     debug_assert_eq!(keys.len(), records.len());
     let mut records = records.into_iter();
     for (range, router) in plan {
-        let chunk: Vec<Record> = records.by_ref().take(range.len()).collect();
+        let chunk: Vec<NewRecord> = records.by_ref().take(range.len()).collect();
         let chunk_keys = keys.get(range).map(<[u64]>::to_vec).unwrap_or_default();
         if !chunk.is_empty() {
             out.push(Arc::new(Node::with_router(chunk_keys, chunk, router)));

@@ -5,8 +5,11 @@
 //! Layout of the crate, in the order data flows through it:
 //! - `model.rs`: LPA models (the probe, with the authors' step reset) over one trained array;
 //! - `layout.rs`: the top-level nodes and the flat array of first keys that routes to them;
-//! - `node.rs`: a trained array with its models (a top-level node, or a small model);
-//! - `record.rs`: one trained record: value, removal flag, per-record lock, and its gap;
+//! - `node.rs`: a trained array with its models (a top-level node, or a small model): its keys,
+//!   its records' slots, its gap table;
+//! - `record.rs`: one trained record (24 bytes: its key, and a slot of state and value words):
+//!   value, removal flag, per-record lock, write version, and the id of its gap;
+//! - `gap_table.rs`: a node's gaps by id, append-only, in segments that double in size;
 //! - `gap.rs`: the gap below a record: level bins, then the small model they were retrained into;
 //! - `bins.rs`: the level bins (root bin, child bins) and their optimistic reads;
 //! - `seqlock.rs`: the per-bin latch (version word + mutex) and its memory orderings;
@@ -19,7 +22,9 @@
 //!   barrier for remote clients (docs/format/fine-wire.md).
 //!
 //! Lock order: a writer holds one record's lock (its write counted in its node's region words,
-//! `remote/words.rs`, which are counters, not locks), or one child bin's latch, or a level-bin
+//! `remote/words.rs`, which are counters, not locks; a gap created under it may initialise a
+//! segment of the node's gap table, a `OnceLock` that holds no other lock), or one child bin's
+//! latch, or a level-bin
 //! set's root latch and then its child bins' latches in id order (`bins.rs`); a writer that
 //! triggers model retraining has released those first. Model retraining holds `retrain_lock`,
 //! and under it one record's lock at a time (moving it); statistics take one set's latches at a
@@ -33,6 +38,7 @@ mod bins;
 mod config;
 mod error;
 mod gap;
+mod gap_table;
 mod index;
 mod layout;
 mod model;

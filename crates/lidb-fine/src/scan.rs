@@ -17,16 +17,18 @@
 //! key of the record that follows the gap in the walk (entries past it joined the gap after a
 //! retraining, and the restart finds them).
 
-use crate::gap::{GapSlot, Step};
+use crate::gap::Step;
 use crate::index::FineIndex;
 use crate::layout::Layout;
 use crate::node::Node;
+use crate::record::Record;
 use crate::seqlock::Backoff;
 
-/// A pending piece of the walk: a gap, or a node's records from a position; each with the key of
-/// the record that follows it in the walk (`None`: the end), which bounds the gap's entries.
+/// A pending piece of the walk: the gap below a record, or a node's records from a position; each
+/// with the key of the record that follows it in the walk (`None`: the end), which bounds the
+/// gap's entries.
 enum Work<'a> {
-    Gap(&'a GapSlot, Option<u64>),
+    Gap(Record<'a>, Option<u64>),
     Records(&'a Node, usize, Option<u64>),
 }
 
@@ -83,7 +85,7 @@ fn walk_layout(layout: &Layout, lo: u64, hi: u64, end: usize, out: &mut Vec<(u64
             while let Some(item) = work.pop() {
                 match item {
                     Work::Records(node, i, after) => {
-                        let Some(r) = node.records().get(i) else {
+                        let Some(r) = node.record(i) else {
                             continue;
                         };
                         if r.key > hi {
@@ -94,7 +96,7 @@ fn walk_layout(layout: &Layout, lo: u64, hi: u64, end: usize, out: &mut Vec<(u64
                         }
                         let next = node.keys().get(i + 1).copied().or(after);
                         work.push(Work::Records(node, i + 1, after));
-                        work.push(Work::Gap(&r.gap, next));
+                        work.push(Work::Gap(r, next));
                         if r.key >= lo
                             && let Some(v) = r.read()
                         {
@@ -104,9 +106,11 @@ fn walk_layout(layout: &Layout, lo: u64, hi: u64, end: usize, out: &mut Vec<(u64
                             }
                         }
                     }
-                    Work::Gap(slot, next) => match slot.snapshot(&mut bins) {
-                        Step::Descend(sub) => enter(sub, lo, next, &mut work),
-                        Step::Done(()) => {
+                    Work::Gap(r, next) => match r.gap().map(|g| g.snapshot(&mut bins)) {
+                        // No bins (yet): nothing below this record.
+                        None => {}
+                        Some(Step::Descend(sub)) => enter(sub, lo, next, &mut work),
+                        Some(Step::Done(())) => {
                             let below = |k: u64| next.is_none_or(|n| k < n);
                             for &(k, v) in bins.iter().filter(|e| e.0 >= lo && below(e.0)) {
                                 if k > hi {
@@ -134,7 +138,7 @@ fn enter<'a>(node: &'a Node, lo: u64, after: Option<u64>, work: &mut Vec<Work<'a
     work.push(Work::Records(node, first, after));
     if let Some(b) = before {
         let next = node.keys().get(first).copied().or(after);
-        work.push(Work::Gap(&b.gap, next));
+        work.push(Work::Gap(b, next));
     }
 }
 

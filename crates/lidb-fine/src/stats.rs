@@ -13,7 +13,6 @@ use lidb_index::segment::SEGMENT_BYTES;
 use crate::index::FineIndex;
 use crate::layout::Layout;
 use crate::node::Node;
-use crate::record::Record;
 
 /// Figures of a [`FineIndex`]'s structure.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -75,10 +74,10 @@ impl FineIndex {
             ..FineStats::default()
         };
         for top in nodes {
-            s.top_records += top.records().len() as u64;
+            s.top_records += top.len() as u64;
             s.top_models += top.models() as u64;
             s.model_bytes += top.models() as u64 * SEGMENT_BYTES;
-            // The node, its pointer and its first key in the layout's arrays.
+            // The node (its allocation), its pointer and its first key in the layout's arrays.
             s.heap_bytes += top.heap_bytes() + 2 * std::mem::size_of::<u64>() as u64;
             count_node(top, &mut s);
         }
@@ -104,10 +103,10 @@ impl FineIndex {
 
 /// Adds the figures of one top-level node and its small models to `s`.
 fn count_node(top: &Node, s: &mut FineStats) {
-    let mut stack: Vec<(&[Record], usize, u64)> = vec![(top.records(), 0, 0)];
-    while let Some((records, i, depth)) = stack.last_mut() {
-        let (records, depth): (&[Record], u64) = (records, *depth);
-        let Some(r) = records.get(*i) else {
+    let mut stack: Vec<(&Node, usize, u64)> = vec![(top, 0, 0)];
+    while let Some((node, i, depth)) = stack.last_mut() {
+        let (node, depth): (&Node, u64) = (node, *depth);
+        let Some(r) = node.record(*i) else {
             stack.pop();
             continue;
         };
@@ -120,16 +119,20 @@ fn count_node(top: &Node, s: &mut FineStats) {
         if depth > 0 {
             s.small_model_records += 1;
         }
-        if let Some(sub) = r.gap.sub() {
-            // Retired bins stay allocated (emptied) beside the small model.
-            s.heap_bytes += sub.heap_bytes() + r.gap.bins().map_or(0, |b| b.heap_bytes());
+        let Some(gap) = r.gap() else {
+            continue;
+        };
+        // The gap's allocation and its bins (retired ones stay allocated, emptied, beside a
+        // small model).
+        s.heap_bytes += gap.heap_bytes();
+        if let Some(sub) = gap.sub() {
+            s.heap_bytes += sub.heap_bytes();
             s.small_models += 1;
             s.model_bytes += sub.models() as u64 * SEGMENT_BYTES;
             s.max_depth = s.max_depth.max(depth + 1);
-            stack.push((sub.records(), 0, depth + 1));
-        } else if let Some(bins) = r.gap.bins() {
-            s.heap_bytes += bins.heap_bytes();
-            let (used, slots, children) = bins.occupancy();
+            stack.push((sub, 0, depth + 1));
+        } else {
+            let (used, slots, children) = gap.bins().occupancy();
             if slots > 0 {
                 s.bin_sets += 1;
             }

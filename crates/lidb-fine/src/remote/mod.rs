@@ -50,7 +50,7 @@ impl TrainedRegion {
 
     /// Records in the region.
     pub fn records(&self) -> u64 {
-        self.node.records().len() as u64
+        self.node.len() as u64
     }
 
     /// The node's LPA models (positions are record indexes of this region).
@@ -67,7 +67,8 @@ impl TrainedRegion {
     /// Loads of atomics only: no lock, no index code.
     pub fn copy_words(&self, offset: u64, count: u64, out: &mut Vec<u64>) {
         self.node.region.copy(
-            self.node.records(),
+            self.node.keys(),
+            self.node.slots(),
             usize::try_from(offset).unwrap_or(usize::MAX),
             usize::try_from(count).unwrap_or(usize::MAX),
             out,
@@ -85,7 +86,8 @@ impl TrainedRegion {
         mid: &mut dyn FnMut(),
     ) {
         self.node.region.copy(
-            self.node.records(),
+            self.node.keys(),
+            self.node.slots(),
             usize::try_from(offset).unwrap_or(usize::MAX),
             usize::try_from(count).unwrap_or(usize::MAX),
             out,
@@ -110,14 +112,14 @@ impl TrainedRegion {
     ) -> bool {
         let Some(rec) = usize::try_from(position)
             .ok()
-            .and_then(|p| self.node.records().get(p))
+            .and_then(|p| self.node.record(p))
         else {
             return false;
         };
         let retired = |r: bool| if r { BIN_REGION_RETIRED } else { 0 };
         let before = retired(self.is_retired());
         let start = out.len();
-        match rec.gap.bins() {
+        match rec.gap().map(|g| g.bins()) {
             Some(bins) => {
                 let mut hook = || drop(bins.lock_all());
                 let mid: Option<&mut dyn FnMut()> = if tear { Some(&mut hook) } else { None };
@@ -229,13 +231,12 @@ impl FineIndex {
     /// (for the last record: when the current layout routes `key` to this region).
     fn check_address(&self, region: &TrainedRegion, position: u64, key: u64) -> Option<usize> {
         let pos = usize::try_from(position).ok()?;
-        let records = region.node.records();
-        let r = records.get(pos)?;
-        if r.key > key {
+        let keys = region.node.keys();
+        if *keys.get(pos)? > key {
             return None;
         }
-        match records.get(pos + 1) {
-            Some(next) if next.key <= key => None,
+        match keys.get(pos + 1) {
+            Some(&next) if next <= key => None,
             Some(_) => Some(pos),
             None => {
                 let layout = self.layout.load();
@@ -264,7 +265,7 @@ fn read_from(node: &Node, pos: usize, key: u64) -> Option<u64> {
     loop {
         match home {
             Home::Record(r) => return r.read(),
-            Home::Gap(r) => match r.gap.get(key) {
+            Home::Gap(r) => match r.gap()?.get(key) {
                 crate::gap::Step::Done(v) => return v,
                 crate::gap::Step::Descend(sub) => home = sub.home(key)?,
             },

@@ -20,7 +20,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering, fence};
 
-use crate::record::Record;
+use crate::record::Slot;
 
 /// Bit 63 of a version word: the region's node was replaced by a model retraining.
 pub const RETIRED: u64 = 1 << 63;
@@ -70,20 +70,23 @@ impl RegionWords {
         self.started.load(Ordering::Acquire) & RETIRED != 0
     }
 
-    /// Appends to `out` the head version, the words of `records[offset..offset + count]`
-    /// (clamped to the array), and the tail version. `mid`, if any, runs after half the records
-    /// were copied (the test hook that tears a copy).
+    /// Appends to `out` the head version, the words of records `offset..offset + count` (clamped
+    /// to the array; record `i` is key `keys[i]` with words `slots[i]`), and the tail version.
+    /// `mid`, if any, runs after half the records were copied (the test hook that tears a copy).
     pub fn copy(
         &self,
-        records: &[Record],
+        keys: &[u64],
+        slots: &[Slot],
         offset: usize,
         count: usize,
         out: &mut Vec<u64>,
         mid: Option<&mut dyn FnMut()>,
     ) {
-        let from = offset.min(records.len());
-        let to = offset.saturating_add(count).min(records.len());
-        let window = records.get(from..to).unwrap_or_default();
+        let len = keys.len().min(slots.len());
+        let from = offset.min(len);
+        let to = offset.saturating_add(count).min(len);
+        let keys = keys.get(from..to).unwrap_or_default();
+        let window = slots.get(from..to).unwrap_or_default();
         out.reserve(2 + window.len() * WORDS_PER_RECORD);
         let started = self.started.load(Ordering::Acquire);
         let finished = self.finished.load(Ordering::Acquire);
@@ -91,14 +94,14 @@ impl RegionWords {
         out.push(started | if in_flight { WRITING } else { 0 });
         let half = window.len() / 2;
         let mut mid = mid;
-        for (i, r) in window.iter().enumerate() {
+        for (i, (&key, slot)) in keys.iter().zip(window).enumerate() {
             if i == half
                 && let Some(f) = mid.take()
             {
                 f();
             }
-            let (removed, value) = r.raw_words();
-            out.extend_from_slice(&[r.key, u64::from(removed), value]);
+            let (removed, value) = slot.raw_words();
+            out.extend_from_slice(&[key, u64::from(removed), value]);
         }
         if let Some(f) = mid.take() {
             f();
@@ -142,27 +145,28 @@ mod tests {
     #[test]
     #[expect(clippy::indexing_slicing, reason = "a copy of 2 records has 8 words")]
     fn a_copy_is_valid_only_without_writes_in_flight_or_between_its_loads() {
-        let records = vec![Record::new(1, 10), Record::new(2, 20)];
+        let (keys, slots) = ([1, 2], [Slot::new(Some(10), 0), Slot::new(Some(20), 0)]);
         let w = RegionWords::new();
         let mut out = Vec::new();
-        w.copy(&records, 0, 2, &mut out, None);
+        w.copy(&keys, &slots, 0, 2, &mut out, None);
+        assert_eq!(out[1..7], [1, 0, 10, 2, 0, 20]);
         assert!(copy_is_valid(out[0], out[7]), "{out:?}");
         // A write in flight when the copy begins (its `finished` not yet counted).
         w.started.fetch_add(1, Ordering::Relaxed);
         out.clear();
-        w.copy(&records, 0, 2, &mut out, None);
+        w.copy(&keys, &slots, 0, 2, &mut out, None);
         assert!(!copy_is_valid(out[0], out[7]), "{out:?}");
         w.finished.fetch_add(1, Ordering::Relaxed);
         out.clear();
-        w.copy(&records, 0, 2, &mut out, None);
+        w.copy(&keys, &slots, 0, 2, &mut out, None);
         assert!(copy_is_valid(out[0], out[7]), "{out:?}");
         // A write that begins and ends inside the copy.
         out.clear();
-        w.copy(&records, 0, 2, &mut out, Some(&mut || w.write(|| ())));
+        w.copy(&keys, &slots, 0, 2, &mut out, Some(&mut || w.write(|| ())));
         assert!(!copy_is_valid(out[0], out[7]), "{out:?}");
         w.retire();
         out.clear();
-        w.copy(&records, 0, 2, &mut out, None);
+        w.copy(&keys, &slots, 0, 2, &mut out, None);
         assert!(
             !copy_is_valid(out[0], out[7]) && out[0] & RETIRED != 0,
             "{out:?}"
