@@ -17,16 +17,18 @@
 //!    paper's shared bins; the copy's node gives it an id in its own gap table) unless its small
 //!    model was flattened here, in which case the copy has none; the old record is frozen for
 //!    good;
-//! 4. publish a layout in which the new nodes replace the old one (the other nodes are shared)
-//!    with `ArcSwap::store`.
+//! 4. publish a layout in which the new nodes replace the old one (the other nodes are shared):
+//!    bump the layout version, then `ArcSwap::store` (`pin.rs`).
 //!
 //! A writer that reaches a moved record through an old layout starts again from the current
 //! layout (`record.rs`), so from step 3 on no write lands in an old record, and every write made
 //! before its record moved is in the copy. Writers to the node being retrained therefore wait
 //! for at most its copy phase (tens of nanoseconds per record); readers never wait: an old
-//! layout stays readable, frozen records included, and `ArcSwap` frees it when its last reader
-//! drops its guard (the RCU barrier's job of keeping it alive while read, without waiting for
-//! anyone). A record planned for reclamation that was revived or got a gap before its lock was
+//! layout stays readable, frozen records included, and is freed when its last reader lets go of
+//! it (the RCU barrier's job of keeping it alive while read, without waiting for anyone). Point
+//! operations and scans run on the calling thread's pin of the layout, or on an `ArcSwap` guard
+//! when the pin is not current (`pin.rs`): a thread's pin keeps an old layout alive until the
+//! thread next misses on that pin's slot, or exits. A record planned for reclamation that was revived or got a gap before its lock was
 //! taken is copied after all, and that node's models are trained again over the final keys.
 //!
 //! A node is retrained when one of its small models needed a smaller one (the paper's trigger)
@@ -38,20 +40,19 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use arc_swap::ArcSwap;
-
 use crate::config::Config;
 use crate::error::{FineError, Result};
 use crate::gap::Step;
 use crate::layout::{Layout, build_nodes, plan_nodes};
 use crate::node::{DEEP_SMALL_MODELS, Home, Node};
+use crate::pin::Published;
 use crate::record::{MovePlan, Moved, NewRecord, Record};
 use crate::seqlock::Backoff;
 
 /// The concurrent learned index over u64 keys and u64 values.
 #[derive(Debug)]
 pub struct FineIndex {
-    pub(crate) layout: ArcSwap<Layout>,
+    pub(crate) layout: Published,
     pub(crate) cfg: Config,
     retrain_lock: Mutex<()>,
     pub(crate) level_bin_retrains: AtomicU64,
@@ -74,6 +75,23 @@ pub struct ModelRetrain {
     pub nodes: u64,
     /// Wall time of flattening, training and publishing, in microseconds.
     pub took_us: u64,
+}
+
+/// What one try of a write did, for the work that follows it outside its layout.
+enum Wrote {
+    Plain(Option<u64>),
+    /// It removed a trained record; `reclaim_due`: its top-level node has enough removed records
+    /// for a model retraining that reclaims them.
+    Removed {
+        old: Option<u64>,
+        reclaim_due: bool,
+    },
+    /// It retrained level bins `depth` small models below a top-level node.
+    Retrained {
+        old: Option<u64>,
+        depth: u32,
+        retrain_ns: u64,
+    },
 }
 
 impl FineIndex {
@@ -106,7 +124,7 @@ impl FineIndex {
         records.extend(entries.iter().map(|&(k, v)| NewRecord::live(k, v)));
         let layout = Layout::build(records, &cfg);
         Ok(FineIndex {
-            layout: ArcSwap::from_pointee(layout),
+            layout: Published::new(layout),
             cfg,
             retrain_lock: Mutex::new(()),
             level_bin_retrains: AtomicU64::new(0),
@@ -122,18 +140,9 @@ impl FineIndex {
     }
 
     /// The value of `key`. Lock-free.
+    #[inline]
     pub fn get(&self, key: u64) -> Option<u64> {
-        let layout = self.layout.load();
-        let (_, mut node) = layout.node_for(key)?;
-        loop {
-            match node.home(key)? {
-                Home::Record(r) => return r.read(),
-                Home::Gap(r) => match r.gap()?.get(key) {
-                    Step::Done(v) => return v,
-                    Step::Descend(sub) => node = sub,
-                },
-            }
-        }
+        self.layout.with(|layout| get_in(layout, key))
     }
 
     /// Inserts `key`, or overwrites its value if present (the paper's insert keeps keys unique);
@@ -206,84 +215,118 @@ impl FineIndex {
         op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
         start: Option<(&Node, usize)>,
     ) -> std::result::Result<Option<u64>, Moved> {
-        let (old, depth, retrain_ns) = {
-            let layout = self.layout.load();
-            let top: &Node = match start {
-                Some((n, _)) => n,
-                None => match layout.node_for(key) {
-                    Some((_, top)) => top,
-                    None => return Ok(None),
-                },
+        let wrote = self
+            .layout
+            .with(|layout| self.write_in(layout, key, may_insert, op, start))?;
+        // Retraining, if due, runs outside the layout the write used.
+        match wrote {
+            Wrote::Plain(old) => Ok(old),
+            Wrote::Removed { old, reclaim_due } => {
+                if reclaim_due && let Ok(_g) = self.retrain_lock.try_lock() {
+                    self.retrain_wanted_locked();
+                }
+                Ok(old)
+            }
+            Wrote::Retrained {
+                old,
+                depth,
+                retrain_ns,
+            } => {
+                self.count_level_bin_retraining(key, depth, retrain_ns);
+                Ok(old)
+            }
+        }
+    }
+
+    /// One try of a write through `layout` (from `start` if given).
+    fn write_in(
+        &self,
+        layout: &Layout,
+        key: u64,
+        may_insert: bool,
+        op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
+        start: Option<(&Node, usize)>,
+    ) -> std::result::Result<Wrote, Moved> {
+        let top: &Node = match start {
+            Some((n, _)) => n,
+            None => match layout.node_for(key) {
+                Some((_, top)) => top,
+                None => return Ok(Wrote::Plain(None)),
+            },
+        };
+        let mut node: &Node = top;
+        let mut first = start.and_then(|(n, pos)| n.home_at(pos, key));
+        let mut depth = 0u32;
+        loop {
+            let home = match first.take() {
+                Some(h) => Some(h),
+                None => node.home(key),
             };
-            let mut node: &Node = top;
-            let mut first = start.and_then(|(n, pos)| n.home_at(pos, key));
-            let mut depth = 0u32;
-            loop {
-                let home = match first.take() {
-                    Some(h) => Some(h),
-                    None => node.home(key),
-                };
-                match home {
-                    None => return Ok(None),
-                    Some(Home::Record(r)) => {
-                        let m = node.region.write(|| r.modify(op))?;
-                        if m.removed {
-                            let removed = top.removed_records.fetch_add(1, Relaxed) + 1;
-                            let due = self.cfg.model_retrain_after_nested > 0
-                                && removed >= reclaim_due(top);
-                            drop(layout);
-                            if due && let Ok(_g) = self.retrain_lock.try_lock() {
-                                self.retrain_wanted_locked();
-                            }
-                        }
-                        return Ok(m.old);
+            match home {
+                None => return Ok(Wrote::Plain(None)),
+                Some(Home::Record(r)) => {
+                    let m = node.region.write(|| r.modify(op))?;
+                    if !m.removed {
+                        return Ok(Wrote::Plain(m.old));
                     }
-                    Some(Home::Gap(r)) => {
-                        let gap = if may_insert {
-                            r.gap_for_insert(&self.cfg)?
-                        } else {
-                            match r.gap() {
-                                Some(g) => g,
-                                // No bins: the key is absent, and `op` keeps it so.
-                                None => return Ok(None),
-                            }
-                        };
-                        match gap.modify(r.key, key, op, &self.cfg) {
-                            Step::Descend(sub) => {
-                                node = sub;
-                                depth += 1;
-                            }
-                            Step::Done(w) => {
-                                if !w.retrained {
-                                    return Ok(w.old);
-                                }
-                                break (w.old, depth, w.retrain_ns);
-                            }
+                    let removed = top.removed_records.fetch_add(1, Relaxed) + 1;
+                    return Ok(Wrote::Removed {
+                        old: m.old,
+                        reclaim_due: self.cfg.model_retrain_after_nested > 0
+                            && removed >= reclaim_due(top),
+                    });
+                }
+                Some(Home::Gap(r)) => {
+                    let gap = if may_insert {
+                        r.gap_for_insert(&self.cfg)?
+                    } else {
+                        match r.gap() {
+                            Some(g) => g,
+                            // No bins: the key is absent, and `op` keeps it so.
+                            None => return Ok(Wrote::Plain(None)),
+                        }
+                    };
+                    match gap.modify(r.key, key, op, &self.cfg) {
+                        Step::Descend(sub) => {
+                            node = sub;
+                            depth += 1;
+                        }
+                        Step::Done(w) if !w.retrained => return Ok(Wrote::Plain(w.old)),
+                        Step::Done(w) => {
+                            return Ok(Wrote::Retrained {
+                                old: w.old,
+                                depth,
+                                retrain_ns: w.retrain_ns,
+                            });
                         }
                     }
                 }
             }
-        };
-        // A level-bin retraining happened: count it on the node that covers `key` now (a model
-        // retraining may have replaced the node we came through; its counters died with it). A
-        // retraining still in flight may drop this count too; that only delays the next one.
+        }
+    }
+
+    /// A level-bin retraining happened `depth` small models below the top: count it on the node
+    /// that covers `key` now (a model retraining may have replaced the node the write came
+    /// through; its counters died with it; one still in flight may drop this count too, which
+    /// only delays the next), and retrain models if that node calls for it.
+    fn count_level_bin_retraining(&self, key: u64, depth: u32, retrain_ns: u64) {
         self.level_bin_retrains.fetch_add(1, Relaxed);
         self.level_bin_retrain_ns.fetch_add(retrain_ns, Relaxed);
-        let layout = self.layout.load();
-        let Some((_, top)) = layout.node_for(key) else {
-            return Ok(old);
-        };
         let entries = u64::from(self.cfg.root_slots) * u64::from(self.cfg.child_slots);
-        top.retrained_entries.fetch_add(entries, Relaxed);
-        let nested = depth >= 1;
-        if nested {
-            top.nested_small_models.fetch_add(1, Relaxed);
-        }
-        if depth >= DEEP_SMALL_MODELS {
-            top.deep.store(true, Relaxed);
-        }
-        let wanted = nested && self.wants_retraining(top);
-        drop(layout);
+        let wanted = self.layout.with(|layout| {
+            let Some((_, top)) = layout.node_for(key) else {
+                return false;
+            };
+            top.retrained_entries.fetch_add(entries, Relaxed);
+            let nested = depth >= 1;
+            if nested {
+                top.nested_small_models.fetch_add(1, Relaxed);
+            }
+            if depth >= DEEP_SMALL_MODELS {
+                top.deep.store(true, Relaxed);
+            }
+            nested && self.wants_retraining(top)
+        });
         if wanted
             && self.cfg.model_retrain_after_nested > 0
             && let Ok(_g) = self.retrain_lock.try_lock()
@@ -291,7 +334,6 @@ impl FineIndex {
             // Another thread retraining already covers this trigger.
             self.retrain_wanted_locked();
         }
-        Ok(old)
     }
 
     /// Whether a top-level node calls for its model retraining: a quarter of its records were
@@ -362,7 +404,7 @@ impl FineIndex {
             nodes: layout.nodes().len() as u64,
             took_us: 0,
         };
-        self.layout.store(Arc::new(layout));
+        self.layout.publish(layout);
         let took_us = started.elapsed().as_micros() as u64;
         self.model_retrains.fetch_add(1, Relaxed);
         self.model_retrain_us.fetch_add(took_us, Relaxed);
@@ -416,6 +458,21 @@ impl FineIndex {
         let kept = copies.len() as u64;
         build_nodes(keys, copies, plan, out);
         (kept, flat.len() as u64 - kept)
+    }
+}
+
+/// The value of `key` in `layout`.
+#[inline]
+fn get_in(layout: &Layout, key: u64) -> Option<u64> {
+    let (_, mut node) = layout.node_for(key)?;
+    loop {
+        match node.home(key)? {
+            Home::Record(r) => return r.read(),
+            Home::Gap(r) => match r.gap()?.get(key) {
+                Step::Done(v) => return v,
+                Step::Descend(sub) => node = sub,
+            },
+        }
     }
 }
 
@@ -510,6 +567,41 @@ mod tests {
             ix.range(8, 12, 10),
             vec![(8, 4), (10, 70), (11, 71), (12, 60)]
         );
+    }
+
+    /// A reader inside an operation on its pinned layout while another thread retrains (every
+    /// record moves) and then writes through the new layout: the old layout still answers with
+    /// the value current when the reader started; a call made after the publication misses the
+    /// pin and sees the write; the next call outside re-pins. Fails if the pin's version check
+    /// is skipped.
+    #[test]
+    fn a_pinned_reader_keeps_its_layout_through_a_publication_and_then_re_pins() {
+        let entries: Vec<(u64, u64)> = (0..200u64).map(|k| (k * 2, k)).collect();
+        let ix =
+            FineIndex::bulk_load(&entries, Config::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ix.get(10), Some(5));
+        assert_eq!(ix.layout.pinned_version(), Some(1));
+        let seen = ix.layout.with(|old| {
+            std::thread::scope(|s| {
+                s.spawn(|| {
+                    assert_eq!(ix.retrain_models().nodes_retrained, 1);
+                    assert_eq!(ix.update(10, 500), Some(5));
+                });
+            });
+            let frozen = get_in(old, 10);
+            let inner = ix.get(10);
+            (old.version, frozen, inner)
+        });
+        assert_eq!(seen, (1, Some(5), Some(500)));
+        assert_eq!(
+            ix.layout.pinned_version(),
+            Some(1),
+            "a call inside an operation replaced the pin under it"
+        );
+        assert_eq!(ix.get(10), Some(500));
+        assert_eq!(ix.layout.pinned_version(), Some(2));
+        assert_eq!(ix.insert(11, 7), None);
+        assert_eq!(ix.get(11), Some(7));
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //! - `gap.rs`: the gap below a record: level bins, then the small model they were retrained into;
 //! - `bins.rs`: the level bins (root bin, child bins) and their optimistic reads;
 //! - `seqlock.rs`: the per-bin latch (version word + mutex) and its memory orderings;
-//! - `index.rs`: [`FineIndex`], point operations and model retraining (publication by `ArcSwap`);
+//! - `index.rs`: [`FineIndex`], point operations and model retraining;
+//! - `pin.rs`: publication of the layout (`ArcSwap` and a version word) and each thread's pins of
+//!   it, so that a point operation writes nothing shared to find its layout;
 //! - `scan.rs`: ordered range scans; `stats.rs`: structure figures and the load factor;
 //! - `retrainer.rs`: an optional background thread for model retraining;
 //! - `store/`: [`FineStore`], byte keys and values over layers of the index (one per 8-byte key
@@ -23,12 +25,14 @@
 //!
 //! Lock order: a writer holds one record's lock (its write counted in its node's region words,
 //! `remote/words.rs`, which are counters, not locks; a gap created under it may initialise a
-//! segment of the node's gap table, a `OnceLock` that holds no other lock), or one child bin's
-//! latch, or a level-bin
-//! set's root latch and then its child bins' latches in id order (`bins.rs`); a writer that
-//! triggers model retraining has released those first. Model retraining holds `retrain_lock`,
-//! and under it one record's lock at a time (moving it); statistics take one set's latches at a
-//! time. Readers and remote copies hold none. So there is no lock cycle.
+//! segment of its node's gap table, a `OnceLock` under which nothing else is taken), or one child
+//! bin's latch, or a level-bin set's root latch and then its child bins' latches in id order
+//! (`bins.rs`); a writer that triggers model retraining has released those first. Model
+//! retraining holds `retrain_lock`, and under it one record's lock at a time (moving it);
+//! statistics take one set's latches at a time. Readers and remote copies hold none. So there is
+//! no lock cycle. A thread's pins (`pin.rs`) are a thread-local `RefCell`, borrowed shared for
+//! the length of an operation and mutably only to install a pin, never across a wait; a call
+//! that finds them borrowed (an `upsert` closure calling an index) runs on a guard instead.
 //!
 //! Everything is safe Rust: keys, values and versions are 8-byte atomics.
 
@@ -43,6 +47,7 @@ mod index;
 mod layout;
 mod model;
 mod node;
+mod pin;
 mod record;
 mod remote;
 mod retrainer;

@@ -7,8 +7,8 @@
 //! whole is not a snapshot: a key written during the scan may or may not appear, but every key
 //! present and untouched for the whole scan appears exactly once, because every key has exactly
 //! one home at every instant (see gap.rs) and the walk visits each home once, in order. The
-//! layout is pinned for the walk by an `ArcSwap` guard (`load`: a slot of the walking thread, no
-//! shared reference count written). A model retraining meanwhile moves records into
+//! layout is held for the walk by the walking thread's pin or an `ArcSwap` guard (`pin.rs`: no
+//! shared reference count written either way). A model retraining meanwhile moves records into
 //! new arrays (`record.rs`): a moved record is frozen, while the gaps it shares with its copy go
 //! on changing, and a key reclaimed there may come back into the previous record's (shared) gap.
 //! An old layout can therefore show one key twice, frozen in a record and live in a gap. So the
@@ -65,8 +65,8 @@ impl FineIndex {
 
     /// One walk of the current layout from `lo`, appending until `out` holds `end` entries.
     fn walk(&self, lo: u64, hi: u64, end: usize, out: &mut Vec<(u64, u64)>) -> Walked {
-        let layout = self.layout.load();
-        walk_layout(&layout, lo, hi, end, out)
+        self.layout
+            .with(|layout| walk_layout(layout, lo, hi, end, out))
     }
 }
 

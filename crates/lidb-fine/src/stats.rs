@@ -52,7 +52,8 @@ pub struct FineStats {
     /// Their total time (flattening, training, publishing), in microseconds.
     pub model_retrain_us: u64,
     /// Estimated heap bytes of the current layout: node arrays and models, records, level bins
-    /// (from type sizes; allocator overhead and old layouts still pinned by readers excluded).
+    /// (from type sizes; allocator overhead excluded, and so are old layouts that readers or the
+    /// threads' pins, `pin.rs`, still hold).
     pub heap_bytes: u64,
     /// Bytes of the LPA models alone, top and small models in use (`SEGMENT_BYTES` each: first
     /// key, slope, intercept): what a client caches to route its requests (the paper's Fig. 16),
