@@ -27,9 +27,10 @@
 //! layout stays readable, frozen records included, and is freed when its last reader lets go of
 //! it (the RCU barrier's job of keeping it alive while read, without waiting for anyone). Point
 //! operations and scans run on the calling thread's pin of the layout, or on an `ArcSwap` guard
-//! when the pin is not current (`pin.rs`): a thread's pin keeps an old layout alive until the
-//! thread next misses on that pin's slot, or exits. A record planned for reclamation that was revived or got a gap before its lock was
-//! taken is copied after all, and that node's models are trained again over the final keys.
+//! when the pin is not current (`pin.rs`); a thread's pin keeps an old layout alive until the
+//! thread pins another layout in that slot, or exits. A record planned for reclamation that was
+//! revived or got a gap before its lock was taken is copied after all, and that node's models are
+//! trained again over the final keys.
 //!
 //! A node is retrained when one of its small models needed a smaller one (the paper's trigger)
 //! and its small models gathered at least `records / model_retrain_divisor` entries, when small
@@ -75,23 +76,6 @@ pub struct ModelRetrain {
     pub nodes: u64,
     /// Wall time of flattening, training and publishing, in microseconds.
     pub took_us: u64,
-}
-
-/// What one try of a write did, for the work that follows it outside its layout.
-enum Wrote {
-    Plain(Option<u64>),
-    /// It removed a trained record; `reclaim_due`: its top-level node has enough removed records
-    /// for a model retraining that reclaims them.
-    Removed {
-        old: Option<u64>,
-        reclaim_due: bool,
-    },
-    /// It retrained level bins `depth` small models below a top-level node.
-    Retrained {
-        old: Option<u64>,
-        depth: u32,
-        retrain_ns: u64,
-    },
 }
 
 impl FineIndex {
@@ -215,30 +199,13 @@ impl FineIndex {
         op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
         start: Option<(&Node, usize)>,
     ) -> std::result::Result<Option<u64>, Moved> {
-        let wrote = self
-            .layout
-            .with(|layout| self.write_in(layout, key, may_insert, op, start))?;
-        // Retraining, if due, runs outside the layout the write used.
-        match wrote {
-            Wrote::Plain(old) => Ok(old),
-            Wrote::Removed { old, reclaim_due } => {
-                if reclaim_due && let Ok(_g) = self.retrain_lock.try_lock() {
-                    self.retrain_wanted_locked();
-                }
-                Ok(old)
-            }
-            Wrote::Retrained {
-                old,
-                depth,
-                retrain_ns,
-            } => {
-                self.count_level_bin_retraining(key, depth, retrain_ns);
-                Ok(old)
-            }
-        }
+        self.layout
+            .with(|layout| self.write_in(layout, key, may_insert, op, start))
     }
 
-    /// One try of a write through `layout` (from `start` if given).
+    /// One try of a write through `layout` (from `start` if given). A model retraining it
+    /// triggers runs here too: on this thread's pin of `layout` (the retraining reads the
+    /// current layout itself, and a pin holds no lock).
     fn write_in(
         &self,
         layout: &Layout,
@@ -246,12 +213,12 @@ impl FineIndex {
         may_insert: bool,
         op: &mut dyn FnMut(Option<u64>) -> Option<u64>,
         start: Option<(&Node, usize)>,
-    ) -> std::result::Result<Wrote, Moved> {
+    ) -> std::result::Result<Option<u64>, Moved> {
         let top: &Node = match start {
             Some((n, _)) => n,
             None => match layout.node_for(key) {
                 Some((_, top)) => top,
-                None => return Ok(Wrote::Plain(None)),
+                None => return Ok(None),
             },
         };
         let mut node: &Node = top;
@@ -263,18 +230,19 @@ impl FineIndex {
                 None => node.home(key),
             };
             match home {
-                None => return Ok(Wrote::Plain(None)),
+                None => return Ok(None),
                 Some(Home::Record(r)) => {
                     let m = node.region.write(|| r.modify(op))?;
-                    if !m.removed {
-                        return Ok(Wrote::Plain(m.old));
+                    if m.removed {
+                        let removed = top.removed_records.fetch_add(1, Relaxed) + 1;
+                        if self.cfg.model_retrain_after_nested > 0
+                            && removed >= reclaim_due(top)
+                            && let Ok(_g) = self.retrain_lock.try_lock()
+                        {
+                            self.retrain_wanted_locked();
+                        }
                     }
-                    let removed = top.removed_records.fetch_add(1, Relaxed) + 1;
-                    return Ok(Wrote::Removed {
-                        old: m.old,
-                        reclaim_due: self.cfg.model_retrain_after_nested > 0
-                            && removed >= reclaim_due(top),
-                    });
+                    return Ok(m.old);
                 }
                 Some(Home::Gap(r)) => {
                     let gap = if may_insert {
@@ -283,7 +251,7 @@ impl FineIndex {
                         match r.gap() {
                             Some(g) => g,
                             // No bins: the key is absent, and `op` keeps it so.
-                            None => return Ok(Wrote::Plain(None)),
+                            None => return Ok(None),
                         }
                     };
                     match gap.modify(r.key, key, op, &self.cfg) {
@@ -291,13 +259,11 @@ impl FineIndex {
                             node = sub;
                             depth += 1;
                         }
-                        Step::Done(w) if !w.retrained => return Ok(Wrote::Plain(w.old)),
                         Step::Done(w) => {
-                            return Ok(Wrote::Retrained {
-                                old: w.old,
-                                depth,
-                                retrain_ns: w.retrain_ns,
-                            });
+                            if w.retrained {
+                                self.count_level_bin_retraining(key, depth, w.retrain_ns);
+                            }
+                            return Ok(w.old);
                         }
                     }
                 }
@@ -309,6 +275,8 @@ impl FineIndex {
     /// that covers `key` now (a model retraining may have replaced the node the write came
     /// through; its counters died with it; one still in flight may drop this count too, which
     /// only delays the next), and retrain models if that node calls for it.
+    #[cold]
+    #[inline(never)]
     fn count_level_bin_retraining(&self, key: u64, depth: u32, retrain_ns: u64) {
         self.level_bin_retrains.fetch_add(1, Relaxed);
         self.level_bin_retrain_ns.fetch_add(retrain_ns, Relaxed);

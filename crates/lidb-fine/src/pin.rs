@@ -15,10 +15,11 @@
 //! between indexes sharing a slot (a FineStore has one index per key-prefix layer) does not clone
 //! an `Arc` per operation.
 //!
-//! Who may do what: any thread calls [`Published::with`], re-entrantly too (an `upsert` closure
-//! that calls an index): a call that finds the slots borrowed mutably uses the hit path with a
-//! shared borrow, and an install that finds them borrowed at all gives up and runs on a guard;
-//! nothing panics. Only model retraining (under `retrain_lock`, `index.rs`) calls
+//! Who may do what: any thread calls [`Published::with`], re-entrantly too (an `upsert` closure,
+//! or a model retraining a write triggers, that calls an index): the slots are borrowed shared
+//! for the length of an operation, so a call inside one still hits with a second shared borrow,
+//! and an install, which needs the slots mutably, finds them borrowed, gives up and runs on a
+//! guard; nothing panics. Only model retraining (under `retrain_lock`, `index.rs`) calls
 //! [`Published::publish`].
 //!
 //! Invariants and why a pinned read is still linearizable:
@@ -37,7 +38,10 @@
 //! Memory: each thread keeps at most [`PIN_SLOTS`] layouts alive (of any indexes). A layout
 //! replaced by a retraining (the old copies of the retrained nodes; other nodes are shared with
 //! the current layout), or the whole layout of a dropped index, stays allocated until the thread
-//! next misses on that slot or exits. Dropping an index clears the dropping thread's slot.
+//! pins another layout in that slot (its next operation on that index, or the
+//! [`MISSES_BEFORE_EVICTION`]th miss in a row of another index sharing the slot) or exits. So a
+//! thread that goes idle after a retraining holds up to 8 old layouts. Dropping an index clears
+//! the dropping thread's slot only.
 
 use std::cell::{Cell, RefCell};
 use std::sync::Arc;
@@ -69,9 +73,11 @@ struct Pin {
     misses: Cell<u32>,
 }
 
+/// A thread's pins, one slot per `id % PIN_SLOTS`.
+type Pins = [Option<Pin>; PIN_SLOTS];
+
 thread_local! {
-    static PINS: RefCell<[Option<Pin>; PIN_SLOTS]> =
-        const { RefCell::new([const { None }; PIN_SLOTS]) };
+    static PINS: RefCell<Pins> = const { RefCell::new([const { None }; PIN_SLOTS]) };
 }
 
 /// The published layout of one index.
@@ -120,6 +126,7 @@ impl Published {
     pub fn with<R>(&self, f: impl FnOnce(&Layout) -> R) -> R {
         let version = self.version.load(Ordering::SeqCst);
         let mut f = Some(f);
+        // `try_with` fails only while this thread's locals are being destroyed.
         let hit = PINS.try_with(|pins| {
             let pins = pins.try_borrow().ok()?;
             let pin = pins.get(self.slot())?.as_ref()?;
@@ -130,10 +137,12 @@ impl Published {
             let f = f.take()?;
             Some(f(&pin.layout))
         });
-        match (hit, f) {
-            (Ok(Some(r)), _) => r,
-            (_, Some(f)) => self.miss(f),
-            (_, None) => unreachable!("a pinned call ran and returned nothing"),
+        if let Ok(Some(r)) = hit {
+            return r;
+        }
+        match f.take() {
+            Some(f) => self.miss(f),
+            None => unreachable!("a pinned call ran and returned nothing"),
         }
     }
 
