@@ -44,6 +44,7 @@ use std::cmp::Ordering;
 use std::ops::Range;
 
 use lidb_index::bound::window;
+use lidb_index::lpa::Sums;
 use lidb_index::points::staircase;
 use lidb_index::segment::Segments;
 
@@ -185,34 +186,11 @@ fn power_of_ten_at_most(len: usize) -> usize {
     p
 }
 
-/// Least-squares sums over points from one model's first point, on deltas from it, added in
-/// point order (so a slope from them is the one a fresh pass over the same points computes).
-#[derive(Debug, Clone, Copy, Default)]
-struct Sums {
-    m: f64,
-    x: f64,
-    y: f64,
-    xx: f64,
-    xy: f64,
-}
-
-impl Sums {
-    fn add(self, dx: f64, dy: f64) -> Sums {
-        Sums {
-            m: self.m + 1.0,
-            x: self.x + dx,
-            y: self.y + dy,
-            xx: self.xx + dx * dx,
-            xy: self.xy + dx * dy,
-        }
-    }
-
-    /// The least-squares slope (0 for points of one x).
-    fn slope(&self) -> f64 {
-        let var = self.m * self.xx - self.x * self.x;
-        let cov = self.m * self.xy - self.x * self.y;
-        if var > 0.0 { cov / var } else { 0.0 }
-    }
+/// `sums` with the point `(dx, dy)` added (in point order, so a slope from them is the one a
+/// fresh pass over the same points computes).
+fn plus(mut sums: Sums, dx: f64, dy: f64) -> Sums {
+    sums.add(dx, dy, 1.0);
+    sums
 }
 
 /// The slope a model stores for a real slope (what `finalize` does with it).
@@ -360,7 +338,7 @@ impl<'a> Probe<'a> {
             upper: Vec::new(),
             lower: Vec::new(),
         };
-        self.grow(&mut one, start + 1, Sums::default().add(0.0, 0.0), 0.0);
+        self.grow(&mut one, start + 1, plus(Sums::default(), 0.0, 0.0), 0.0);
         one
     }
 
@@ -396,7 +374,7 @@ impl<'a> Probe<'a> {
         let (xs, ys) = (self.xs.get(good.end..end)?, self.ys.get(good.end..end)?);
         // Added in point order: the same sums, bit for bit, as a fresh pass from the start.
         let sums = xs.iter().zip(ys).fold(good.sums, |sums, (&x, &y)| {
-            sums.add((x - x0) as f64, f64::from(y) - f64::from(y0))
+            plus(sums, (x - x0) as f64, f64::from(y) - f64::from(y0))
         });
         let slope = sums.slope();
         let (lo, hi) = self.band(good, end, stored_slope(slope))?;

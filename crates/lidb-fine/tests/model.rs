@@ -10,6 +10,9 @@ use lidb_fine::{Config, FineError, FineIndex, predict_window};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+#[path = "common/key_shapes.rs"]
+mod key_shapes;
+
 /// Tiny bins and models: level-bin retraining after a handful of inserts, and model retraining
 /// at the paper's trigger (a small model needs a smaller one) without amortisation.
 fn tiny() -> Config {
@@ -340,49 +343,6 @@ fn removed_trained_records_are_reclaimed_by_model_retraining() {
     }
 }
 
-/// Sorted distinct keys of one of six shapes: dense runs, sparse, log-uniform (a lognormal-like
-/// skew), near u64::MAX, tiny sets of 1 to 3 keys, dense clusters among sparse keys.
-fn shaped_keys(shape: usize, max_n: usize, rng: &mut ChaCha8Rng) -> Vec<u64> {
-    let n = rng.gen_range(1..=max_n);
-    let mut keys: Vec<u64> = match shape {
-        0 => {
-            let mut k = rng.r#gen::<u64>() >> 8;
-            (0..n)
-                .map(|_| {
-                    k += if rng.gen_bool(0.02) {
-                        rng.gen_range(2..1_000_000)
-                    } else {
-                        1
-                    };
-                    k
-                })
-                .collect()
-        }
-        1 => (0..n).map(|_| rng.r#gen()).collect(),
-        2 => (0..n)
-            .map(|_| (rng.r#gen::<f64>() * 40.0).exp() as u64)
-            .collect(),
-        3 => (0..n)
-            .map(|_| u64::MAX - rng.gen_range(0..4 * n as u64))
-            .collect(),
-        4 => {
-            let picks = [0, 1, 2, u64::MAX - 1, u64::MAX, rng.r#gen()];
-            (0..rng.gen_range(1..=3))
-                .map(|_| picks[rng.gen_range(0..picks.len())])
-                .collect()
-        }
-        _ => (0..n)
-            .map(|_| {
-                let centre = rng.gen_range(0..8u64) << 58;
-                centre + rng.gen_range(0..n as u64)
-            })
-            .collect(),
-    };
-    keys.sort_unstable();
-    keys.dedup();
-    keys
-}
-
 /// The bulk-loaded models, as a remote client sees them: every region's window holds the lower
 /// bound of every trained key and of its absent neighbours routed there, regions tile the
 /// trained keys in nodes of at most 65536 records, and the index finds exactly the keys loaded.
@@ -395,11 +355,11 @@ fn bulk_loaded_models_hold_every_key_of_every_shape() {
         ..Config::default()
     };
     for (c, cfg) in [Config::default(), small].into_iter().enumerate() {
-        for shape in 0..6 {
+        for shape in 0..key_shapes::SHAPES.len() {
             for seed in 0..4 {
                 let ctx = format!("shape {shape} seed {seed} config {c}");
                 let mut rng = ChaCha8Rng::seed_from_u64(1_000 + seed);
-                let keys = shaped_keys(shape, 20_000, &mut rng);
+                let keys = key_shapes::keys_of(shape, 20_000, &mut rng);
                 let entries: Vec<(u64, u64)> = keys.iter().map(|&k| (k, k ^ 0x5a)).collect();
                 let ix = FineIndex::bulk_load(&entries, cfg.clone()).unwrap();
                 // The trained keys: the loaded ones, after a placeholder 0 when 0 is not one.

@@ -78,9 +78,10 @@ pub(crate) struct Probe {
     pub growth: Growth,
 }
 
-/// Least-squares sums over S, on deltas from S's first point.
+/// Least-squares sums over S, on deltas from S's first point. Public for FINEdex's probe
+/// (lidb-fine's `model.rs`), which grows them point by point in the same way.
 #[derive(Debug, Default, Clone, Copy)]
-struct Sums {
+pub struct Sums {
     m: f64,
     x: f64,
     y: f64,
@@ -89,8 +90,10 @@ struct Sums {
 }
 
 impl Sums {
+    /// Adds (`sign` 1.0) or removes (`sign` -1.0) the point `(dx, dy)`. Adding with 1.0 gives,
+    /// bit for bit, the sums a fresh pass in the same point order gives.
     #[inline]
-    fn add(&mut self, dx: f64, dy: f64, sign: f64) {
+    pub fn add(&mut self, dx: f64, dy: f64, sign: f64) {
         self.m += sign;
         self.x += sign * dx;
         self.y += sign * dy;
@@ -98,7 +101,8 @@ impl Sums {
         self.xy += sign * dx * dy;
     }
 
-    fn slope(&self) -> f64 {
+    /// The least-squares slope (0 for points of one x).
+    pub fn slope(&self) -> f64 {
         let var = self.m * self.xx - self.x * self.x;
         let cov = self.m * self.xy - self.x * self.y;
         if var > 0.0 { cov / var } else { 0.0 }
