@@ -13,8 +13,8 @@ use rand_chacha::ChaCha8Rng;
 use super::*;
 #[path = "../tests/common/key_shapes.rs"]
 mod key_shapes;
-use key_shapes::{SHAPES, keys_of};
 use crate::layout::MAX_NODE_RECORDS;
+use key_shapes::{SHAPES, keys_of};
 
 /// Least-squares slope of the points `start..end` (on deltas from the first one), or `None` if
 /// the range is empty or out of bounds.

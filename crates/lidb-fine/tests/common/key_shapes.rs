@@ -64,4 +64,3 @@ pub fn keys_of(shape: usize, max_n: usize, rng: &mut ChaCha8Rng) -> Vec<u64> {
     keys.dedup();
     keys
 }
-
