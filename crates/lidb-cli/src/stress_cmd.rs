@@ -32,7 +32,8 @@ pub struct StressArgs {
     /// How long the run lasts: 30s, 5m, 1h, 500ms (a bare number is seconds).
     #[arg(long, default_value = "30s")]
     duration: String,
-    /// Stop earlier, after this many operations in all (reads included): 50000, 200K, 10M.
+    /// Stop earlier, after the engine completed this many operations in all (reads answered and
+    /// writes acknowledged; refused writes and failed reads are not counted): 50000, 200K, 10M.
     #[arg(long)]
     ops: Option<String>,
     /// Kill mode: run the workload as a child process and SIGKILL it at a random moment of each

@@ -227,7 +227,8 @@ pub trait Engine: Send + Sync {
         String::new()
     }
     /// Puts every `(key, value)` in order (a later entry of a key wins), as one write where the
-    /// engine has batches (lsm: one WAL record, one sync with `sync`), one put at a time
+    /// engine has batches (lsm: one WAL record, one sync with `sync`; learnedkv, lsm+ and
+    /// lsm+tier: one value-log sync and one WAL record, atomic), one put at a time
     /// otherwise (then an error may leave a prefix written). `lidb serve` writes a pipeline's
     /// consecutive SETs and each MSET through it.
     fn put_many(&self, entries: &[(&[u8], &[u8])]) -> EngineResult<()> {

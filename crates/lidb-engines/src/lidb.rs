@@ -207,6 +207,9 @@ impl Engine for TieredEngine {
     fn delete(&self, key: &[u8]) -> EngineResult<()> {
         Ok(self.store.delete(key)?)
     }
+    fn put_many(&self, entries: &[(&[u8], &[u8])]) -> EngineResult<()> {
+        Ok(self.store.put_many(entries)?)
+    }
     fn scan(
         &self,
         start: &[u8],

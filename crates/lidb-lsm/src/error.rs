@@ -41,6 +41,27 @@ impl fmt::Display for Error {
     }
 }
 
+impl Error {
+    /// The same error again, for each writer of a write group that failed together (`Error`
+    /// is not `Clone`: an `io::Error` is rebuilt from its kind and message).
+    pub fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { file, source } => Error::Io {
+                file: file.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::Corruption { file, detail } => Error::Corruption {
+                file: file.clone(),
+                detail: detail.clone(),
+            },
+            Error::InvalidOption(msg) => Error::InvalidOption(msg.clone()),
+            Error::Closed(why) => Error::Closed(why.clone()),
+            Error::NotInMemory => Error::NotInMemory,
+            Error::Index(e) => Error::Closed(format!("a write group failed: {e}")),
+        }
+    }
+}
+
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {

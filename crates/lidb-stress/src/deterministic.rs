@@ -81,6 +81,8 @@ pub fn stress_deterministic(cfg: &Config, crash_every: u64) -> Result<Report, St
     *shared.faults.get_mut().unwrap_or_else(|p| p.into_inner()) = Some(powered.faults.clone());
     shared.opened();
     let mut worker_rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ (1 << 40));
+    // Operations issued, completed or not: a mismatch names its position in the run.
+    let mut issued = 0u64;
     while !shared.stopped() && Instant::now() < deadline {
         let result = if worker_rng.gen_bool(0.01) {
             match powered.target.background(worker_rng.r#gen()) {
@@ -92,14 +94,19 @@ pub fn stress_deterministic(cfg: &Config, crash_every: u64) -> Result<Report, St
             };
             Ok(())
         } else {
-            shared.counters.operations.fetch_add(1, Ordering::Relaxed);
-            workload::one_op(&shared, powered.target.as_ref(), &mut worker_rng, &mut None)
+            issued += 1;
+            workload::one_op(&shared, powered.target.as_ref(), &mut worker_rng, &mut None).map(
+                |done| {
+                    if done == workload::Done::Completed {
+                        shared.counters.operations.fetch_add(1, Ordering::Relaxed);
+                    }
+                },
+            )
         };
         if let Err(why) = result {
             shared.mismatch(format!(
-                "seed {} (deterministic) operation {}: {why}",
-                cfg.seed,
-                shared.counters.operations.load(Ordering::Relaxed)
+                "seed {} (deterministic) operation {issued}: {why}",
+                cfg.seed
             ));
             break;
         }

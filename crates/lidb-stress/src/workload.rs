@@ -23,6 +23,8 @@ use lidb_lsm::storage::fault::FaultStorage;
 /// Counters of one run (all threads).
 #[derive(Debug, Default)]
 pub struct Counters {
+    /// Operations the engine completed: writes it acknowledged, reads it answered. Refused
+    /// writes and failed reads are checked too, but counted only in the error counters.
     pub operations: AtomicU64,
     pub gets: AtomicU64,
     pub writes: AtomicU64,
@@ -208,8 +210,10 @@ pub fn worker(shared: &Shared, thread: usize, deadline: Instant, mut log: Option
         };
         let result = one_op(shared, target.as_ref(), &mut rng, &mut log);
         drop(slot);
-        if let Err(why) = result {
-            shared.mismatch(format!("seed {} thread {thread}: {why}", shared.seed));
+        match result {
+            Ok(Done::Completed) => {}
+            Ok(Done::Failed) => continue,
+            Err(why) => shared.mismatch(format!("seed {} thread {thread}: {why}", shared.seed)),
         }
         Counters::bump(&shared.counters.operations);
         since_progress += 1;
@@ -233,13 +237,26 @@ pub fn worker(shared: &Shared, thread: usize, deadline: Instant, mut log: Option
     }
 }
 
+/// Whether the engine did an operation (checked either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Done {
+    /// A write acknowledged, a read answered.
+    Completed,
+    /// The engine returned an error (a refused write, a failed read).
+    Failed,
+}
+
+fn done(ok: bool) -> Done {
+    if ok { Done::Completed } else { Done::Failed }
+}
+
 /// One random operation on `target`: Err describes a mismatch.
 pub fn one_op(
     shared: &Shared,
     target: &dyn Target,
     rng: &mut ChaCha8Rng,
     log: &mut Option<OpLog>,
-) -> Result<(), String> {
+) -> Result<Done, String> {
     let keys = shared.expected.len();
     // A hot eighth of the keys takes half the operations, so threads meet on keys.
     let pick = |rng: &mut ChaCha8Rng| -> u32 {
@@ -276,7 +293,7 @@ fn write(
     keys: &[u32],
     delete: bool,
     log: &mut Option<OpLog>,
-) -> Result<(), String> {
+) -> Result<Done, String> {
     let mut guards = Vec::with_capacity(keys.len());
     for &i in keys {
         guards.push(shared.expected.lock(i).ok_or("key past the end")?);
@@ -345,18 +362,18 @@ fn write(
             failed
         ));
     }
-    Ok(())
+    Ok(done(ok))
 }
 
 /// Gets key `i` under its guard: the answer must be a state the key may hold.
-fn get(shared: &Shared, target: &dyn Target, i: u32) -> Result<(), String> {
+fn get(shared: &Shared, target: &dyn Target, i: u32) -> Result<Done, String> {
     let g = shared.expected.lock(i).ok_or("key past the end")?;
     Counters::bump(&shared.counters.gets);
     let got = match target.get(&codec::key(i)) {
         Ok(got) => got,
         Err(e) => {
             shared.error(&shared.counters.read_errors, e);
-            return Ok(());
+            return Ok(Done::Failed);
         }
     };
     let held = held_of(i, got.as_deref()).map_err(|why| format!("get of key {i}: {why}"))?;
@@ -367,12 +384,12 @@ fn get(shared: &Shared, target: &dyn Target, i: u32) -> Result<(), String> {
             describe_all(&g.allowed)
         ));
     }
-    Ok(())
+    Ok(Done::Completed)
 }
 
 /// Scans keys `start..end` without holding their guards: each key must show a state it could
 /// have held while the scan ran, in key order, nothing outside the range.
-fn scan(shared: &Shared, target: &dyn Target, start: u32, end: u32) -> Result<(), String> {
+fn scan(shared: &Shared, target: &dyn Target, start: u32, end: u32) -> Result<Done, String> {
     let before: Vec<KeyState> = (start..end).map(|i| shared.expected.copy(i)).collect();
     Counters::bump(&shared.counters.scans);
     let width = (end - start) as usize;
@@ -380,7 +397,7 @@ fn scan(shared: &Shared, target: &dyn Target, start: u32, end: u32) -> Result<()
         Ok(rows) => rows,
         Err(e) => {
             shared.error(&shared.counters.read_errors, e);
-            return Ok(());
+            return Ok(Done::Failed);
         }
     };
     let after: Vec<KeyState> = (start..end).map(|i| shared.expected.copy(i)).collect();
@@ -414,7 +431,7 @@ fn scan(shared: &Shared, target: &dyn Target, start: u32, end: u32) -> Result<()
             ));
         }
     }
-    Ok(())
+    Ok(Done::Completed)
 }
 
 /// The background thread: one of the target's jobs every `every` (0.5x to 1.5x at random).

@@ -124,6 +124,9 @@ pub(crate) struct Shared {
     /// The view readers use. Replaced only by [`Shared::install`], under the write mutex.
     pub current: ArcSwap<Tiers>,
     pub write: Mutex<WriteState>,
+    /// Writers waiting for the leader of a write group (write.rs): a group shares one value-log
+    /// sync and one WAL sync.
+    pub write_queue: write::WriteQueue,
     pub reader: Arc<VlogReader>,
     /// The store's one page cache pool (`opts.lsm.shared_cache` names it): the active, frozen and
     /// tier LSMs and the static tiers each read through a namespace of their own in it, so the
@@ -288,6 +291,16 @@ impl Store {
 
     pub fn delete(&self, key: &[u8]) -> Result<()> {
         write::put(&self.shared, key, None)
+    }
+
+    /// Puts every `(key, value)` in order (a later entry of a key wins) as one atomic write:
+    /// after a crash all or none are there. It shares its syncs with concurrent writers.
+    pub fn put_many(&self, entries: &[(&[u8], &[u8])]) -> Result<()> {
+        let owned = entries
+            .iter()
+            .map(|(k, v)| (k.to_vec(), Some(v.to_vec())))
+            .collect();
+        write::write(&self.shared, owned)
     }
 
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {

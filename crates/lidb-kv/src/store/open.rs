@@ -196,6 +196,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
             vlog: active_vlog,
             appended_since_gc: appended,
         }),
+        write_queue: Default::default(),
         reader,
         cache,
         vlog_reads: Arc::default(),

@@ -342,13 +342,10 @@ fn hand_off(s: &Shared) {
     }
 }
 
-/// The error a group's leader got, for each follower (`Error` is not `Clone`).
+/// The error a group's leader got, for each follower.
 fn same_error(e: &Error) -> Error {
     match e {
-        Error::Io { file, source } => Error::Io {
-            file: file.clone(),
-            source: std::io::Error::new(source.kind(), source.to_string()),
-        },
+        Error::Io { .. } => e.duplicate(),
         other => Error::Closed(format!("the write group's log write failed: {other}")),
     }
 }
