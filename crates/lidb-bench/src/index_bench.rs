@@ -53,6 +53,9 @@ pub struct Row {
     pub build_ns_per_key: f64,
     pub lookup_ns_mean: f64,
     pub lookup_ns_p99: f64,
+    /// A point lookup of a present key: an unclustered index's `get` (exact match, no
+    /// iterator); for a family the same lower-bound lookup as `lookup_ns_mean`, timed again.
+    pub get_ns_mean: f64,
     pub bound_width_mean: f64,
 }
 
@@ -126,6 +129,15 @@ impl Built {
         }
     }
 
+    /// The position of present key `q` by a point lookup (see [`Row::get_ns_mean`]).
+    #[inline]
+    fn get(&self, keys: &[u64], q: u64) -> u64 {
+        match self {
+            Built::Family(index) => lower_bound_with(index.as_ref(), keys, q),
+            Built::Unclustered(index) => index.get(q),
+        }
+    }
+
     /// Width of the range answered for `q`.
     fn width(&self, q: u64) -> u64 {
         match self {
@@ -186,16 +198,21 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
         tick(format!("built {name} B={b}"));
     }
     let mut means: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); built.len()];
+    let mut get_means: Vec<Vec<f64>> = vec![Vec::with_capacity(rounds); built.len()];
+    let warm = queries.get(..queries.len().min(10_000)).unwrap_or_default();
+    let per_query = |t: Instant| t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64;
     for round in 0..rounds {
-        for ((index, _), samples) in built.iter().zip(means.iter_mut()) {
-            lookup_all(
-                index,
-                keys,
-                queries.get(..queries.len().min(10_000)).unwrap_or_default(),
-            );
+        for (((index, _), samples), get_samples) in
+            built.iter().zip(means.iter_mut()).zip(get_means.iter_mut())
+        {
+            lookup_all(index, keys, warm, Built::lower_bound);
             let t = Instant::now();
-            lookup_all(index, keys, queries);
-            samples.push(t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64);
+            lookup_all(index, keys, queries, Built::lower_bound);
+            samples.push(per_query(t));
+            lookup_all(index, keys, warm, Built::get);
+            let t = Instant::now();
+            lookup_all(index, keys, queries, Built::get);
+            get_samples.push(per_query(t));
             tick(format!("round {} of {rounds}", round + 1));
         }
     }
@@ -205,7 +222,12 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
     let n = keys.len() as u64;
     let per_key = |v: f64| if n == 0 { 0.0 } else { v / n as f64 };
     let mut rows = Vec::with_capacity(built.len());
-    for (((index, build_ns), samples), &(name, b)) in built.iter().zip(&mut means).zip(&configs) {
+    for ((((index, build_ns), samples), get_samples), &(name, b)) in built
+        .iter()
+        .zip(&mut means)
+        .zip(&mut get_means)
+        .zip(&configs)
+    {
         let widths: u64 = queries.iter().map(|&q| index.width(q)).sum();
         let size = index.size_bytes();
         rows.push(Row {
@@ -218,6 +240,7 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
             build_ns_per_key: per_key(*build_ns),
             lookup_ns_mean: percentile(samples, 50.0),
             lookup_ns_p99: tail_p99(index, keys, queries, overhead),
+            get_ns_mean: percentile(get_samples, 50.0),
             bound_width_mean: widths as f64 / queries.len().max(1) as f64,
         });
     }
@@ -272,10 +295,15 @@ fn tail_p99(index: &Built, keys: &[u64], queries: &[u64], overhead_ns: f64) -> f
     percentile(&mut tail, 99.0)
 }
 
-fn lookup_all(index: &Built, keys: &[u64], queries: &[u64]) {
+fn lookup_all(
+    index: &Built,
+    keys: &[u64],
+    queries: &[u64],
+    lookup: impl Fn(&Built, &[u64], u64) -> u64,
+) {
     let mut acc = 0u64;
     for &q in queries {
-        acc = acc.wrapping_add(index.lower_bound(keys, black_box(q)));
+        acc = acc.wrapping_add(lookup(index, keys, black_box(q)));
     }
     black_box(acc);
 }
@@ -288,14 +316,15 @@ fn check_answers(
     boundary: u64,
 ) -> Result<(), Error> {
     for &q in queries {
-        let got = index.lower_bound(keys, q);
-        if keys.get(got as usize) != Some(&q) {
-            return Err(Error::WrongAnswer {
-                index: name,
-                boundary,
-                query: q,
-                got,
-            });
+        for got in [index.lower_bound(keys, q), index.get(keys, q)] {
+            if keys.get(got as usize) != Some(&q) {
+                return Err(Error::WrongAnswer {
+                    index: name,
+                    boundary,
+                    query: q,
+                    got,
+                });
+            }
         }
     }
     Ok(())

@@ -196,6 +196,19 @@ impl UnclusteredIndex {
         first.unwrap_or(self.key_count)
     }
 
+    /// The position stored for `q` by a point lookup (`get`: the exact-match path, no
+    /// iterator), or `key_count` when `q` is absent.
+    #[inline]
+    pub fn get(&self, q: u64) -> u64 {
+        let found = match &self.map {
+            Map::Alex(m) => m.get(q),
+            Map::Lipp(m) => m.get(q),
+            Map::Dili(m) => m.get(q),
+            Map::Lits(m) => m.get(&key_image(q)),
+        };
+        found.unwrap_or(self.key_count)
+    }
+
     /// The contract's answer: `[lower_bound(q), lower_bound(q) + 1)`, or `[n, n]` past the end.
     pub fn search(&self, q: u64) -> Bound {
         let lo = self.lower_bound(q);

@@ -25,8 +25,10 @@ pub enum IndexCommand {
     ///
     /// One row per configuration: keys, segments (models), size_bytes, bits_per_key,
     /// build_ns_per_key, lookup_ns_mean and lookup_ns_p99 (prediction plus last-mile binary search
-    /// in memory, on existing keys, one thread) and bound_width_mean. Every answer is checked.
-    /// The unclustered indexes (alex, lipp, dili, lits) give one row each, boundary 1.
+    /// in memory, on existing keys, one thread), get_ns_mean and bound_width_mean. Every answer
+    /// is checked. The unclustered indexes (alex, lipp, dili, lits) give one row each, boundary
+    /// 1; their lookup is the lower bound (the first entry of range_from), their get the point
+    /// lookup (exact match, no iterator). For a family, get is its lookup timed again.
     Bench(BenchArgs),
     /// Answer a file of queries with one index: for each query in order, write lo and hi as two
     /// little-endian u64 (16 bytes per query).
@@ -214,7 +216,7 @@ fn bench(a: BenchArgs) -> Result<(), CliError> {
         a.rounds,
         a.family.describe(),
         if unclustered {
-            " unclustered=(key, first position) pairs, lookup=range_from(q) first entry, \
+            " unclustered=(key, first position) pairs, lookup=range_from(q) first entry, get=point lookup, \
              size_bytes with keys and positions, lits over 8-byte big-endian keys"
         } else {
             ""
@@ -258,6 +260,7 @@ fn render_rows(rows: &[Row]) -> String {
         "build_ns_per_key",
         "lookup_ns_mean",
         "lookup_ns_p99",
+        "get_ns_mean",
         "bound_width_mean",
     ];
     let cells: Vec<Vec<String>> = rows
@@ -273,6 +276,7 @@ fn render_rows(rows: &[Row]) -> String {
                 format!("{:.1}", r.build_ns_per_key),
                 format!("{:.1}", r.lookup_ns_mean),
                 format!("{:.1}", r.lookup_ns_p99),
+                format!("{:.1}", r.get_ns_mean),
                 format!("{:.2}", r.bound_width_mean),
             ]
         })

@@ -79,6 +79,7 @@ fn bench_json_rows_have_exactly_the_documented_fields() {
             "bound_width_mean",
             "boundary",
             "build_ns_per_key",
+            "get_ns_mean",
             "index",
             "keys",
             "lookup_ns_mean",

@@ -523,3 +523,34 @@ fn alex_bulk_load_of_narrow_clusters_keeps_few_empty_nodes() {
         keys.len()
     );
 }
+
+/// The reference implementation's bulk load sizes data nodes by its cost model: on uniform keys
+/// a few large nodes at 0.7 density (about 16 / 0.7 bytes per key plus headers), not a node per
+/// handful of keys as a least-squares model per node with a split's merge rule made (170 bytes
+/// per key on OSM cell ids and tweet ids).
+#[test]
+fn alex_bulk_load_builds_few_dense_data_nodes() {
+    for dist in [Distribution::UniformSparse, Distribution::UniformDense] {
+        let keys = sorted_unique(synthetic::generate(dist, 200_000, 11));
+        let pairs: Vec<(u64, u64)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| (k, i as u64))
+            .collect();
+        let alex = Alex::bulk_load(&pairs).unwrap_or_else(|e| panic!("{e}"));
+        alex.assert_invariants();
+        let st = alex.stats();
+        let per_key = alex.size_bytes() as f64 / keys.len() as f64;
+        eprintln!("{dist:?}: {st:?}, {per_key:.1} bytes per key");
+        assert!(
+            (st.leaf_nodes as usize) < keys.len() / 100,
+            "{dist:?}: {} data nodes for {} keys",
+            st.leaf_nodes,
+            keys.len()
+        );
+        assert!(per_key < 32.0, "{dist:?}: {per_key:.1} bytes per key");
+        for (i, &k) in keys.iter().enumerate().step_by(97) {
+            assert_eq!(alex.get(k), Some(i as u64), "{dist:?}: key {k}");
+        }
+    }
+}

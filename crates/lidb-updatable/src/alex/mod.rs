@@ -10,8 +10,8 @@
 //! was built, when shifts are catastrophic, or when it cannot grow past the maximum node size. A
 //! data node that owns 2^k > 1 slots of its parent splits sideways into two halves; one that owns
 //! one slot doubles its parent's child array first (if the parent may grow) or else splits down
-//! into a new model node. Bulk loading chooses node kinds and fanouts greedily by the same cost
-//! model ([`bulk`]).
+//! into a new model node. Bulk loading chooses node kinds and fanouts by the same cost model with
+//! the reference implementation's fanout tree ([`bulk`]).
 //!
 //! Invariants (checked by [`Alex::assert_invariants`]):
 //! 1. a model node's children array has a power-of-two length; each child owns an aligned run
@@ -158,7 +158,14 @@ impl Alex {
             len: pairs.len() as u64,
             out_of_domain: 0,
         };
-        alex.root = bulk::build_subtree(&mut alex, pairs, false, bulk::Merge::AverageOrEmptyHalf);
+        let keys: Vec<u64> = pairs.iter().map(|p| p.0).collect();
+        let range = match (keys.first(), keys.last()) {
+            (Some(&first), Some(&last)) => bulk::key_range(first, last),
+            _ => crate::model::LinearModel::new(0, 0.0, 0.0),
+        };
+        let root_cost = cost::data_node_expected(&keys, alex.config.expected_insert_frac);
+        drop(keys);
+        alex.root = bulk::bulk_load_node(&mut alex, pairs, &range, root_cost, pairs.len());
         alex.link_subtree(alex.root, None, None);
         Ok(alex)
     }

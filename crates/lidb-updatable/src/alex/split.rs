@@ -99,7 +99,7 @@ impl Alex {
                 let range = bulk::run_range(&model, offset, slot, 1);
                 bulk::build_in_range(self, &pairs, &range, true)
             }
-            None => bulk::build_subtree(self, &pairs, true, bulk::Merge::Average),
+            None => bulk::build_subtree(self, &pairs, true),
         };
         let replacement = self.release(sub);
         if let Some(n) = self.nodes.get_mut(leaf as usize) {
