@@ -184,13 +184,13 @@ impl UnclusteredIndex {
     }
 
     /// The first position whose key is `>= q` (`key_count` if none): the value of the first
-    /// entry of `range_from(q)`.
+    /// entry of `range_from(q)`, found by `first_from` where the index has it.
     #[inline]
     pub fn lower_bound(&self, q: u64) -> u64 {
         let first = match &self.map {
-            Map::Alex(m) => m.range_from(q).next().map(|e| e.1),
-            Map::Lipp(m) => m.range_from(q).next().map(|e| e.1),
-            Map::Dili(m) => m.range_from(q).next().map(|e| e.1),
+            Map::Alex(m) => m.first_from(q).map(|e| e.1),
+            Map::Lipp(m) => m.first_from(q).map(|e| e.1),
+            Map::Dili(m) => m.first_from(q).map(|e| e.1),
             Map::Lits(m) => m.range_from(&key_image(q)).next().map(|e| e.1),
         };
         first.unwrap_or(self.key_count)

@@ -141,6 +141,12 @@ pub trait UpdatableIndex: Sized {
     /// The pairs with keys `>= key`, in increasing key order: the seek of a range scan.
     fn range_from(&self, key: u64) -> Self::Iter<'_>;
 
+    /// The first pair whose key is `>= key` (the lower bound), without setting up an iterator.
+    /// Equal to `range_from(key).next()`; indexes whose iterator keeps a stack override it.
+    fn first_from(&self, key: u64) -> Option<(u64, u64)> {
+        self.range_from(key).next()
+    }
+
     /// Number of keys.
     fn len(&self) -> u64;
 

@@ -172,9 +172,9 @@ impl SlotIndex {
         let next = |it: Option<(u64, u64)>| it.map_or(entries, |(_, slot)| slot);
         match self {
             SlotIndex::Images(v) => first_at_least(v, image, None),
-            SlotIndex::Alex(i) => next(i.range_from(image).next()),
-            SlotIndex::Lipp(i) => next(i.range_from(image).next()),
-            SlotIndex::Dili(i) => next(i.range_from(image).next()),
+            SlotIndex::Alex(i) => next(i.first_from(image)),
+            SlotIndex::Lipp(i) => next(i.first_from(image)),
+            SlotIndex::Dili(i) => next(i.first_from(image)),
             SlotIndex::Lits(i) => i.range_from(key).next().map_or(entries, |(_, slot)| slot),
         }
     }

@@ -3,7 +3,10 @@
 //! Internal nodes route by monotone equal-width ranges, so every key under an earlier child is
 //! smaller than every key under a later one. The seek descends along the query's route, seeks
 //! inside the leaf it reaches (the LIPP seek), and iteration goes on through the later children
-//! of each internal node on the path, from a stack of (node, next child).
+//! of each internal node on the path, from a stack of (node, next child), inline up to
+//! [`lipp::iter::INLINE_FRAMES`] deep so that a seek allocates nothing.
+
+use smallvec::SmallVec;
 
 use super::{Inner, Tree};
 use crate::lipp;
@@ -11,14 +14,14 @@ use crate::lipp;
 /// Pairs in increasing key order from a seek (see [`crate::UpdatableIndex::range_from`]).
 #[derive(Debug)]
 pub struct Iter<'a> {
-    stack: Vec<(&'a Inner, usize)>,
+    stack: SmallVec<[(&'a Inner, usize); lipp::iter::INLINE_FRAMES]>,
     leaf: Option<lipp::Iter<'a>>,
 }
 
 impl<'a> Iter<'a> {
     pub(super) fn seek(root: &'a Tree, key: u64) -> Iter<'a> {
         let mut iter = Iter {
-            stack: Vec::new(),
+            stack: SmallVec::new(),
             leaf: None,
         };
         iter.descend(root, key);

@@ -18,7 +18,7 @@
 //! Single writer (`&mut self`); readers share `&self`.
 
 pub(crate) mod build;
-mod iter;
+pub(crate) mod iter;
 
 pub use iter::Iter;
 
@@ -80,6 +80,27 @@ impl Node {
                 Slot::Child(child) => node = child,
             }
         }
+    }
+
+    /// The first pair with a key `>= key` in this subtree: the predicted slot's subtree, else
+    /// the first pair in a later slot (by monotonicity every key there is larger).
+    pub(crate) fn first_from(&self, key: u64) -> Option<(u64, u64)> {
+        let slot = self.slot_of(key);
+        let here = match self.slots.get(slot)? {
+            Slot::Empty => None,
+            Slot::Data { key: k, value } => (*k >= key).then_some((*k, *value)),
+            Slot::Child(child) => child.first_from(key),
+        };
+        here.or_else(|| self.first_in(slot + 1))
+    }
+
+    /// The smallest pair in slots `from..` (a child is never empty: invariant 2).
+    pub(crate) fn first_in(&self, from: usize) -> Option<(u64, u64)> {
+        self.slots.get(from..)?.iter().find_map(|s| match s {
+            Slot::Empty => None,
+            Slot::Data { key, value } => Some((*key, *value)),
+            Slot::Child(child) => child.first_in(0),
+        })
     }
 
     pub(crate) fn slot_of(&self, key: u64) -> usize {
@@ -270,6 +291,10 @@ impl UpdatableIndex for Lipp {
 
     fn range_from(&self, key: u64) -> Iter<'_> {
         Iter::seek(&self.root, key)
+    }
+
+    fn first_from(&self, key: u64) -> Option<(u64, u64)> {
+        self.root.first_from(key)
     }
 
     fn len(&self) -> u64 {

@@ -4,19 +4,21 @@
 //! or the first key after it. The seek descends along q's slots; iteration walks a stack of
 //! (node, next slot) frames and the rest of the current compact leaf.
 
+use smallvec::SmallVec;
+
 use super::hpt::Hpt;
 use super::node::{ModelNode, Pair, Slot};
 
 /// Pairs in increasing key order from a seek (see [`crate::UpdatableBytesIndex::range_from`]).
 #[derive(Debug)]
 pub struct Iter<'a> {
-    stack: Vec<(&'a ModelNode, usize)>,
+    stack: SmallVec<[(&'a ModelNode, usize); crate::lipp::iter::INLINE_FRAMES]>,
     leaf: std::slice::Iter<'a, Pair>,
 }
 
 impl<'a> Iter<'a> {
     pub(super) fn seek(hpt: &Hpt, root: &'a ModelNode, key: &[u8]) -> Iter<'a> {
-        let mut stack = Vec::new();
+        let mut stack = SmallVec::new();
         let mut leaf: &'a [Pair] = &[];
         let mut node = root;
         loop {

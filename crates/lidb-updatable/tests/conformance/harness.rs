@@ -58,7 +58,17 @@ impl<I: UpdatableIndex> Subject for U64<I> {
         self.0.remove(*key)
     }
     fn seek(&self, key: &u64, n: usize) -> Vec<(u64, u64)> {
-        self.0.range_from(*key).take(n).collect()
+        let got: Vec<(u64, u64)> = self.0.range_from(*key).take(n).collect();
+        // The lower bound without an iterator must be the seek's first pair.
+        if n > 0 {
+            assert_eq!(
+                self.0.first_from(*key),
+                got.first().copied(),
+                "{}: first_from({key}) differs from range_from({key}).next()",
+                I::NAME
+            );
+        }
+        got
     }
     fn iterates_as(&self, model: &BTreeMap<u64, u64>) -> bool {
         self.0.range_from(0).eq(model.iter().map(|(k, v)| (*k, *v)))
