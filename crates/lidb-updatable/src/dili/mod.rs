@@ -345,12 +345,11 @@ mod tests {
             }
             for i in 0..fanout as u64 {
                 // The first and last key of child i.
-                if let Some(start) = (i as u128 * width as u128).checked_add(lb as u128) {
-                    if let Ok(start) = u64::try_from(start) {
-                        assert_eq!(inner.route(start), i as usize);
-                        if start > lb {
-                            assert_eq!(inner.route(start - 1), i as usize - 1);
-                        }
+                let start = i as u128 * width as u128 + lb as u128;
+                if let Ok(start) = u64::try_from(start) {
+                    assert_eq!(inner.route(start), i as usize);
+                    if start > lb {
+                        assert_eq!(inner.route(start - 1), i as usize - 1);
                     }
                 }
             }
