@@ -2,7 +2,7 @@
 //!
 //! Called by [`super::Lipp`] for bulk loads and subtree rebuilds; pure functions of their input.
 
-use super::{Node, Slot};
+use super::Node;
 use crate::model::LinearModel;
 
 /// Slots of a node built for two keys (a conflict child), as in the reference code.
@@ -38,8 +38,7 @@ pub(super) fn build(pairs: &[(u64, u64)]) -> Node {
 /// predicts; pairs that share a slot go to a child built the same way.
 pub(crate) fn build_with(pairs: &[(u64, u64)], fit: Fit) -> Node {
     let (model, slot_count) = choose_model(pairs, fit);
-    let mut slots: Vec<Slot> = Vec::with_capacity(slot_count);
-    slots.resize_with(slot_count, || Slot::Empty);
+    let mut node = Node::empty(model, slot_count, pairs.len() as u64, fit);
     let mut rest = pairs;
     while let Some(&(key, _)) = rest.first() {
         let slot = model.slot(key, slot_count);
@@ -48,25 +47,14 @@ pub(crate) fn build_with(pairs: &[(u64, u64)], fit: Fit) -> Node {
             .position(|&(k, _)| model.slot(k, slot_count) != slot)
             .unwrap_or(rest.len());
         let (group, tail) = rest.split_at(group_len);
-        let entry = match group {
-            [(k, v)] => Slot::Data { key: *k, value: *v },
-            _ => Slot::Child(Box::new(build_with(group, fit))),
-        };
-        if let Some(s) = slots.get_mut(slot) {
-            *s = entry;
+        match group {
+            [(k, v)] => node.set_data(slot, *k, *v),
+            _ => node.set_child(slot, build_with(group, fit)),
         }
         rest = tail;
     }
-    let size = pairs.len() as u64;
-    Node {
-        model,
-        slots,
-        size,
-        build_size: size,
-        num_inserts: 0,
-        num_insert_to_data: 0,
-        fit,
-    }
+    node.shrink();
+    node
 }
 
 /// The model and slot count of a node for `pairs`: a fixed 8-slot node with the two keys at a

@@ -31,9 +31,9 @@ impl<'a> Iter<'a> {
         loop {
             let slot = node.slot_of(key);
             stack.push((node, slot + 1));
-            match node.slots.get(slot) {
-                Some(Slot::Data { key: k, value }) if *k >= key => pending = Some((*k, *value)),
-                Some(Slot::Child(child)) => {
+            match node.slot(slot) {
+                Slot::Data { key: k, value } if k >= key => pending = Some((k, value)),
+                Slot::Child(child) => {
                     node = child;
                     continue;
                 }
@@ -54,14 +54,15 @@ impl Iterator for Iter<'_> {
         }
         loop {
             let (node, next) = self.stack.last_mut()?;
-            let Some(slot) = node.slots.get(*next) else {
+            if *next >= node.slot_count() {
                 self.stack.pop();
                 continue;
-            };
+            }
+            let slot = node.slot(*next);
             *next += 1;
             match slot {
                 Slot::Empty => {}
-                Slot::Data { key, value } => return Some((*key, *value)),
+                Slot::Data { key, value } => return Some((key, value)),
                 Slot::Child(child) => self.stack.push((child, 0)),
             }
         }
