@@ -191,19 +191,27 @@ impl DataNode {
     /// Exponential search from the predicted slot for the first slot whose key is `>= key`
     /// (`capacity` if none); also returns the search's distance from the prediction.
     fn lower_bound_slot(&self, key: u64) -> (usize, usize) {
+        self.search_from_prediction(key, |k| k < key)
+    }
+
+    /// Exponential search from `key`'s predicted slot for the first slot where `before` (a
+    /// predicate true on a prefix of the slots) is false; the slot and its distance from the
+    /// prediction.
+    #[inline]
+    fn search_from_prediction(&self, key: u64, before: impl Fn(u64) -> bool) -> (usize, usize) {
         let cap = self.capacity();
         let p = self.model.slot(key, cap);
         let at = |i: usize| self.keys.get(i).copied().unwrap_or(u64::MAX);
-        let (lo, hi) = if at(p) >= key {
+        let (lo, hi) = if !before(at(p)) {
             let mut bound = 1;
-            while bound <= p && at(p - bound) >= key {
+            while bound <= p && !before(at(p - bound)) {
                 bound *= 2;
             }
             let lo = if bound > p { 0 } else { p - bound + 1 };
             (lo, p - bound / 2)
         } else {
             let mut bound = 1;
-            while p + bound < cap && at(p + bound) < key {
+            while p + bound < cap && before(at(p + bound)) {
                 bound *= 2;
             }
             (p + bound / 2 + 1, (p + bound).min(cap))
@@ -212,14 +220,21 @@ impl DataNode {
             + self
                 .keys
                 .get(lo..hi)
-                .map_or(0, |s| s.partition_point(|&k| k < key));
+                .map_or(0, |s| s.partition_point(|&k| before(k)));
         (found, found.abs_diff(p))
     }
 
-    /// Slot holding `key`, if present.
+    /// Slot holding `key`, if present. As the reference implementation finds a key: the last
+    /// slot whose key is `<= key` holds `key` only if `key` is stored there (a gap holds the key
+    /// of the next occupied slot, so the last of a run of equal keys is occupied), so the
+    /// occupancy bitmap is not read. `u64::MAX` is the exception (trailing gaps hold it too).
     pub fn find(&self, key: u64) -> Option<usize> {
-        let (slot, _) = self.lower_bound_slot(key);
-        let slot = self.next_occupied(slot)?;
+        if key == u64::MAX {
+            let slot = self.next_occupied(self.lower_bound_slot(key).0)?;
+            return (self.keys.get(slot) == Some(&key)).then_some(slot);
+        }
+        let (after, _) = self.search_from_prediction(key, |k| k <= key);
+        let slot = after.checked_sub(1)?;
         (self.keys.get(slot) == Some(&key)).then_some(slot)
     }
 
