@@ -8,8 +8,9 @@
 //! Invariants:
 //! 1. Slots 0 and 1 hold the two header copies; checkpoint `seq` is written to slot `seq % 2`.
 //! 2. A slot handed out by [`PageFile::write_page`] is free in both `durable` (the slots the last
-//!    durable checkpoint references: its pages, table and blob) and `current` (the slots the
-//!    in-memory table references): so no write can damage the last checkpoint's tree.
+//!    durable checkpoint references: its pages, table and blob, and from its snapshot on, the
+//!    slots of the checkpoint being committed) and `current` (the slots the in-memory table
+//!    references): so no write can damage the last checkpoint's tree, nor the next one's.
 //! 3. `durable` changes only after the new header is synced; the slots only the old checkpoint
 //!    used become free then.
 //! 4. The table lock is a leaf of the lock order: it is taken under frame latches, never the
@@ -434,14 +435,25 @@ impl PageFile {
         extra: &[u8],
     ) -> Result<CheckpointInfo> {
         let (entries, slot_snapshot) = {
-            let t = self.tables_read();
+            let mut t = self.tables_write();
             let mut bytes = Vec::new();
             let mut n = 0u64;
+            let mut slots = Vec::with_capacity(t.map.len());
             // In pid order, as the format has always written them.
             for (pid, slot) in &t.map {
                 bytes.extend_from_slice(&pid.to_le_bytes());
                 bytes.extend_from_slice(&slot.to_le_bytes());
+                slots.push(*slot);
                 n += 1;
+            }
+            // The slots this checkpoint will name stay protected from now on, not only once it
+            // is durable: a page written back while the commit runs (an eviction, a thread that
+            // dirties pages without the writers' gate) moves to a new slot and releases its
+            // old one from `current`, and that slot must not be handed to another page before
+            // the header naming it is replaced (invariant 2). Without this, a learnedstore run
+            // under kills reopened to "slot 255 (page 193) holds page 261".
+            for slot in slots {
+                Tables::set(&mut t.durable, slot, true);
             }
             (n, bytes)
         };
