@@ -20,6 +20,9 @@ fn gap_count(keys: usize) -> usize {
     }
 }
 
+/// Slots a key of a DILI leaf gets (pfl-cs/DILI, `diliNode::init`).
+const DILI_SLOTS_PER_KEY: usize = 2;
+
 /// How a node of more than two keys chooses its model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fit {
@@ -84,7 +87,9 @@ fn choose_model(pairs: &[(u64, u64)], fit: Fit) -> (LinearModel, usize) {
         match fit {
             Fit::Fmcd => fmcd(&keys),
             Fit::LeastSquares => {
-                let per_key = gap_count(n) + 1;
+                // DILI's leaves: two slots a key (the reference's `fanout = max(n, 2) << 1`),
+                // the model the least-squares line over the ranks stretched to them.
+                let per_key = DILI_SLOTS_PER_KEY;
                 (LinearModel::fit(&keys, per_key as f64), n * per_key)
             }
         }
