@@ -504,13 +504,7 @@ fn alex_bulk_load_of_narrow_clusters_keeps_few_empty_nodes() {
     }
     keys.sort_unstable();
     keys.dedup();
-    let pairs: Vec<(u64, u64)> = keys
-        .iter()
-        .enumerate()
-        .map(|(i, &k)| (k, i as u64))
-        .collect();
-    let alex = Alex::bulk_load(&pairs).unwrap_or_else(|e| panic!("{e}"));
-    alex.assert_invariants();
+    let alex = alex_over_positions(&keys);
     let st = alex.stats();
     eprintln!("{} keys: {st:?}, {} bytes", keys.len(), alex.size_bytes());
     for (i, &k) in keys.iter().enumerate() {
@@ -524,6 +518,18 @@ fn alex_bulk_load_of_narrow_clusters_keeps_few_empty_nodes() {
     );
 }
 
+/// ALEX bulk-loaded from each of `keys` (sorted, distinct) with its position, invariants checked.
+fn alex_over_positions(keys: &[u64]) -> Alex {
+    let pairs: Vec<(u64, u64)> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, &k)| (k, i as u64))
+        .collect();
+    let alex = Alex::bulk_load(&pairs).unwrap_or_else(|e| panic!("{e}"));
+    alex.assert_invariants();
+    alex
+}
+
 /// The reference implementation's bulk load sizes data nodes by its cost model: on uniform keys
 /// a few large nodes at 0.7 density (about 16 / 0.7 bytes per key plus headers), not a node per
 /// handful of keys as a least-squares model per node with a split's merge rule made (170 bytes
@@ -532,13 +538,7 @@ fn alex_bulk_load_of_narrow_clusters_keeps_few_empty_nodes() {
 fn alex_bulk_load_builds_few_dense_data_nodes() {
     for dist in [Distribution::UniformSparse, Distribution::UniformDense] {
         let keys = sorted_unique(synthetic::generate(dist, 200_000, 11));
-        let pairs: Vec<(u64, u64)> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, &k)| (k, i as u64))
-            .collect();
-        let alex = Alex::bulk_load(&pairs).unwrap_or_else(|e| panic!("{e}"));
-        alex.assert_invariants();
+        let alex = alex_over_positions(&keys);
         let st = alex.stats();
         let per_key = alex.size_bytes() as f64 / keys.len() as f64;
         eprintln!("{dist:?}: {st:?}, {per_key:.1} bytes per key");
