@@ -21,7 +21,8 @@
 //! 3. Within a group the batch keeps queue order, so of two writes of one key the later one
 //!    wins, as it would had they run one after the other.
 //!
-//! Lock order: write mutex, then the queue mutex; a writer's `told` mutex is taken alone.
+//! Lock order: write mutex, then the queue mutex, then a writer's `told` mutex (the leader
+//! hands the lead on under the queue mutex); a waiting writer holds only its own `told`.
 //!
 //! Refusal: under the write mutex, every group (a deletion too, which appends nothing to the
 //! value log) first checks `Shared::bg_error` and that the active value log is not poisoned. A
