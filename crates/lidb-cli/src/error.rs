@@ -22,8 +22,42 @@ pub enum CliError {
     Usage(String),
     /// A benchmark ran but its answers were wrong; the message says what failed.
     Check(String),
-    /// `lidb serve` could not open its engine, listen, or stop cleanly.
+    /// `lidb serve` could not listen, or stop cleanly.
     Serve(String),
+    /// An engine call failed (`lidb kv`, `lidb serve`, `lidb repair`).
+    Engine(lidb_engines::EngineError),
+    /// An engine did not open: what was opened, why, and for damage what to do.
+    Open {
+        what: String,
+        error: lidb_engines::EngineError,
+        hint: String,
+    },
+}
+
+impl CliError {
+    /// The process exit code for this error (README, "Errors"): 2 for a usage error (as clap's
+    /// own), 3 for damage found in a store, 4 for an I/O error, 5 for a store closed by an
+    /// earlier failure, 1 for anything else.
+    pub fn exit_code(&self) -> u8 {
+        use lidb_engines::EngineError as E;
+        let engine = match self {
+            CliError::Usage(_) => return 2,
+            CliError::Engine(e) | CliError::Open { error: e, .. } => e,
+            CliError::Lsm(lidb_lsm::Error::Corruption { .. })
+            | CliError::Btree(lidb_btree::Error::Corruption { .. }) => return 3,
+            CliError::Lsm(lidb_lsm::Error::Io { .. })
+            | CliError::Btree(lidb_btree::Error::Io { .. })
+            | CliError::Io { .. } => return 4,
+            _ => return 1,
+        };
+        match engine {
+            E::Corruption { .. } => 3,
+            E::Io { .. } => 4,
+            E::Closed(_) => 5,
+            E::InvalidOption(_) => 2,
+            _ => 1,
+        }
+    }
 }
 
 impl fmt::Display for CliError {
@@ -41,6 +75,8 @@ impl fmt::Display for CliError {
             CliError::Usage(msg) => write!(f, "{msg}"),
             CliError::Check(msg) => write!(f, "{msg}"),
             CliError::Serve(msg) => write!(f, "{msg}"),
+            CliError::Engine(e) => write!(f, "{e}"),
+            CliError::Open { what, error, hint } => write!(f, "{what}: {error}{hint}"),
         }
     }
 }
@@ -60,6 +96,12 @@ impl From<lidb_data::Error> for CliError {
 impl From<lidb_lsm::Error> for CliError {
     fn from(e: lidb_lsm::Error) -> Self {
         CliError::Lsm(e)
+    }
+}
+
+impl From<lidb_engines::EngineError> for CliError {
+    fn from(e: lidb_engines::EngineError) -> Self {
+        CliError::Engine(e)
     }
 }
 

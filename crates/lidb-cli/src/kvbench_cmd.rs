@@ -47,17 +47,25 @@ pub struct CommonArgs {
     /// (finedex never reads its files after open: ignored, with a note).
     #[arg(long)]
     direct_io: bool,
-    /// Memtable size of every engine (finedex has none: ignored, with a note).
-    #[arg(long, default_value = "64MiB")]
-    memtable: String,
-    /// Block cache of every engine (finedex has none: ignored, with a note).
-    #[arg(long, default_value = "8MiB")]
-    cache: String,
+    /// Memtable size of every engine (finedex has none: ignored, with a note). `--memtable` is
+    /// the same option.
+    #[arg(long = "write-buffer", alias = "memtable", default_value = "64MiB", value_parser = crate::size::parse_size)]
+    memtable: u64,
+    /// Block cache of every engine (finedex has none: ignored, with a note). `--cache` is the
+    /// same option.
+    #[arg(long = "block-cache", alias = "cache", default_value = "8MiB", value_parser = crate::size::parse_size)]
+    cache: u64,
     /// Position boundary B of the learned indexes of lidb's LSM tables (lsm, and the LSMs of
     /// learnedkv, lsm+ and lsm+tier): a lookup reads a window of about B slots, so with 1 KiB
     /// entries B = 16 reads some 16-20 KiB and B = 2 one or two 4 KiB pages, for a larger index.
-    #[arg(long, default_value_t = 16)]
+    /// `--lsm-boundary` is the same option.
+    #[arg(long = "boundary", alias = "lsm-boundary", default_value_t = 16)]
     lsm_boundary: u64,
+    /// Index of lidb's LSM tables (as every command's --index): a family (fp, binary, plr,
+    /// fiting, pgm, rs, rmi, lpa, plex, ...), FAMILY+keys, or an unclustered alex, lipp, dili or
+    /// lits.
+    #[arg(long, default_value = "pgm", value_parser = lidb_engines::IndexChoice::parse)]
+    index: lidb_engines::IndexChoice,
     /// What lidb's LSM (engine lsm) keeps in its cache for a point lookup: "entries" (the
     /// answering slot alone, about one slot of cache per hot key), "pages" (the answer's 4 KiB
     /// page(s)) or "entries+pages".
@@ -66,8 +74,8 @@ pub struct CommonArgs {
     /// Buffer pool of learnedstore and btree (the other engines ignore it). The default is
     /// --cache's, so the read caches are equal; the LSMs' memtable has no counterpart in the
     /// tree: for equal total memory give the pool --cache plus --memtable.
-    #[arg(long, default_value = "8MiB")]
-    pool: String,
+    #[arg(long, default_value = "8MiB", value_parser = crate::size::parse_size)]
+    pool: u64,
     /// Engine directories go under DIR/kv-<pid>/, one per engine, removed at the end.
     #[arg(long, default_value = "bench-out")]
     dir: PathBuf,
@@ -189,13 +197,14 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
         }
     };
     let mut engine = EngineConfig::new(PathBuf::new());
-    engine.memtable_bytes = size("--memtable", &a.memtable)?;
-    engine.block_cache_bytes = size("--cache", &a.cache)?;
-    engine.pool_bytes = size("--pool", &a.pool)?;
+    engine.memtable_bytes = a.memtable;
+    engine.block_cache_bytes = a.cache;
+    engine.pool_bytes = a.pool;
+    engine.lsm_index = a.index;
     engine.direct_io = a.direct_io;
     if a.lsm_boundary < 2 {
         return Err(CliError::Usage(
-            "--lsm-boundary: the position boundary is at least 2".into(),
+            "--boundary: the position boundary is at least 2".into(),
         ));
     }
     engine.lsm_boundary = a.lsm_boundary;

@@ -8,10 +8,10 @@ mod bench_cmd;
 mod btree_cmd;
 mod concurrent_cmd;
 mod data_cmd;
+mod engine_args;
 mod error;
 mod fine_cmd;
 mod index_cmd;
-mod kv_backend;
 mod kv_cmd;
 mod kvbench_cmd;
 mod repair_cmd;
@@ -100,7 +100,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("lidb: error: {e}");
-            ExitCode::FAILURE
+            ExitCode::from(e.exit_code())
         }
     }
 }

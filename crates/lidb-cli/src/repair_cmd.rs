@@ -7,32 +7,42 @@
 
 use std::sync::Arc;
 
+use std::path::PathBuf;
+
 use clap::Args;
+use lidb_engines::EngineKind;
+use lidb_index::Params;
 use lidb_kv::StoreOptions;
 use lidb_lsm::storage::Storage;
 use lidb_lsm::storage::fs::FsStorage;
+use lidb_lsm::{IndexOptions, Options};
 
+use crate::engine_args::{CommandUse, EngineArgs};
 use crate::error::CliError;
-use crate::kv_backend::tier_of;
-use crate::kv_cmd::StoreArgs;
 
-/// Options of `lidb repair`: the store and how its new tables are written (as `lidb kv`).
+/// Options of `lidb repair`: the store and how its new tables are written. It takes the engine
+/// options every command takes; of them it uses --engine, --index, --boundary and --sst-size,
+/// and refuses the others.
 #[derive(Debug, Args)]
 pub struct RepairArgs {
+    /// Directory of the store to repair (it must exist).
+    #[arg(long)]
+    db: PathBuf,
     #[command(flatten)]
-    store: StoreArgs,
+    engine: EngineArgs,
 }
 
 pub fn run(a: RepairArgs, given: &[String]) -> Result<(), CliError> {
-    crate::kv_cmd::refuse_ignored(&a.store.engine, given)?;
-    let dir = &a.store.db;
+    a.engine.refuse_ignored(CommandUse::Repair, given)?;
+    let engine = a.engine.engine;
+    let dir = &a.db;
     if !dir.is_dir() {
         return Err(CliError::Usage(format!(
             "--db: {} is not a directory",
             dir.display()
         )));
     }
-    if a.store.engine == "lsm" && dir.join(lidb_kv::manifest::STATE_FILE).exists() {
+    if engine == EngineKind::Lsm && dir.join(lidb_kv::manifest::STATE_FILE).exists() {
         return Err(CliError::Usage(format!(
             "--engine: {} holds a tiered store (it has KVSTATE); name its engine \
              (learnedkv, lsm+ or lsm+tier)",
@@ -40,7 +50,7 @@ pub fn run(a: RepairArgs, given: &[String]) -> Result<(), CliError> {
         )));
     }
     let tree_store = dir.join(lidb_btree::PAGE_FILE_NAME).exists();
-    if a.store.engine == "learnedstore" || a.store.engine == "btree" {
+    if matches!(engine, EngineKind::LearnedStore | EngineKind::Btree) {
         if !tree_store {
             return Err(CliError::Usage(format!(
                 "--db: {} holds no LearnedStore (no {})",
@@ -63,7 +73,7 @@ pub fn run(a: RepairArgs, given: &[String]) -> Result<(), CliError> {
         )));
     }
     let fine_state = dir.join("FINESTATE").exists();
-    if a.store.engine == "finedex" {
+    if engine == EngineKind::Finedex {
         print!("{}", lidb_fine::FineStore::repair(dir)?);
         return Ok(());
     }
@@ -73,9 +83,25 @@ pub fn run(a: RepairArgs, given: &[String]) -> Result<(), CliError> {
             dir.display()
         )));
     }
-    let lsm = a.store.lsm_options()?;
+    if engine == EngineKind::RocksDb {
+        return Err(CliError::Usage(
+            "--engine: lidb repair rebuilds lidb's stores; RocksDB has its own (ldb repair)".into(),
+        ));
+    }
+    let lsm = Options {
+        index: IndexOptions {
+            family: a.engine.index.family,
+            params: Params::new(a.engine.boundary),
+            level_boundaries: Vec::new(),
+            kind: a.engine.index.kind,
+        },
+        sst_size_bytes: a.engine.sst_size,
+        ..Options::default()
+    };
     let storage: Arc<dyn Storage> = Arc::new(FsStorage);
-    let text = match tier_of(&a.store.engine).map_err(CliError::Usage)? {
+    let cfg = a.engine.config(dir.clone())?;
+    let tier = engine.tiering().map(|t| lidb_engines::tier_kind(t, &cfg));
+    let text = match tier {
         None => lidb_lsm::repair::repair_db(&storage, dir, &lsm)?.to_string(),
         Some(tier) => {
             let opts = StoreOptions {

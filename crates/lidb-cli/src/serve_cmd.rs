@@ -8,36 +8,24 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use lidb_bench::engines::{self, EngineConfig};
-use lidb_index::Family;
+use lidb_engines::EngineKind;
 use lidb_server::{Limits, Server, ServerConfig};
 
+use crate::engine_args::{CommandUse, EngineArgs, open_error};
 use crate::error::{CliError, io};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC),
-    /// lsm+ (values in a value log, pointers in one LSM: the paper's RocksDB+), lsm+tier
-    /// (learnedkv with an LSM in place of the learned index), finedex (FineStore: every key in
-    /// memory over FINEdex, a log on disk), learnedstore (LearnedStore: a buffer-managed B+-tree
-    /// under a write-ahead log, leaves also reached through a learned model; reads --pool,
-    /// --page-size, --learned, --direct-io and --sync), btree (learnedstore with the learned path
-    /// off), rocksdb (only in a build with --features rocksdb).
-    #[arg(long, default_value = "lsm")]
-    engine: String,
     /// Database directory (created if missing).
     #[arg(long)]
     db: PathBuf,
+    #[command(flatten)]
+    engine: EngineArgs,
     /// Address to listen on. Port 0 binds a free port; the first line of stdout is always
     /// `listening on ADDRESS` with the port bound. Use 127.0.0.1 unless you mean to serve the
     /// network: there is no authentication.
     #[arg(long, default_value = "127.0.0.1:6379")]
     listen: String,
-    /// Sync every write to disk before its reply (a write acknowledged survives a crash);
-    /// without it a write is acknowledged once the engine has taken it (not yet synced: a crash
-    /// may lose the latest writes).
-    #[arg(long)]
-    sync: bool,
     /// The most clients connected at once; one more gets "-ERR max number of clients reached"
     /// and is closed.
     #[arg(long, default_value_t = 1024)]
@@ -78,33 +66,6 @@ pub struct ServeArgs {
     /// owning the connections dealt to it, instead of one work-stealing runtime.
     #[arg(long)]
     thread_per_core: bool,
-    /// Index family of the engine's LSM tables (fp, binary, plr, fiting, pgm, rs, rmi, lpa, plex).
-    #[arg(long, default_value = "pgm")]
-    index: String,
-    /// Position boundary B of the tables' indexes.
-    #[arg(long, default_value_t = 16)]
-    boundary: u64,
-    /// Memtable size that triggers a flush (e.g. 64MiB).
-    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
-    write_buffer: u64,
-    /// Block cache size (e.g. 8MiB).
-    #[arg(long, default_value = "8MiB", value_parser = crate::size::parse_size)]
-    block_cache: u64,
-    /// O_DIRECT for table reads (learnedstore, btree: for the page file).
-    #[arg(long)]
-    direct_io: bool,
-    /// learnedstore, btree: bytes of the buffer pool (e.g. 8MiB, 1GiB). The default is
-    /// --block-cache's, so the read caches match; the LSMs also hold a memtable
-    /// (--write-buffer), which the tree has no counterpart of.
-    #[arg(long, default_value = "8MiB", value_parser = crate::size::parse_size)]
-    pool: u64,
-    /// learnedstore, btree: page size of a new page file (a power of two from 4KiB to 64KiB).
-    #[arg(long, default_value = "4KiB", value_parser = crate::size::parse_size)]
-    page_size: u64,
-    /// learnedstore: reach leaves through the learned model (on) or only by walking the tree
-    /// (off: the btree engine under the name learnedstore).
-    #[arg(long, default_value = "on", value_parser = crate::kv_cmd::parse_on_off, action = clap::ArgAction::Set)]
-    learned: bool,
     /// finedex only: serve one shard over RESP and fine-wire at once, fine-wire on this address
     /// (port 0: a free one; stdout's second line is `fine-wire listening on ADDRESS`). One index
     /// and one log serve both; keys and values are then u64 in decimal text (`SET 42 7`), and
@@ -118,62 +79,18 @@ pub struct ServeArgs {
     shard: Option<String>,
 }
 
-/// Options of `lidb serve` only LearnedStore's engines read, the engines that read each, and how
-/// an error names those. (The LSM options stay accepted by every engine, as before: finedex,
-/// learnedstore and btree name those they ignore in INFO's notes.)
-const TREE_OPTIONS: [(&str, &[&str], &str); 3] = [
-    ("--pool", &TREE_ENGINES, "learnedstore and btree"),
-    ("--page-size", &TREE_ENGINES, "learnedstore and btree"),
-    (
-        "--learned",
-        &["learnedstore"],
-        "learnedstore (btree is learnedstore with --learned off)",
-    ),
-];
-const TREE_ENGINES: [&str; 2] = ["learnedstore", "btree"];
-
-/// Refuses a LearnedStore option the user gave (`given`, as `--long-name`) to an engine that
-/// would ignore it.
-fn refuse_ignored(engine: &str, given: &[String]) -> Result<(), CliError> {
-    for (opt, readers, of) in TREE_OPTIONS {
-        if given.iter().any(|g| g == opt) && !readers.contains(&engine) {
-            return Err(CliError::Usage(format!(
-                "{opt} is an option of {of}, not {engine}, which would ignore it"
-            )));
-        }
-    }
-    Ok(())
-}
-
 pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
-    let mut cfg = EngineConfig::new(args.db.clone());
-    cfg.sync = args.sync;
-    cfg.lsm_index = Family::from_name(&args.index)?;
-    cfg.lsm_boundary = args.boundary;
-    cfg.memtable_bytes = args.write_buffer;
-    cfg.block_cache_bytes = args.block_cache;
-    cfg.direct_io = args.direct_io;
-    cfg.pool_bytes = args.pool;
-    cfg.page_size = args.page_size;
-    cfg.learned_path = args.learned;
-    // A wrong engine name is refused before anything is created.
-    if !engines::names().contains(&args.engine.as_str()) && args.engine != "rocksdb" {
-        return Err(CliError::Usage(format!(
-            "--engine: unknown engine \"{}\" (known: {})",
-            args.engine,
-            engines::names().join(", ")
-        )));
-    }
-    refuse_ignored(&args.engine, given)?;
+    args.engine.refuse_ignored(CommandUse::Serve, given)?;
+    let kind = args.engine.engine;
+    let cfg = args.engine.config(args.db.clone())?;
     if args.shard.is_some() && args.fine_listen.is_none() {
         return Err(CliError::Usage(
             "--shard needs --fine-listen (a shard map is fine-wire's)".into(),
         ));
     }
-    if args.fine_listen.is_some() && args.engine != "finedex" {
+    if args.fine_listen.is_some() && kind != EngineKind::Finedex {
         return Err(CliError::Usage(format!(
-            "--fine-listen serves a FINEdex shard: it needs --engine finedex, not {}",
-            args.engine
+            "--fine-listen serves a FINEdex shard: it needs --engine finedex, not {kind}"
         )));
     }
     std::fs::create_dir_all(&args.db).map_err(io(args.db.display().to_string()))?;
@@ -183,13 +100,8 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
             (engine, Some(addr))
         }
         None => {
-            let engine = engines::open(&args.engine, &cfg).map_err(|e| {
-                CliError::Serve(format!(
-                    "cannot open engine {} in {}: {e}",
-                    args.engine,
-                    args.db.display()
-                ))
-            })?;
+            let engine =
+                lidb_engines::open_kind(kind, &cfg).map_err(|e| open_error(kind, &args.db, e))?;
             (engine, None)
         }
     };
@@ -203,7 +115,7 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
             max_request_bytes: args.max_request,
             max_inline_bytes: args.max_inline,
         },
-        sync: args.sync,
+        sync: args.engine.sync,
         max_range_items: args.max_range_items,
         drain_timeout: Duration::from_secs(args.drain_timeout),
         threads: args.threads,
@@ -230,7 +142,7 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
 fn open_shard(
     args: &ServeArgs,
     fine_listen: &str,
-) -> Result<(Box<dyn engines::Engine>, std::net::SocketAddr), CliError> {
+) -> Result<(Box<dyn lidb_engines::Engine>, std::net::SocketAddr), CliError> {
     let (lo, hi) = match &args.shard {
         Some(text) => crate::fine_cmd::parse_range("--shard", text)?,
         None => (0, u64::MAX),
@@ -242,7 +154,7 @@ fn open_shard(
     };
     let server = lidb_fine_net::Server::start_durable(
         &args.db,
-        args.sync,
+        args.engine.sync,
         lidb_fine::Config::default(),
         fine_listen,
         cfg,

@@ -33,19 +33,15 @@
 
 use std::path::Path;
 
+use serde_json::{Value, json};
+
 use lidb_btree::{LearnedOptions, LearnedStore, LearnedStoreOptions, Options, PAGE_FILE_NAME};
 
 use super::{
-    BudgetFit, DeviceReads, Engine, EngineConfig, EngineError, EngineResult, MemorySplit,
-    ReadSplit, Space,
+    BudgetFit, DeviceReads, Engine, EngineConfig, EngineResult, MemorySplit, Probe, ReadSplit,
+    Space,
 };
 use crate::format_size;
-
-impl From<lidb_btree::Error> for EngineError {
-    fn from(e: lidb_btree::Error) -> Self {
-        EngineError(e.to_string())
-    }
-}
 
 /// LearnedStore with its learned path on (`learnedstore`) or off (`btree`).
 pub struct BTreeEngine {
@@ -90,7 +86,12 @@ fn store_options(cfg: &EngineConfig, learned_path: bool) -> LearnedStoreOptions 
         },
         ..LearnedStoreOptions::default()
     };
+    if let Some((family, bound)) = cfg.leaf_model {
+        opts.learned.family = family;
+        opts.learned.error_bound = bound;
+    }
     opts.wal.sync = cfg.sync;
+    opts.wal.recovery_mode = cfg.recovery_mode;
     if let Some(bytes) = cfg.checkpoint_log_bytes {
         opts.wal.checkpoint_log_bytes = bytes;
     }
@@ -154,8 +155,31 @@ impl Engine for BTreeEngine {
     fn gc(&self) -> EngineResult<()> {
         Ok(self.store.checkpoint()?)
     }
+    fn checkpoint(&self) -> EngineResult<()> {
+        Ok(self.store.checkpoint()?)
+    }
     fn flush(&self) -> EngineResult<()> {
         Ok(self.store.flush()?)
+    }
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        Ok(self.store.close()?)
+    }
+}
+
+impl Probe for BTreeEngine {
+    /// The pool, the page device's I/O, the file's slots.
+    fn stats(&self) -> Value {
+        let st = self.store.stats();
+        json!({
+            "pool_hits": st.pool.hits, "pool_misses": st.pool.misses,
+            "pool_write_backs": st.pool.write_backs, "pool_evictions": st.pool.evictions,
+            "pool_cooled": st.pool.cooled, "pool_cooling_rehits": st.pool.cooling_rehits,
+            "pool_frames_used": st.pool.frames_used, "pool_frames": st.pool.frames,
+            "device_reads": st.io.reads, "device_writes": st.io.writes,
+            "device_bytes_read": st.io.bytes_read, "device_bytes_written": st.io.bytes_written,
+            "device_syncs": st.io.syncs,
+            "file_slots": st.file_slots, "file_slots_used": st.file_slots_used,
+        })
     }
     fn space(&self) -> Space {
         let (pages, logs) = file_bytes(self.store.dir());

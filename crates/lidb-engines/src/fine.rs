@@ -30,7 +30,9 @@
 
 use lidb_fine::{FineStore, FineStoreOptions};
 
-use super::{BudgetFit, Engine, EngineConfig, EngineResult, MemorySplit, ReadSplit, Space};
+use serde_json::{Value, json};
+
+use super::{BudgetFit, Engine, EngineConfig, EngineResult, MemorySplit, Probe, ReadSplit, Space};
 use crate::{format_size, human_size};
 
 pub struct FineEngine {
@@ -49,6 +51,7 @@ impl FineEngine {
         let defaults = FineStoreOptions::default();
         let opts = FineStoreOptions {
             sync: cfg.sync,
+            recovery_mode: cfg.recovery_mode,
             checkpoint_log_bytes: cfg
                 .checkpoint_log_bytes
                 .unwrap_or(defaults.checkpoint_log_bytes),
@@ -118,8 +121,30 @@ impl Engine for FineEngine {
     fn gc(&self) -> EngineResult<()> {
         Ok(self.store.checkpoint()?)
     }
+    fn checkpoint(&self) -> EngineResult<()> {
+        Ok(self.store.checkpoint()?)
+    }
     fn flush(&self) -> EngineResult<()> {
         Ok(self.store.flush()?)
+    }
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        Ok(self.store.close()?)
+    }
+}
+
+impl Probe for FineEngine {
+    fn stats(&self) -> Value {
+        let st = self.store.index_stats();
+        let b = self.store.bucket_stats();
+        json!({
+            "keys": b.keys, "buckets": b.buckets, "bucket_mean": b.mean(),
+            "bucket_largest": b.largest, "layers": b.layers, "layers_deep": b.deepest,
+            "layers_index_heap_bytes": b.index_heap_bytes,
+            "index_top_nodes": st.top_nodes, "index_small_models": st.small_models,
+            "index_load_factor": st.load_factor,
+            "level_bin_retrains": st.level_bin_retrains,
+            "model_retrains": st.model_retrains, "index_heap_bytes": st.heap_bytes,
+        })
     }
     fn space(&self) -> Space {
         Space {

@@ -15,15 +15,20 @@
 
 mod btree;
 pub mod budget;
+mod error;
 mod fine;
+mod kind;
 mod lidb;
 mod size;
+
+pub use error::EngineError;
+pub use kind::{EngineKind, IndexChoice, Shape};
 
 pub use budget::{BudgetFit, CachePlan};
 pub use fine::dir_bytes;
 pub use size::{format_size, human_size};
 
-pub use lidb::Tiering;
+pub use lidb::{Tiering, tier_kind};
 #[cfg(feature = "rocksdb")]
 mod rocks;
 
@@ -33,24 +38,6 @@ use std::sync::Arc;
 use lidb_index::Family;
 use lidb_lsm::storage::Storage;
 use lidb_lsm::storage::fs::FsStorage;
-
-/// An engine's failure, as one line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EngineError(pub String);
-
-impl std::fmt::Display for EngineError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for EngineError {}
-
-impl From<lidb_lsm::Error> for EngineError {
-    fn from(e: lidb_lsm::Error) -> Self {
-        EngineError(e.to_string())
-    }
-}
 
 pub type EngineResult<T> = Result<T, EngineError>;
 
@@ -161,8 +148,10 @@ pub struct ReadSplit {
     pub gcs: u64,
 }
 
-/// A key-value engine under test. Every method may be called from several threads.
-pub trait Engine: Send + Sync {
+/// A key-value engine: the serving API every command and the server call. Every method may be
+/// called from several threads. The measurement probes are [`Probe`]'s, which every engine
+/// also implements.
+pub trait Engine: Probe + Send + Sync {
     fn name(&self) -> &'static str;
     fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()>;
     fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>>;
@@ -184,17 +173,56 @@ pub trait Engine: Send + Sync {
         limit: usize,
         each: &mut dyn FnMut(&[u8], &[u8]),
     ) -> EngineResult<usize>;
-    /// Garbage collection with conversion where the engine has one; a full compaction otherwise.
+    /// Puts every `(key, value)` in order (a later entry of a key wins), as one write where the
+    /// engine has batches (lsm: one WAL record, one sync with `sync`; learnedkv, lsm+ and
+    /// lsm+tier: one value-log sync and one WAL record, atomic), one put at a time
+    /// otherwise (then an error may leave a prefix written). `lidb serve` writes a pipeline's
+    /// consecutive SETs and each MSET through it.
+    fn put_many(&self, entries: &[(&[u8], &[u8])]) -> EngineResult<()> {
+        for (key, value) in entries {
+            self.put(key, value)?;
+        }
+        Ok(())
+    }
+    /// Garbage collection with conversion where the engine has one (learnedkv, lsm+,
+    /// lsm+tier), a full compaction for lsm and rocksdb, a checkpoint for finedex, learnedstore
+    /// and btree: the one call that reclaims space, whatever the engine.
     fn gc(&self) -> EngineResult<()>;
+    /// A full compaction of the engine's LSMs (the LSM engines and rocksdb).
+    fn compact(&self) -> EngineResult<()> {
+        Err(EngineError::Unsupported(format!(
+            "compact is an operation of the LSM engines (lsm, learnedkv, lsm+, lsm+tier); {} has \
+             checkpoint",
+            self.name()
+        )))
+    }
+    /// A checkpoint: every live entry (finedex) or dirty page (learnedstore, btree) written and
+    /// the logs it covers dropped.
+    fn checkpoint(&self) -> EngineResult<()> {
+        Err(EngineError::Unsupported(format!(
+            "checkpoint is an operation of finedex, learnedstore and btree, not {}",
+            self.name()
+        )))
+    }
     /// Range-query-assisted conversion (learnedkv only): a learned tier over the data where it
     /// is. Other engines have none and say so.
     fn convert(&self) -> EngineResult<()> {
-        Err(EngineError(format!(
+        Err(EngineError::Unsupported(format!(
             "engine {} has no conversion (learnedkv has)",
             self.name()
         )))
     }
     fn flush(&self) -> EngineResult<()>;
+    /// Flushes and closes; an engine whose close can fail (a last checkpoint) says so here
+    /// rather than in its drop.
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        self.flush()
+    }
+}
+
+/// What a benchmark or INFO reads of an engine: memory, space, reads, budgets, notes. Never on
+/// a serving path's critical section; every method may be called from several threads.
+pub trait Probe {
     fn space(&self) -> Space;
     /// Bytes held in memory now, split by role (INFO's memory section).
     fn memory(&self) -> MemorySplit;
@@ -210,10 +238,9 @@ pub trait Engine: Send + Sync {
     /// Called between phases, never timed.
     fn fit_memory_budget(&self, budget_bytes: u64) -> EngineResult<BudgetFit> {
         let _ = budget_bytes;
-        Ok(BudgetFit::NotApplied(format!(
-            "{} has no read cache that can be resized to a budget",
-            self.name()
-        )))
+        Ok(BudgetFit::NotApplied(
+            "this engine has no read cache that can be resized to a budget".into(),
+        ))
     }
     /// What the run's notes should say of this engine: options of the [`EngineConfig`] it
     /// ignores, figures the rows have no column for (finedex's index memory). Called between
@@ -226,16 +253,11 @@ pub trait Engine: Send + Sync {
     fn recovery(&self) -> String {
         String::new()
     }
-    /// Puts every `(key, value)` in order (a later entry of a key wins), as one write where the
-    /// engine has batches (lsm: one WAL record, one sync with `sync`; learnedkv, lsm+ and
-    /// lsm+tier: one value-log sync and one WAL record, atomic), one put at a time
-    /// otherwise (then an error may leave a prefix written). `lidb serve` writes a pipeline's
-    /// consecutive SETs and each MSET through it.
-    fn put_many(&self, entries: &[(&[u8], &[u8])]) -> EngineResult<()> {
-        for (key, value) in entries {
-            self.put(key, value)?;
-        }
-        Ok(())
+    /// The engine's own counters and structure as one JSON object (`lidb kv`'s `stats`):
+    /// levels and lookups of an LSM, GCs of a tiered store, pool and device counters of the
+    /// tree, bucket and model figures of FINEdex.
+    fn stats(&self) -> serde_json::Value {
+        serde_json::Value::Object(serde_json::Map::new())
     }
 }
 
@@ -257,9 +279,13 @@ pub struct EngineConfig {
     pub bloom_bits_per_key: u32,
     pub direct_io: bool,
     pub sync: bool,
-    /// Index of lidb's LSM tables.
-    pub lsm_index: Family,
+    /// Index of lidb's LSM tables: a family, FAMILY+keys or an unclustered index.
+    pub lsm_index: IndexChoice,
     pub lsm_boundary: u64,
+    /// Target size of lidb's LSM tables.
+    pub sst_size_bytes: u64,
+    /// What the open does with a bad record in a log (every lidb engine).
+    pub recovery_mode: lidb_lsm::RecoveryMode,
     /// What lidb's LSM (engine lsm) keeps in its cache for point lookups: pages or entries.
     pub lsm_cache_mode: lidb_lsm::CacheMode,
     /// Learned tier of learnedkv: family and error bound in key-list pages.
@@ -280,6 +306,12 @@ pub struct EngineConfig {
     /// (checked by its background thread); None: off, as in the benchmarks, which measure
     /// GC-triggered conversion.
     pub convert_at_lsm_bytes: Option<u64>,
+    /// learnedkv's automatic conversion once the active LSM has this many non-empty levels;
+    /// 0: off.
+    pub convert_at_lsm_levels: usize,
+    /// learnedstore's model over its leaves' boundary keys: family and error bound in
+    /// mapping-table slots. None: its default (RadixSpline, 32).
+    pub leaf_model: Option<(Family, u64)>,
 }
 
 impl EngineConfig {
@@ -294,8 +326,10 @@ impl EngineConfig {
             bloom_bits_per_key: 10,
             direct_io: false,
             sync: false,
-            lsm_index: Family::Pgm,
+            lsm_index: IndexChoice::default(),
             lsm_boundary: 16,
+            sst_size_bytes: 64 << 20,
+            recovery_mode: lidb_lsm::RecoveryMode::TolerateTornTail,
             lsm_cache_mode: lidb_lsm::CacheMode::default(),
             tier_index: Family::Plr,
             tier_page_boundary: 2,
@@ -304,71 +338,93 @@ impl EngineConfig {
             memory_budget_bytes: None,
             checkpoint_log_bytes: None,
             convert_at_lsm_bytes: None,
+            convert_at_lsm_levels: 0,
+            leaf_model: None,
         }
     }
 }
 
-/// The engine names `open` accepts.
-pub fn names() -> Vec<&'static str> {
-    let mut v = vec![
-        "lsm",
-        "learnedkv",
-        "lsm+",
-        "lsm+tier",
-        "finedex",
-        "learnedstore",
-        "btree",
-    ];
-    if cfg!(feature = "rocksdb") {
-        v.push("rocksdb");
+impl EngineKind {
+    /// lidb-kv's tiering of a tiered engine; `None` for every other engine.
+    pub fn tiering(self) -> Option<Tiering> {
+        match self {
+            EngineKind::LearnedKv => Some(Tiering::Learned),
+            EngineKind::LsmPlus => Some(Tiering::WriteBack),
+            EngineKind::LsmPlusTier => Some(Tiering::LsmTier),
+            _ => None,
+        }
     }
-    v
 }
 
-/// Opens engine `name` in `cfg.dir`.
+/// The engine names `open` accepts in this build.
+pub fn names() -> Vec<&'static str> {
+    EngineKind::built()
+        .into_iter()
+        .map(EngineKind::name)
+        .collect()
+}
+
+/// Opens engine `name` in `cfg.dir` (see [`open_kind`]).
 pub fn open(name: &str, cfg: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
-    if name == "rocksdb" {
+    open_kind(
+        EngineKind::parse(name).map_err(EngineError::InvalidOption)?,
+        cfg,
+    )
+}
+
+/// Opens engine `kind` in `cfg.dir` on the real file system.
+pub fn open_kind(kind: EngineKind, cfg: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
+    if kind == EngineKind::RocksDb {
         return open_rocksdb(cfg);
     }
-    open_on(name, cfg, Arc::new(FsStorage))
+    open_kind_on(kind, cfg, Arc::new(FsStorage))
+}
+
+/// Opens one of lidb's engines in `cfg.dir` with its files on `storage` (see [`open_kind_on`]).
+pub fn open_on(
+    name: &str,
+    cfg: &EngineConfig,
+    storage: Arc<dyn Storage>,
+) -> EngineResult<Box<dyn Engine>> {
+    open_kind_on(
+        EngineKind::parse(name).map_err(EngineError::InvalidOption)?,
+        cfg,
+        storage,
+    )
 }
 
 /// Opens one of lidb's engines in `cfg.dir` with its files on `storage` (tests and `lidb
 /// stress` pass a storage that injects faults or cuts the power). learnedstore and btree keep
 /// their page file on the real file system whatever `storage` is: only their log goes through
 /// it. rocksdb has its own file layer and is refused.
-pub fn open_on(
-    name: &str,
+pub fn open_kind_on(
+    kind: EngineKind,
     cfg: &EngineConfig,
     storage: Arc<dyn Storage>,
 ) -> EngineResult<Box<dyn Engine>> {
-    match name {
-        "lsm" => Ok(Box::new(lidb::LsmEngine::open(cfg, storage)?)),
-        "learnedkv" => Ok(Box::new(lidb::TieredEngine::open(
+    match kind {
+        EngineKind::Lsm => Ok(Box::new(lidb::LsmEngine::open(cfg, storage)?)),
+        EngineKind::LearnedKv => Ok(Box::new(lidb::TieredEngine::open(
             cfg,
             Tiering::Learned,
             storage,
         )?)),
-        "lsm+" => Ok(Box::new(lidb::TieredEngine::open(
+        EngineKind::LsmPlus => Ok(Box::new(lidb::TieredEngine::open(
             cfg,
             Tiering::WriteBack,
             storage,
         )?)),
-        "lsm+tier" => Ok(Box::new(lidb::TieredEngine::open(
+        EngineKind::LsmPlusTier => Ok(Box::new(lidb::TieredEngine::open(
             cfg,
             Tiering::LsmTier,
             storage,
         )?)),
-        "finedex" => Ok(Box::new(fine::FineEngine::open(cfg, storage)?)),
-        "learnedstore" => Ok(Box::new(btree::BTreeEngine::open(cfg, true, storage)?)),
-        "btree" => Ok(Box::new(btree::BTreeEngine::open(cfg, false, storage)?)),
-        "rocksdb" => Err(EngineError(
+        EngineKind::Finedex => Ok(Box::new(fine::FineEngine::open(cfg, storage)?)),
+        EngineKind::LearnedStore => Ok(Box::new(btree::BTreeEngine::open(cfg, true, storage)?)),
+        EngineKind::Btree => Ok(Box::new(btree::BTreeEngine::open(cfg, false, storage)?)),
+        EngineKind::RocksDb => Err(EngineError::Unsupported(
             "engine rocksdb keeps its files through its own Env, not lidb's storage layer".into(),
         )),
-        other => Err(EngineError(format!(
-            "unknown engine \"{other}\" (known: {})",
-            names().join(", ")
-        ))),
     }
 }
 
@@ -379,7 +435,7 @@ fn open_rocksdb(cfg: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
 
 #[cfg(not(feature = "rocksdb"))]
 fn open_rocksdb(_: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
-    Err(EngineError(
+    Err(EngineError::Unsupported(
         "engine rocksdb is not built in: build with --features rocksdb (see README)".into(),
     ))
 }

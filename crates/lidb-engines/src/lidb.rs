@@ -7,20 +7,24 @@ use lidb_kv::{Store, StoreOptions, TierKind};
 use lidb_lsm::storage::Storage;
 use lidb_lsm::{Db, IndexOptions, Options};
 
+use serde_json::{Value, json};
+
 use super::{
-    BudgetFit, DeviceReads, Engine, EngineConfig, EngineResult, MemorySplit, ReadSplit, Space,
-    budget, drain,
+    BudgetFit, DeviceReads, Engine, EngineConfig, EngineResult, MemorySplit, Probe, ReadSplit,
+    Space, budget, drain,
 };
 
 /// lidb-lsm's options from `cfg`, with `block_cache_bytes` as the page cache.
 fn lsm_options(cfg: &EngineConfig, block_cache_bytes: u64) -> Options {
     Options {
         index: IndexOptions {
-            family: cfg.lsm_index,
+            family: cfg.lsm_index.family,
             params: Params::new(cfg.lsm_boundary),
             level_boundaries: Vec::new(),
-            kind: lidb_lsm::IndexKind::Clustered,
+            kind: cfg.lsm_index.kind,
         },
+        sst_size_bytes: cfg.sst_size_bytes,
+        recovery_mode: cfg.recovery_mode,
         write_buffer_bytes: cfg.memtable_bytes,
         block_cache_bytes,
         cache_mode: cfg.lsm_cache_mode,
@@ -88,8 +92,20 @@ impl Engine for LsmEngine {
     fn gc(&self) -> EngineResult<()> {
         Ok(self.db.compact()?)
     }
+    fn compact(&self) -> EngineResult<()> {
+        Ok(self.db.compact()?)
+    }
     fn flush(&self) -> EngineResult<()> {
         Ok(self.db.flush()?)
+    }
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        Ok(self.db.close()?)
+    }
+}
+
+impl Probe for LsmEngine {
+    fn stats(&self) -> Value {
+        lsm_stats(&self.db)
     }
     fn space(&self) -> Space {
         let s = self.db.stats();
@@ -136,6 +152,19 @@ pub enum Tiering {
     LsmTier,
 }
 
+/// The tier lidb-kv opens for `tiering` under `cfg` (the learned tier's family and bound).
+pub fn tier_kind(tiering: Tiering, cfg: &EngineConfig) -> TierKind {
+    match tiering {
+        Tiering::Learned => TierKind::Learned {
+            family: cfg.tier_index,
+            page_boundary: cfg.tier_page_boundary,
+            params: Params::new(cfg.tier_page_boundary),
+        },
+        Tiering::WriteBack => TierKind::WriteBack,
+        Tiering::LsmTier => TierKind::Lsm,
+    }
+}
+
 /// lidb-kv: learnedkv, lsm+ or lsm+tier.
 pub struct TieredEngine {
     store: Arc<Store>,
@@ -149,15 +178,7 @@ impl TieredEngine {
         storage: Arc<dyn Storage>,
     ) -> EngineResult<TieredEngine> {
         let learned = tiering == Tiering::Learned;
-        let tier = match tiering {
-            Tiering::Learned => TierKind::Learned {
-                family: cfg.tier_index,
-                page_boundary: cfg.tier_page_boundary,
-                params: Params::new(cfg.tier_page_boundary),
-            },
-            Tiering::WriteBack => TierKind::WriteBack,
-            Tiering::LsmTier => TierKind::Lsm,
-        };
+        let tier = tier_kind(tiering, cfg);
         let opts = StoreOptions {
             // The store's LSMs (active, frozen, tier) and static tiers share one cache of this
             // size; under a budget it starts with all of it and is fitted after the load.
@@ -178,7 +199,11 @@ impl TieredEngine {
             } else {
                 0
             },
-            ..StoreOptions::default()
+            convert_at_lsm_levels: if learned {
+                cfg.convert_at_lsm_levels
+            } else {
+                0
+            },
         };
         Ok(TieredEngine {
             store: Arc::new(Store::open_with_storage(storage, &cfg.dir, opts)?),
@@ -194,9 +219,6 @@ impl Engine for TieredEngine {
             Tiering::WriteBack => "lsm+",
             Tiering::LsmTier => "lsm+tier",
         }
-    }
-    fn recovery(&self) -> String {
-        self.store.recovery_report().to_string()
     }
     fn put(&self, key: &[u8], value: &[u8]) -> EngineResult<()> {
         Ok(self.store.put(key, value)?)
@@ -224,11 +246,39 @@ impl Engine for TieredEngine {
     fn gc(&self) -> EngineResult<()> {
         Ok(self.store.gc()?)
     }
+    fn compact(&self) -> EngineResult<()> {
+        Ok(self.store.compact()?)
+    }
     fn convert(&self) -> EngineResult<()> {
         Ok(self.store.convert()?)
     }
     fn flush(&self) -> EngineResult<()> {
         Ok(self.store.flush()?)
+    }
+    fn close(self: Box<Self>) -> EngineResult<()> {
+        match Arc::try_unwrap(self.store) {
+            Ok(store) => Ok(store.close()?),
+            // Another holder (none today) keeps it open: flush what it holds.
+            Err(store) => Ok(store.flush()?),
+        }
+    }
+}
+
+impl Probe for TieredEngine {
+    fn recovery(&self) -> String {
+        self.store.recovery_report().to_string()
+    }
+    fn stats(&self) -> Value {
+        let st = self.store.stats();
+        let sp = self.store.space();
+        json!({
+            "reads_from_lsm": st.reads_from_lsm, "reads_from_tier": st.reads_from_tier,
+            "reads_missed": st.reads_missed, "lsm_skipped": st.lsm_skipped, "gcs": st.gcs,
+            "conversions": st.conversions,
+            "live_bytes_estimate": st.live_bytes_estimate,
+            "lsm_bytes": sp.lsm_bytes, "key_list_bytes": sp.key_list_bytes,
+            "model_bytes": sp.model_bytes, "vlog_bytes": sp.vlog_bytes,
+        })
     }
     fn space(&self) -> Space {
         let s = self.store.space();
@@ -268,6 +318,33 @@ impl Engine for TieredEngine {
         self.store.hold_memory_budget(budget_bytes);
         Ok(BudgetFit::Resized(plan))
     }
+}
+
+/// The LSM's levels, memory, lookups and compactions (`lidb kv`'s `stats` for lsm).
+fn lsm_stats(db: &Db) -> Value {
+    let s = db.stats();
+    let levels: Vec<_> = s
+        .levels
+        .iter()
+        .filter(|l| l.files > 0)
+        .map(|l| {
+            json!({"level": l.level, "files": l.files, "bytes": l.bytes, "entries": l.entries,
+                   "index_bytes": l.index_bytes})
+        })
+        .collect();
+    json!({
+        "levels": levels,
+        "memory": {"index_bytes": s.memory.index_bytes, "filter_bytes": s.memory.filter_bytes,
+                   "cache_bytes": s.memory.cache_bytes, "memtable_bytes": s.memory.memtable_bytes},
+        "lookups": s.lookups,
+        "tables_probed": s.read.tables_probed,
+        "filter_negatives": s.read.filter_negatives,
+        "data_reads": s.read.data_reads,
+        "bytes_read": s.read.bytes_read,
+        "flushes": s.compaction.flushes,
+        "compactions": s.compaction.compactions,
+        "last_sequence": s.last_sequence,
+    })
 }
 
 fn split_of(m: lidb_lsm::MemoryUsage) -> MemorySplit {

@@ -17,12 +17,12 @@ use rocksdb::{
 };
 
 use super::{
-    BudgetFit, DeviceReads, Engine, EngineConfig, EngineError, EngineResult, MemorySplit,
+    BudgetFit, DeviceReads, Engine, EngineConfig, EngineError, EngineResult, MemorySplit, Probe,
     ReadSplit, Space,
 };
 
 fn err(e: rocksdb::Error) -> EngineError {
-    EngineError(format!("rocksdb: {e}"))
+    EngineError::Other(format!("rocksdb: {e}"))
 }
 
 pub struct RocksEngine {
@@ -107,9 +107,15 @@ impl Engine for RocksEngine {
         self.db.compact_range::<&[u8], &[u8]>(None, None);
         Ok(())
     }
+    fn compact(&self) -> EngineResult<()> {
+        self.gc()
+    }
     fn flush(&self) -> EngineResult<()> {
         self.db.flush().map_err(err)
     }
+}
+
+impl Probe for RocksEngine {
     fn space(&self) -> Space {
         let sst = self
             .db

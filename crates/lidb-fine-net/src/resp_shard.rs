@@ -17,7 +17,7 @@
 
 use std::path::PathBuf;
 
-use lidb_engines::{Engine, EngineError, EngineResult, MemorySplit, ReadSplit, Space};
+use lidb_engines::{Engine, EngineError, EngineResult, MemorySplit, Probe, ReadSplit, Space};
 
 use crate::error::WireError;
 use crate::server::Server;
@@ -69,7 +69,7 @@ fn shown(bytes: &[u8]) -> String {
 
 fn number(what: &str, bytes: &[u8]) -> EngineResult<u64> {
     parse_decimal(bytes).ok_or_else(|| {
-        EngineError(format!(
+        EngineError::InvalidOption(format!(
             "{what} \"{}\" is not a u64 in decimal: this server also serves fine-wire, so keys \
              and values are u64 written as decimal digits (0 to 18446744073709551615, no sign, \
              no leading zero)",
@@ -79,7 +79,7 @@ fn number(what: &str, bytes: &[u8]) -> EngineResult<u64> {
 }
 
 fn wire(e: WireError) -> EngineError {
-    EngineError(e.to_string())
+    EngineError::Other(e.to_string())
 }
 
 /// A scan bound: a key, or a key and one 0 byte (the key's successor); `after` is that flag.
@@ -149,6 +149,9 @@ impl Engine for ShardEngine {
     fn flush(&self) -> EngineResult<()> {
         self.server.flush().map_err(wire)
     }
+}
+
+impl Probe for ShardEngine {
     fn space(&self) -> Space {
         Space {
             vlog_bytes: self.dir.as_deref().map_or(0, lidb_engines::dir_bytes),
@@ -246,7 +249,7 @@ mod tests {
     #[test]
     fn bad_keys_and_other_shards_are_errors() {
         let e = engine(0, 100);
-        let err = |r: EngineResult<()>| r.err().map(|e| e.0).unwrap_or_default();
+        let err = |r: EngineResult<()>| r.err().map(|e| e.to_string()).unwrap_or_default();
         assert!(err(e.put(b"abc", b"1")).contains("not a u64"));
         assert!(err(e.put(b"1", b"x")).contains("value \"x\""));
         assert!(err(e.put(b"200", b"1")).contains("range 0-100"));

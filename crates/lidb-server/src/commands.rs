@@ -41,8 +41,10 @@ pub fn not_integer() -> Reply {
     error("ERR value is not an integer or out of range")
 }
 
+/// An engine's error, its kind as the error code a client reads (`-CORRUPTION`, `-IOERR`,
+/// `-CLOSED`, `-TOOLARGE`, `-UNSUPPORTED`, or `-ERR` for a bad option and anything else).
 pub fn engine_error(e: &lidb_engines::EngineError) -> Reply {
-    error(format!("ERR engine: {e}"))
+    error(format!("{} engine: {e}", e.code()))
 }
 
 pub fn bulk(b: impl Into<Bytes>) -> Reply {

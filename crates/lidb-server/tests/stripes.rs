@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use lidb_engines::{Engine, EngineConfig, EngineResult, MemorySplit, ReadSplit, Space};
+use lidb_engines::{Engine, EngineConfig, EngineResult, MemorySplit, Probe, ReadSplit, Space};
 use lidb_server::{Server, ServerConfig};
 use support::{start, start_with};
 
@@ -70,6 +70,9 @@ impl Engine for SlowChecks {
     fn flush(&self) -> EngineResult<()> {
         self.0.flush()
     }
+}
+
+impl Probe for SlowChecks {
     fn space(&self) -> Space {
         self.0.space()
     }

@@ -227,10 +227,20 @@ impl ServeHarness {
         let mut c = Command::new(&self.lidb);
         c.args(["serve", "--engine", &self.engine, "--db"])
             .arg(&self.dir)
-            .args(["--listen", "127.0.0.1:0", "--sync"])
-            .args(["--write-buffer", "256KiB", "--block-cache", "1MiB"]);
-        if self.engine == "learnedstore" || self.engine == "btree" {
-            c.args(["--pool", "1MiB"]);
+            .args(["--listen", "127.0.0.1:0", "--sync"]);
+        // serve refuses an option the engine would ignore: give each kind its own.
+        match lidb_engines::EngineKind::parse(&self.engine).map(|k| k.shape()) {
+            Ok(lidb_engines::Shape::Lsm) => {
+                c.args(["--write-buffer", "256KiB", "--block-cache", "1MiB"]);
+            }
+            Ok(lidb_engines::Shape::Tree) => {
+                c.args(["--pool", "1MiB", "--checkpoint-log-bytes", "512KiB"]);
+            }
+            Ok(lidb_engines::Shape::InMemory) => {
+                c.args(["--checkpoint-log-bytes", "512KiB"]);
+            }
+            // rocksdb is not a stress engine; an unknown name is serve's to refuse.
+            Ok(lidb_engines::Shape::Foreign) | Err(_) => {}
         }
         c.stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -35,16 +35,16 @@ impl std::fmt::Debug for EngineTarget {
 
 impl Target for EngineTarget {
     fn put(&self, key: &[u8], value: &[u8]) -> Result<(), String> {
-        self.engine.put(key, value).map_err(|e| e.0)
+        self.engine.put(key, value).map_err(|e| e.to_string())
     }
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
-        self.engine.get(key).map_err(|e| e.0)
+        self.engine.get(key).map_err(|e| e.to_string())
     }
     fn delete(&self, key: &[u8]) -> Result<(), String> {
-        self.engine.delete(key).map_err(|e| e.0)
+        self.engine.delete(key).map_err(|e| e.to_string())
     }
     fn put_many(&self, entries: &[(&[u8], &[u8])]) -> Result<(), String> {
-        self.engine.put_many(entries).map_err(|e| e.0)
+        self.engine.put_many(entries).map_err(|e| e.to_string())
     }
     fn scan(&self, start: &[u8], end: &[u8], limit: usize) -> Result<Rows, String> {
         let mut out = Vec::new();
@@ -52,7 +52,7 @@ impl Target for EngineTarget {
             .scan(start, Some(end), limit, &mut |k, v| {
                 out.push((k.to_vec(), v.to_vec()));
             })
-            .map_err(|e| e.0)?;
+            .map_err(|e| e.to_string())?;
         Ok(out)
     }
     fn background(&self, pick: u64) -> Result<&'static str, String> {
@@ -64,7 +64,7 @@ impl Target for EngineTarget {
             _ if converts => self.engine.convert().map(|()| "convert"),
             _ => self.engine.flush().map(|()| "flush"),
         }
-        .map_err(|e| e.0)
+        .map_err(|e| e.to_string())
     }
 }
 

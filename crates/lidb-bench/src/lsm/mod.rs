@@ -26,9 +26,9 @@ pub mod ycsb;
 
 use std::path::{Path, PathBuf};
 
-use lidb_index::{Family, Params};
+use lidb_index::Params;
+use lidb_lsm::IndexKind;
 use lidb_lsm::{Db, Granularity, IndexOptions};
-use lidb_lsm::{IndexKind, Unclustered};
 
 pub use load::{Dataset, Engine, KeySize};
 
@@ -310,49 +310,9 @@ impl Drop for WorkDir {
     }
 }
 
-/// One index configuration of the tables (the LSM study's Figure 5): a clustered family, the
-/// same with mapped keys retained (`pgm+keys`, its Figure 7 (C), (F), (I)), or an unclustered
-/// index (`alex`, `lipp`, `dili`, `lits`; `family` is then unused).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IndexChoice {
-    pub family: Family,
-    pub kind: IndexKind,
-}
-
-impl IndexChoice {
-    /// A clustered family alone.
-    pub fn clustered(family: Family) -> IndexChoice {
-        IndexChoice {
-            family,
-            kind: IndexKind::Clustered,
-        }
-    }
-
-    /// `fp`, `pgm+keys`, `alex`: what `parse` reads.
-    pub fn name(&self) -> String {
-        match self.kind {
-            IndexKind::Clustered => self.family.name().to_string(),
-            IndexKind::MappedKeys => format!("{}+keys", self.family.name()),
-            IndexKind::Unclustered(u) => u.name().to_string(),
-        }
-    }
-
-    /// A family name, a family name with `+keys`, or an unclustered kind.
-    pub fn parse(name: &str) -> Result<IndexChoice, String> {
-        if let Some(u) = Unclustered::from_name(name) {
-            return Ok(IndexChoice {
-                family: Family::Pgm,
-                kind: IndexKind::Unclustered(u),
-            });
-        }
-        let (family, kind) = match name.strip_suffix("+keys") {
-            Some(f) => (f, IndexKind::MappedKeys),
-            None => (name, IndexKind::Clustered),
-        };
-        let family = Family::from_name(family).map_err(|e| e.to_string())?;
-        Ok(IndexChoice { family, kind })
-    }
-}
+/// One index configuration of the tables (the LSM study's Figure 5): the one list every
+/// command parses (lidb-engines').
+pub use lidb_engines::IndexChoice;
 
 /// The index options of one configuration (family defaults besides the boundary).
 pub fn index_options(choice: IndexChoice, boundary: u64) -> IndexOptions {

@@ -1,0 +1,281 @@
+//! The engine options every command that opens an engine takes (`lidb kv`, `lidb serve`, `lidb
+//! repair`), flattened into each from one [`EngineArgs`], so an option is spelled, parsed and
+//! documented once; and the one table of which engines read which option ([`readers_of`]) and
+//! which commands use it ([`CommandUse`]). An option given where it would be ignored is refused
+//! with one line naming the option and the engine or command; an option left to its default
+//! never is.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use lidb_engines::{EngineConfig, EngineKind, IndexChoice, Shape};
+use lidb_index::Family;
+use lidb_lsm::RecoveryMode;
+
+use crate::error::CliError;
+
+/// Which engine, and how it is configured. Each option's help names the engines that read it.
+#[derive(Debug, Args)]
+pub struct EngineArgs {
+    /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC),
+    /// lsm+ (values in a value log, every pointer in one LSM, GC writes them back: the paper's
+    /// RocksDB+), lsm+tier (learnedkv with an LSM in place of the learned index), finedex
+    /// (FineStore: every key in memory over FINEdex, a log and checkpoints on disk),
+    /// learnedstore (LearnedStore: a buffer-managed B+-tree under a write-ahead log, its leaves
+    /// also reached through a learned model), btree (learnedstore with the learned path off),
+    /// rocksdb (only in a build with --features rocksdb). Each option below names the engines
+    /// that read it; given to another, it is refused.
+    #[arg(long, default_value = "lsm", value_parser = EngineKind::parse)]
+    pub engine: EngineKind,
+    /// Every engine: sync every write to disk before acknowledging it (a write acknowledged
+    /// survives a crash); without it a crash may lose the latest writes.
+    #[arg(long)]
+    pub sync: bool,
+    /// lidb's engines (not rocksdb): what the open does with a bad record in a log (WAL,
+    /// manifest, value log): tolerate-torn-tail cuts a crash's torn tail and refuses damage (a
+    /// record that fails its checksum with intact records after it); point-in-time keeps the
+    /// intact prefix before any bad record, drops the rest and saves it under DIR/lost/;
+    /// absolute refuses any bad record. Whatever is cut is printed on stderr.
+    #[arg(long, default_value = "tolerate-torn-tail", value_parser = parse_recovery_mode)]
+    pub recovery_mode: RecoveryMode,
+    /// LSM engines, learnedstore, btree, rocksdb: O_DIRECT for table reads (learnedstore,
+    /// btree: for the page file).
+    #[arg(long)]
+    pub direct_io: bool,
+    /// LSM engines (lsm, learnedkv, lsm+, lsm+tier), rocksdb: memtable size that triggers a
+    /// flush (e.g. 64MiB, 256KiB). `--memtable` is the same option (as `lidb bench ycsb`).
+    #[arg(long, alias = "memtable", default_value = "64MiB", value_parser = crate::size::parse_size)]
+    pub write_buffer: u64,
+    /// LSM engines, rocksdb: block cache size (e.g. 8MiB). `--cache` is the same option.
+    #[arg(long, alias = "cache", default_value = "8MiB", value_parser = crate::size::parse_size)]
+    pub block_cache: u64,
+    /// LSM engines: index of new tables: a family (fp, binary, plr, fiting, pgm, rs, rmi, lpa,
+    /// plex, ...), FAMILY+keys (mapped keys retained), or an unclustered alex, lipp, dili or
+    /// lits (see `lidb bench lsm --help`).
+    #[arg(long, default_value = "pgm", value_parser = IndexChoice::parse)]
+    pub index: IndexChoice,
+    /// LSM engines: position boundary B of new tables' indexes (at least 2).
+    #[arg(long, default_value_t = 16)]
+    pub boundary: u64,
+    /// LSM engines: target SSTable size (4MiB to 128MiB).
+    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
+    pub sst_size: u64,
+    /// learnedkv: convert in the background (no values moved) when the LSM's tables reach this
+    /// size (e.g. 256MiB); 0 = off.
+    #[arg(long, default_value = "0", value_parser = crate::size::parse_size)]
+    pub convert_at_lsm_bytes: u64,
+    /// learnedkv: convert in the background when the LSM has this many non-empty levels; 0 = off.
+    #[arg(long, default_value_t = 0)]
+    pub convert_at_lsm_levels: usize,
+    /// finedex, learnedstore, btree: checkpoint by itself, in a background thread, each time
+    /// the log holds this many bytes since the last checkpoint (e.g. 64MiB, 256KiB), which
+    /// bounds the log and the next open's replay; 0 = only on an explicit checkpoint (and, for
+    /// learnedstore and btree, on close).
+    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
+    pub checkpoint_log_bytes: u64,
+    /// learnedstore, btree: bytes of the buffer pool, the tree's pages in memory (e.g. 8MiB,
+    /// 1GiB; a pool smaller than 16 pages is raised to 16). The default is the LSM engines'
+    /// default block cache, so the read caches match; the LSMs also hold a memtable
+    /// (--write-buffer), which the tree has no counterpart of.
+    #[arg(long, default_value = "8MiB", value_parser = crate::size::parse_size)]
+    pub pool: u64,
+    /// learnedstore, btree: page size of a new page file (a power of two from 4KiB to 64KiB);
+    /// an existing file must be opened with the page size it was created with.
+    #[arg(long, default_value = "4KiB", value_parser = crate::size::parse_size)]
+    pub page_size: u64,
+    /// learnedstore: reach leaves through the learned model (on) or only by walking the tree
+    /// (off, which is the btree engine).
+    #[arg(long, default_value = "on", value_parser = parse_on_off, action = clap::ArgAction::Set)]
+    pub learned: bool,
+    /// learnedstore: the model over the leaves' boundary keys, FAMILY/B: any lidb-index family
+    /// (fp, plr, fiting, pgm, rs, rmi, lpa, ...) and its error bound in mapping-table slots
+    /// (at least 2). The default, rs/32, is the authors' code's RadixSpline.
+    #[arg(long, default_value = "rs/32")]
+    pub leaf_model: String,
+}
+
+/// Parses `on` or `off`.
+pub fn parse_on_off(text: &str) -> Result<bool, String> {
+    match text {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        other => Err(format!("\"{other}\" is neither on nor off")),
+    }
+}
+
+/// Parses a `--recovery-mode` name.
+pub fn parse_recovery_mode(name: &str) -> Result<RecoveryMode, String> {
+    RecoveryMode::parse(name).ok_or_else(|| {
+        format!(
+            "unknown recovery mode \"{name}\" (known: {})",
+            RecoveryMode::NAMES.join(", ")
+        )
+    })
+}
+
+/// The engine options, as `--long-name`, in the order [`EngineArgs`] defines them.
+pub const ENGINE_OPTIONS: [&str; 17] = [
+    "--engine",
+    "--sync",
+    "--recovery-mode",
+    "--direct-io",
+    "--write-buffer",
+    "--block-cache",
+    "--index",
+    "--boundary",
+    "--sst-size",
+    "--convert-at-lsm-bytes",
+    "--convert-at-lsm-levels",
+    "--checkpoint-log-bytes",
+    "--pool",
+    "--page-size",
+    "--learned",
+    "--leaf-model",
+    // Not an option of EngineArgs: each command has its own --db; listed so the table below
+    // covers every option an engine-opening command shares.
+    "--db",
+];
+
+/// Whether `engine` reads engine option `opt` (as `--long-name`), and how a refusal names the
+/// engines that do. `None` for an option every engine reads.
+pub fn readers_of(opt: &str, engine: EngineKind) -> Option<(bool, &'static str)> {
+    use EngineKind as K;
+    let shape = engine.shape();
+    let lsm = shape == Shape::Lsm;
+    let tree = shape == Shape::Tree;
+    let (reads, of) = match opt {
+        "--recovery-mode" => (
+            engine.is_lidb(),
+            "lidb's engines (every engine but rocksdb)",
+        ),
+        "--direct-io" => (
+            lsm || tree || engine == K::RocksDb,
+            "the LSM engines (lsm, learnedkv, lsm+, lsm+tier), learnedstore, btree and rocksdb",
+        ),
+        "--write-buffer" | "--block-cache" => (
+            lsm || engine == K::RocksDb,
+            "the LSM engines (lsm, learnedkv, lsm+, lsm+tier) and rocksdb",
+        ),
+        "--index" | "--boundary" | "--sst-size" => {
+            (lsm, "the LSM engines (lsm, learnedkv, lsm+, lsm+tier)")
+        }
+        "--convert-at-lsm-bytes" | "--convert-at-lsm-levels" => {
+            (engine == K::LearnedKv, "learnedkv")
+        }
+        "--checkpoint-log-bytes" => (
+            engine == K::Finedex || tree,
+            "finedex, learnedstore and btree",
+        ),
+        "--pool" | "--page-size" => (tree, "learnedstore and btree"),
+        "--learned" | "--leaf-model" => (
+            engine == K::LearnedStore,
+            "learnedstore (btree is learnedstore with --learned off)",
+        ),
+        _ => return None,
+    };
+    Some((reads, of))
+}
+
+/// The engine options a command uses; the others it refuses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CommandUse {
+    /// `lidb kv` and `lidb serve`: every engine option.
+    Serve,
+    /// `lidb repair`: the engine and how new tables are written (--index, --boundary,
+    /// --sst-size); it replays nothing live, so the rest do not apply.
+    Repair,
+}
+
+impl CommandUse {
+    fn name(self) -> &'static str {
+        match self {
+            CommandUse::Serve => "this command",
+            CommandUse::Repair => "lidb repair",
+        }
+    }
+
+    fn uses(self, opt: &str) -> bool {
+        match self {
+            CommandUse::Serve => true,
+            CommandUse::Repair => {
+                matches!(
+                    opt,
+                    "--engine" | "--db" | "--index" | "--boundary" | "--sst-size"
+                )
+            }
+        }
+    }
+}
+
+impl EngineArgs {
+    /// Refuses an engine option the user gave (`given`, as `--long-name`; other options are
+    /// passed over) that `cmd` does not use or the engine would ignore, as one line.
+    pub fn refuse_ignored(&self, cmd: CommandUse, given: &[String]) -> Result<(), CliError> {
+        for opt in given {
+            if !ENGINE_OPTIONS.contains(&opt.as_str()) {
+                continue;
+            }
+            if !cmd.uses(opt) {
+                return Err(CliError::Usage(format!(
+                    "{opt} is not an option of {}, which would ignore it",
+                    cmd.name()
+                )));
+            }
+            if let Some((false, of)) = readers_of(opt, self.engine) {
+                return Err(CliError::Usage(format!(
+                    "{opt} is an option of {of}, not {}, which would ignore it",
+                    self.engine
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The engine configuration these options say, for a store in `dir`; a bad --leaf-model is
+    /// one usage line.
+    pub fn config(&self, dir: PathBuf) -> Result<EngineConfig, CliError> {
+        let mut cfg = EngineConfig::new(dir);
+        cfg.sync = self.sync;
+        cfg.recovery_mode = self.recovery_mode;
+        cfg.direct_io = self.direct_io;
+        cfg.memtable_bytes = self.write_buffer;
+        cfg.block_cache_bytes = self.block_cache;
+        cfg.lsm_index = self.index;
+        cfg.lsm_boundary = self.boundary;
+        cfg.sst_size_bytes = self.sst_size;
+        cfg.convert_at_lsm_bytes = Some(self.convert_at_lsm_bytes);
+        cfg.convert_at_lsm_levels = self.convert_at_lsm_levels;
+        cfg.checkpoint_log_bytes = Some(self.checkpoint_log_bytes);
+        cfg.pool_bytes = self.pool;
+        cfg.page_size = self.page_size;
+        cfg.learned_path = self.learned;
+        let model: (Family, u64) = lidb_btree::LearnedOptions::parse_model(&self.leaf_model)
+            .map_err(crate::args::usage("--leaf-model"))?;
+        cfg.leaf_model = Some(model);
+        Ok(cfg)
+    }
+}
+
+/// The error opening `engine` in `dir` failed with, one line, and for damage the two ways on
+/// (open the intact prefix, or repair).
+pub fn open_error(
+    engine: EngineKind,
+    dir: &std::path::Path,
+    e: lidb_engines::EngineError,
+) -> CliError {
+    let hint = match &e {
+        lidb_engines::EngineError::Corruption { .. } if engine.is_lidb() => format!(
+            " (`--recovery-mode point-in-time` opens the intact prefix of a damaged log and \
+             saves the rest under {}/lost/; `lidb repair --engine {engine} --db {}` rebuilds \
+             the store from what reads cleanly)",
+            dir.display(),
+            dir.display()
+        ),
+        _ => String::new(),
+    };
+    CliError::Open {
+        what: format!("cannot open engine {engine} in {}", dir.display()),
+        error: e,
+        hint,
+    }
+}
