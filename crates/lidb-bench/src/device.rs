@@ -24,7 +24,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use crate::timing::percentile;
+use crate::kv::hist::Histogram;
 
 /// The alignment and granule of direct reads.
 pub const PAGE_BYTES: u64 = 4096;
@@ -147,7 +147,7 @@ impl ProbeFile {
         Ok(Probe {
             read_bytes,
             reads: us.len() as u64,
-            p50_us: percentile(&mut us, 50.0),
+            p50_us: Histogram::of_us(&us).percentile_us(50.0),
             mean_us,
         })
     }

@@ -20,8 +20,9 @@ use std::time::Instant;
 use lidb_index::{LearnedIndex, Params, build, lower_bound_with};
 use serde::Serialize;
 
+use crate::kv::hist::Histogram;
 use crate::progress;
-use crate::timing::{percentile, timer_overhead_ns};
+use crate::timing::{median, timer_overhead_ns};
 use crate::unclustered::{IndexName, Pairs, UnclusteredIndex};
 
 /// What to run.
@@ -238,9 +239,9 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
             size_bytes: size,
             bits_per_key: per_key(size as f64 * 8.0),
             build_ns_per_key: per_key(*build_ns),
-            lookup_ns_mean: percentile(samples, 50.0),
+            lookup_ns_mean: median(samples),
             lookup_ns_p99: tail_p99(index, keys, queries, overhead),
-            get_ns_mean: percentile(get_samples, 50.0),
+            get_ns_mean: median(get_samples),
             bound_width_mean: widths as f64 / queries.len().max(1) as f64,
         });
     }
@@ -283,7 +284,7 @@ fn repeat_timed(
 
 /// The 99th percentile of per-lookup times, the timer's own cost removed.
 fn tail_p99(index: &Built, keys: &[u64], queries: &[u64], overhead_ns: f64) -> f64 {
-    let mut tail: Vec<f64> = queries
+    let tail: Vec<f64> = queries
         .iter()
         .take(MAX_TAIL_SAMPLES)
         .map(|&q| {
@@ -292,7 +293,7 @@ fn tail_p99(index: &Built, keys: &[u64], queries: &[u64], overhead_ns: f64) -> f
             (t.elapsed().as_nanos() as f64 - overhead_ns).max(0.0)
         })
         .collect();
-    percentile(&mut tail, 99.0)
+    Histogram::of_ns(&tail).percentile_ns(99.0)
 }
 
 fn lookup_all(

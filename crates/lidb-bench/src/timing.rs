@@ -1,6 +1,6 @@
-//! Timing helpers: per-operation latencies with the timer's own cost measured and removed, and
-//! percentiles. Means are taken from un-instrumented loops by the callers; per-operation timings
-//! are used only for tails.
+//! Timing helpers: the timer's own cost, measured so callers can remove it, and the median of a
+//! few repeated runs' means. Means are taken from un-instrumented loops by the callers;
+//! per-operation latencies and their percentiles go into [`crate::kv::hist::Histogram`].
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -18,17 +18,14 @@ pub fn timer_overhead_ns() -> f64 {
     samples.get(samples.len() / 2).copied().unwrap_or(0) as f64
 }
 
-/// The p-th percentile (0..=100) of unsorted samples, by nearest rank; 0 for no samples.
-pub fn percentile(samples: &mut [f64], p: f64) -> f64 {
-    if samples.is_empty() {
+/// The median of a few repeated measurements (the lower middle one for an even count); 0 for
+/// none. Sorts `runs`.
+pub fn median(runs: &mut [f64]) -> f64 {
+    if runs.is_empty() {
         return 0.0;
     }
-    samples.sort_unstable_by(f64::total_cmp);
-    let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
-    samples
-        .get(rank.clamp(1, samples.len()) - 1)
-        .copied()
-        .unwrap_or(0.0)
+    runs.sort_unstable_by(f64::total_cmp);
+    runs.get((runs.len() - 1) / 2).copied().unwrap_or(0.0)
 }
 
 #[cfg(test)]
@@ -36,12 +33,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn percentile_by_nearest_rank() {
-        let mut v: Vec<f64> = (1..=100).map(f64::from).collect();
-        assert_eq!(percentile(&mut v, 99.0), 99.0);
-        assert_eq!(percentile(&mut v, 50.0), 50.0);
-        assert_eq!(percentile(&mut v, 100.0), 100.0);
-        assert_eq!(percentile(&mut [], 99.0), 0.0);
-        assert_eq!(percentile(&mut [5.0], 1.0), 5.0);
+    fn median_of_runs() {
+        let mut v: Vec<f64> = (1..=100).rev().map(f64::from).collect();
+        assert_eq!(median(&mut v), 50.0);
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut []), 0.0);
+        assert_eq!(median(&mut [5.0]), 5.0);
     }
 }

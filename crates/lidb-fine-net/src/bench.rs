@@ -93,11 +93,40 @@ const KINDS: [&str; 5] = ["read", "update", "insert", "scan", "rmw"];
 
 #[derive(Debug, Default)]
 struct Samples {
-    ns: [Vec<u64>; 5],
+    ns: [Latencies; 5],
     round_trips: [u64; 5],
     wrong: u64,
     first_wrong: Option<String>,
     finished: Option<Instant>,
+}
+
+/// One operation kind's latencies in nanoseconds: an HdrHistogram (three significant digits,
+/// growing as values arrive), the one way lidb takes latency percentiles.
+#[derive(Debug)]
+struct Latencies(hdrhistogram::Histogram<u64>);
+
+impl Default for Latencies {
+    fn default() -> Self {
+        let mut h = hdrhistogram::Histogram::new(3)
+            .unwrap_or_else(|_| unreachable!("3 significant digits are in hdrhistogram's range"));
+        h.auto(true);
+        Latencies(h)
+    }
+}
+
+impl Latencies {
+    fn record(&mut self, ns: u64) {
+        // Auto-resizing: any value is recordable; were one refused, it counts at the top.
+        if self.0.record(ns).is_err() {
+            self.0.saturating_record(ns);
+        }
+    }
+
+    fn merge(&mut self, other: &Latencies) {
+        // One precision, both auto-resizing: adding cannot fail.
+        let _added = self.0.add(&other.0);
+        debug_assert!(_added.is_ok(), "histograms of one precision add");
+    }
 }
 
 /// The key ranges of `k` shards splitting evenly the keys YCSB records take: `record_key` is
@@ -334,7 +363,7 @@ pub(crate) fn run_one<T: Target + Send + 'static>(
             .join()
             .map_err(|_| WireError::malformed("a client thread panicked"))??;
         for (into, from) in all.ns.iter_mut().zip(&s.ns) {
-            into.extend_from_slice(from);
+            into.merge(from);
         }
         for (into, from) in all.round_trips.iter_mut().zip(s.round_trips) {
             *into += from;
@@ -353,37 +382,37 @@ pub(crate) fn run_one<T: Target + Send + 'static>(
     if let Some(first) = &all.first_wrong {
         progress(&format!("wrong answer: {first}"));
     }
-    Ok(rows_of(mode, w, &mut all, secs))
+    Ok(rows_of(mode, w, &all, secs))
 }
 
-fn rows_of(mode: &'static str, w: BenchWorkload, s: &mut Samples, secs: f64) -> Vec<Row> {
+fn rows_of(mode: &'static str, w: BenchWorkload, s: &Samples, secs: f64) -> Vec<Row> {
     let mut rows = Vec::new();
-    let mut every: Vec<u64> = s.ns.iter().flatten().copied().collect();
+    let mut every = Latencies::default();
+    for h in &s.ns {
+        every.merge(h);
+    }
     let rt_all: u64 = s.round_trips.iter().sum();
-    let mut push = |op: &'static str, ns: &mut Vec<u64>, rt: u64, wrong: u64| {
-        if ns.is_empty() {
+    let mut push = |op: &'static str, ns: &Latencies, rt: u64, wrong: u64| {
+        let n = ns.0.len();
+        if n == 0 {
             return;
         }
-        ns.sort_unstable();
-        let pct = |p: f64| {
-            let i = ((ns.len() as f64 - 1.0) * p).round() as usize;
-            ns.get(i).copied().unwrap_or(0) as f64 / 1_000.0
-        };
+        let pct = |q: f64| ns.0.value_at_quantile(q) as f64 / 1_000.0;
         rows.push(Row {
             mode,
             workload: w.name(),
             op,
-            ops: ns.len() as u64,
-            kops_per_s: ns.len() as f64 / secs / 1_000.0,
+            ops: n,
+            kops_per_s: n as f64 / secs / 1_000.0,
             p50_us: pct(0.5),
             p99_us: pct(0.99),
-            round_trips_per_op: rt as f64 / ns.len() as f64,
+            round_trips_per_op: rt as f64 / n as f64,
             wrong,
         });
     };
-    push("all", &mut every, rt_all, s.wrong);
+    push("all", &every, rt_all, s.wrong);
     for (i, kind) in KINDS.iter().enumerate() {
-        if let Some(ns) = s.ns.get_mut(i) {
+        if let Some(ns) = s.ns.get(i) {
             push(kind, ns, s.round_trips.get(i).copied().unwrap_or(0), 0);
         }
     }
@@ -448,7 +477,7 @@ fn drive<T: Target>(
         };
         let ns = t0.elapsed().as_nanos() as u64;
         if let Some(v) = s.ns.get_mut(kind) {
-            v.push(ns);
+            v.record(ns);
         }
         if let Some(rt) = s.round_trips.get_mut(kind) {
             *rt += c.round_trips() - rt0;

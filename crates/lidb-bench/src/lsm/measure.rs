@@ -9,8 +9,8 @@ use serde::Serialize;
 
 use super::Error;
 use super::load::{KeySize, value_of};
+use crate::kv::hist::Histogram;
 use crate::progress;
-use crate::timing::percentile;
 
 /// One lookup: its latency, what it cost, where it was answered.
 #[derive(Debug, Clone, Copy)]
@@ -125,8 +125,8 @@ impl Figures {
             predict_us: per_us(total.predict_time),
             io_us: per_us(total.io_time),
             search_us: per_us(total.search_time),
-            lookup_us_p50: percentile(&mut us, 50.0),
-            lookup_us_p99: percentile(&mut us, 99.0),
+            lookup_us_p50: Histogram::of_us(&us).percentile_us(50.0),
+            lookup_us_p99: Histogram::of_us(&us).percentile_us(99.0),
         }
     }
 }

@@ -14,8 +14,8 @@ use serde::Serialize;
 use super::load::value_of;
 use super::measure::{Label, check};
 use super::{Config, Error, TableRow, Use, WorkDir, each_config, uniform_lookups, warmup_count};
+use crate::kv::hist::Histogram;
 use crate::progress;
-use crate::timing::percentile;
 
 /// One configuration's range lookups. JSON names; times in microseconds per range.
 #[derive(Debug, Clone, Serialize)]
@@ -83,7 +83,6 @@ pub fn run(cfg: &Config, work: &WorkDir, notes: &mut Vec<String>) -> Result<Vec<
                 ranges(cfg, db, &starts, label, cfg.progress.then_some(&show))?;
             let n = seek.len().max(1) as f64;
             let scan_total: f64 = scan.iter().sum();
-            let mut seek = seek;
             let seek_mean = seek.iter().sum::<f64>() / n;
             Ok(RangeRow {
                 index: name.clone(),
@@ -91,7 +90,7 @@ pub fn run(cfg: &Config, work: &WorkDir, notes: &mut Vec<String>) -> Result<Vec<
                 range_len: cfg.range_len as u64,
                 ranges: seek.len() as u64,
                 seek_us_mean: seek_mean,
-                seek_us_p99: percentile(&mut seek, 99.0),
+                seek_us_p99: Histogram::of_us(&seek).percentile_us(99.0),
                 scan_us_mean: scan_total / n,
                 range_us_mean: seek_mean + scan_total / n,
                 entries_per_s: if scan_total > 0.0 {

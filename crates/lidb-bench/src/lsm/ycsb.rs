@@ -18,8 +18,8 @@ use serde::Serialize;
 use super::load::value_of;
 use super::measure::{self, Label, check};
 use super::{Config, Error, TableRow, Use, WorkDir, each_config, uniform_lookups, warmup_count};
+use crate::kv::hist::Histogram;
 use crate::progress;
-use crate::timing::percentile;
 
 /// Operations of one type (or "all") of one configuration. JSON names.
 #[derive(Debug, Clone, Serialize)]
@@ -182,7 +182,7 @@ fn run_ops(cfg: &Config, db: &Db, label: Label<'_>) -> Result<Vec<YcsbRow>, Erro
         op: op.to_string(),
         ops: samples.len() as u64,
         op_us_mean: samples.iter().sum::<f64>() / samples.len().max(1) as f64,
-        op_us_p99: percentile(samples, 99.0),
+        op_us_p99: Histogram::of_us(samples).percentile_us(99.0),
         kops_per_s: samples.len() as f64 / wall_s / 1e3,
     };
     let mut rows = Vec::new();
