@@ -1,22 +1,31 @@
 //! A minimal blocking RESP2 client: GET and SET of u64 keys and values as decimal text, one
-//! request and one reply per call (1 round trip per op), for the twemproxy baseline.
+//! request and one reply per call (1 round trip per op), for the twemproxy baseline. Frames are
+//! encoded and decoded by the redis-protocol crate, as `lidb serve` does; this file only moves
+//! bytes and maps replies.
 //!
-//! Threads: one owner thread (`&mut self`). Every read is bounded: a reply line of at most
-//! [`MAX_LINE`] bytes, a bulk string of at most [`MAX_BULK`] bytes, and the socket's read
-//! timeout; anything else is a [`WireError::Malformed`], never a panic.
+//! Threads: one owner thread (`&mut self`). Every read is bounded: a reply of at most
+//! [`MAX_REPLY`] bytes buffered (a value is at most 20 digits, so [`MAX_BULK`] bounds a bulk
+//! string) and the socket's read timeout; anything else is a [`WireError::Malformed`], never a
+//! panic.
 
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::time::Duration;
+
+use bytes::BytesMut;
+use redis_protocol::resp2::decode::decode;
+use redis_protocol::resp2::encode::extend_encode_borrowed;
+use redis_protocol::resp2::types::{BorrowedFrame, OwnedFrame};
 
 use crate::error::WireError;
 use crate::resp_shard::parse_decimal;
 use crate::target::Target;
 
-/// Longest reply line (type byte to LF).
-pub const MAX_LINE: u64 = 4096;
 /// Longest bulk string (a value is at most 20 digits).
 pub const MAX_BULK: usize = 1024;
+/// Most bytes one reply may take before it is refused (a status line or error up to 4 KiB, or
+/// one bulk string).
+pub const MAX_REPLY: usize = 4096 + MAX_BULK;
 
 /// One reply.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,10 +39,13 @@ pub enum RespReply {
 /// A connection to a RESP server or proxy.
 #[derive(Debug)]
 pub struct RespClient {
-    reader: BufReader<TcpStream>,
+    reader: TcpStream,
     writer: BufWriter<TcpStream>,
     round_trips: u64,
-    line: Vec<u8>,
+    /// Bytes read and not yet decoded (the start of the next reply).
+    pending: Vec<u8>,
+    /// Requests encoded and not yet written.
+    out: BytesMut,
 }
 
 impl RespClient {
@@ -49,78 +61,65 @@ impl RespClient {
         stream.set_write_timeout(Some(timeout))?;
         let w = stream.try_clone()?;
         Ok(RespClient {
-            reader: BufReader::new(stream),
+            reader: stream,
             writer: BufWriter::new(w),
             round_trips: 0,
-            line: Vec::new(),
+            pending: Vec::new(),
+            out: BytesMut::new(),
         })
+    }
+
+    /// Encodes one command into the output buffer.
+    fn encode(&mut self, args: &[&[u8]]) -> Result<(), WireError> {
+        let items: Vec<BorrowedFrame> = args.iter().map(|a| BorrowedFrame::BulkString(a)).collect();
+        extend_encode_borrowed(&mut self.out, &BorrowedFrame::Array(&items), false)
+            .map_err(|e| WireError::malformed(format!("RESP encode: {e}")))?;
+        Ok(())
+    }
+
+    /// Writes what is encoded and flushes it.
+    fn send(&mut self) -> Result<(), WireError> {
+        self.writer.write_all(&self.out)?;
+        self.out.clear();
+        self.writer.flush()?;
+        Ok(())
     }
 
     /// Sends one command and reads its reply.
     pub fn request(&mut self, args: &[&[u8]]) -> Result<RespReply, WireError> {
-        write!(self.writer, "*{}\r\n", args.len())?;
-        for a in args {
-            write!(self.writer, "${}\r\n", a.len())?;
-            self.writer.write_all(a)?;
-            self.writer.write_all(b"\r\n")?;
-        }
-        self.writer.flush()?;
+        self.encode(args)?;
+        self.send()?;
         self.round_trips += 1;
         self.read_reply()
     }
 
-    fn read_line(&mut self) -> Result<(), WireError> {
-        self.line.clear();
-        let n = (&mut self.reader)
-            .take(MAX_LINE)
-            .read_until(b'\n', &mut self.line)?;
-        if n == 0 {
-            return Err(WireError::Io(std::io::ErrorKind::UnexpectedEof.into()));
-        }
-        if !self.line.ends_with(b"\r\n") {
-            return Err(WireError::malformed(
-                "RESP reply line without CRLF or too long",
-            ));
-        }
-        self.line.truncate(self.line.len() - 2);
-        Ok(())
-    }
-
+    /// Reads until one whole reply is buffered, decodes it and keeps what follows it.
     fn read_reply(&mut self) -> Result<RespReply, WireError> {
-        self.read_line()?;
-        let (kind, rest) = self
-            .line
-            .split_first()
-            .ok_or_else(|| WireError::malformed("empty RESP reply line"))?;
-        let text = String::from_utf8_lossy(rest).into_owned();
-        match kind {
-            b'+' => Ok(RespReply::Simple(text)),
-            b'-' => Ok(RespReply::Error(text)),
-            b':' => text
-                .parse()
-                .map(RespReply::Integer)
-                .map_err(|_| WireError::malformed(format!("RESP integer {text:?}"))),
-            b'$' => {
-                if text == "-1" {
-                    return Ok(RespReply::Bulk(None));
+        loop {
+            let decoded = decode(&self.pending)
+                .map_err(|e| WireError::malformed(format!("RESP reply: {e}")))?;
+            if let Some((frame, used)) = decoded {
+                // redis-protocol takes a bulk string's length and skips two bytes after it
+                // without reading them: a frame must end in CRLF.
+                let whole = self.pending.get(..used).unwrap_or(&[]);
+                if !whole.ends_with(b"\r\n") {
+                    return Err(WireError::malformed("RESP reply without its final CRLF"));
                 }
-                let n: usize = text
-                    .parse()
-                    .ok()
-                    .filter(|&n| n <= MAX_BULK)
-                    .ok_or_else(|| WireError::malformed(format!("RESP bulk length {text:?}")))?;
-                let mut buf = vec![0u8; n + 2];
-                self.reader.read_exact(&mut buf)?;
-                if !buf.ends_with(b"\r\n") {
-                    return Err(WireError::malformed("RESP bulk string without CRLF"));
-                }
-                buf.truncate(n);
-                Ok(RespReply::Bulk(Some(buf)))
+                self.pending.drain(..used.min(self.pending.len()));
+                return reply_of(frame);
             }
-            _ => Err(WireError::malformed(format!(
-                "RESP reply of type {:?} (this client reads +, -, :, $)",
-                char::from(*kind)
-            ))),
+            if self.pending.len() >= MAX_REPLY {
+                return Err(WireError::malformed(format!(
+                    "RESP reply longer than {MAX_REPLY} bytes"
+                )));
+            }
+            let mut chunk = [0u8; 4096];
+            let n = self.reader.read(&mut chunk)?;
+            if n == 0 {
+                return Err(WireError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+            }
+            self.pending
+                .extend_from_slice(chunk.get(..n).unwrap_or(&[]));
         }
     }
 
@@ -129,14 +128,9 @@ impl RespClient {
     pub fn set_many(&mut self, entries: &[(u64, u64)]) -> Result<(), WireError> {
         for (k, v) in entries {
             let (k, v) = (k.to_string(), v.to_string());
-            write!(
-                self.writer,
-                "*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${}\r\n{v}\r\n",
-                k.len(),
-                v.len()
-            )?;
+            self.encode(&[b"SET", k.as_bytes(), v.as_bytes()])?;
         }
-        self.writer.flush()?;
+        self.send()?;
         self.round_trips += 1;
         for &(k, _) in entries {
             match self.read_reply()? {
@@ -173,6 +167,27 @@ impl RespClient {
 
     pub fn round_trips(&self) -> u64 {
         self.round_trips
+    }
+}
+
+/// A decoded frame as a reply this client reads: a bulk string of at most [`MAX_BULK`] bytes,
+/// no arrays.
+fn reply_of(frame: OwnedFrame) -> Result<RespReply, WireError> {
+    match frame {
+        OwnedFrame::SimpleString(s) => {
+            Ok(RespReply::Simple(String::from_utf8_lossy(&s).into_owned()))
+        }
+        OwnedFrame::Error(e) => Ok(RespReply::Error(e)),
+        OwnedFrame::Integer(i) => Ok(RespReply::Integer(i)),
+        OwnedFrame::Null => Ok(RespReply::Bulk(None)),
+        OwnedFrame::BulkString(b) if b.len() <= MAX_BULK => Ok(RespReply::Bulk(Some(b))),
+        OwnedFrame::BulkString(b) => Err(WireError::malformed(format!(
+            "RESP bulk string of {} bytes (at most {MAX_BULK})",
+            b.len()
+        ))),
+        OwnedFrame::Array(_) => Err(WireError::malformed(
+            "RESP reply of type array (this client reads +, -, :, $)",
+        )),
     }
 }
 
@@ -253,7 +268,7 @@ mod tests {
         ] {
             assert!(get_with_reply(bad.to_vec())?.is_err(), "{bad:?}");
         }
-        let long = vec![b'+'; MAX_LINE as usize + 10];
+        let long = vec![b'+'; MAX_REPLY + 10];
         assert!(get_with_reply(long)?.is_err());
         Ok(())
     }
