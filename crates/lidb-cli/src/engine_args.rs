@@ -263,14 +263,20 @@ pub fn open_error(
     dir: &std::path::Path,
     e: lidb_engines::EngineError,
 ) -> CliError {
+    // A refused log tail already says which recovery mode opens it; other damage (a table, a
+    // manifest record) gets the two ways on here.
     let hint = match &e {
-        lidb_engines::EngineError::Corruption { .. } if engine.is_lidb() => format!(
-            " (`--recovery-mode point-in-time` opens the intact prefix of a damaged log and \
+        lidb_engines::EngineError::Corruption { detail, .. }
+            if engine.is_lidb() && !detail.contains("--recovery-mode") =>
+        {
+            format!(
+                " (`--recovery-mode point-in-time` opens the intact prefix of a damaged log and \
              saves the rest under {}/lost/; `lidb repair --engine {engine} --db {}` rebuilds \
              the store from what reads cleanly)",
-            dir.display(),
-            dir.display()
-        ),
+                dir.display(),
+                dir.display()
+            )
+        }
         _ => String::new(),
     };
     CliError::Open {

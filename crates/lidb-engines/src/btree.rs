@@ -48,6 +48,8 @@ pub struct BTreeEngine {
     store: LearnedStore,
     name: &'static str,
     page_size: u64,
+    /// Whether the learned path is on (its mapping table and model are then index_bytes).
+    learned: bool,
     /// What of the configuration does not apply, as one note.
     ignored: String,
 }
@@ -62,10 +64,12 @@ impl BTreeEngine {
     ) -> EngineResult<BTreeEngine> {
         let opts = store_options(cfg, learned && cfg.learned_path);
         let page_size = opts.tree.page_size as u64;
+        let learned_on = opts.learned.enabled;
         Ok(BTreeEngine {
             store: LearnedStore::open_with_storage(storage, &cfg.dir, &opts)?,
             name: if learned { "learnedstore" } else { "btree" },
             page_size,
+            learned: learned_on,
             ignored: ignored_options(cfg),
         })
     }
@@ -218,15 +222,19 @@ impl Probe for BTreeEngine {
     fn notes(&self) -> Vec<String> {
         let stats = self.store.stats();
         let (pages, logs) = file_bytes(self.store.dir());
+        let index = if self.learned {
+            "the learned path's mapping table and model are index_bytes"
+        } else {
+            "the learned path is off, so there is no mapping table and index_bytes is 0"
+        };
         vec![
             self.ignored.clone(),
             format!(
                 "pool {} of {} frames in use ({} bytes each; inner nodes and leaves), {} device \
                  reads; on disk the page file {pages} bytes (lsm_bytes) and the logs {logs} \
-                 bytes (vlog_bytes); the learned path's mapping table and model are index_bytes; \
-                 the pool is \
-                 the block cache's counterpart and this engine has no memtable: compare at equal \
-                 memory with pool = cache + memtable",
+                 bytes (vlog_bytes); {index}; the pool is the block cache's counterpart and \
+                 this engine has no memtable: compare at equal memory with pool = cache + \
+                 memtable",
                 stats.pool.frames_used, stats.pool.frames, self.page_size, stats.io.reads
             ),
         ]

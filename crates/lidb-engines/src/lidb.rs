@@ -249,7 +249,15 @@ impl Engine for TieredEngine {
     fn compact(&self) -> EngineResult<()> {
         Ok(self.store.compact()?)
     }
+    /// Conversion builds a learned tier: lsm+ and lsm+tier have none, and say so as the other
+    /// engines do (not as an invalid option of the store).
     fn convert(&self) -> EngineResult<()> {
+        if self.tiering != Tiering::Learned {
+            return Err(crate::EngineError::Unsupported(format!(
+                "engine {} has no conversion (learnedkv has)",
+                self.name()
+            )));
+        }
         Ok(self.store.convert()?)
     }
     fn flush(&self) -> EngineResult<()> {
@@ -365,6 +373,25 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("lidb-engines-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn convert_on_an_engine_without_a_learned_tier_is_unsupported()
+    -> Result<(), Box<dyn std::error::Error>> {
+        for (tiering, name) in [(Tiering::WriteBack, "lsm+"), (Tiering::LsmTier, "lsm+tier")] {
+            let dir = temp_dir(&format!("convert-{}", name.replace('+', "-plus")));
+            let cfg = EngineConfig::new(dir.clone());
+            let e = TieredEngine::open(&cfg, tiering, Arc::new(lidb_lsm::storage::fs::FsStorage))?;
+            e.put(b"k", b"v")?;
+            let err = e.convert().err();
+            assert!(
+                matches!(&err, Some(crate::EngineError::Unsupported(m)) if m.contains(&format!("{name} has no conversion"))),
+                "{name}: {err:?}"
+            );
+            drop(e);
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        Ok(())
     }
 
     #[test]

@@ -134,11 +134,15 @@ pub fn describe_engine(cfg: &EngineConfig) -> String {
     )
 }
 
-/// The directory of one run: `<parent>/kv-<pid>`, one subdirectory per engine.
+/// The directory of one run: `<parent>/kv-<pid>`, one subdirectory per engine. Unless kept,
+/// it is removed at the end, and so is `<parent>` when the run created it and left it empty
+/// (a run in the working directory leaves no empty `bench-out/` behind).
 #[derive(Debug)]
 pub struct RunDir {
     root: PathBuf,
     keep: bool,
+    /// `<parent>`, when this run created it.
+    created_parent: Option<PathBuf>,
 }
 
 impl RunDir {
@@ -150,8 +154,13 @@ impl RunDir {
                 root.display()
             )));
         }
+        let created_parent = (!parent.exists()).then(|| parent.to_path_buf());
         std::fs::create_dir_all(&root).map_err(io_err(&root))?;
-        Ok(RunDir { root, keep })
+        Ok(RunDir {
+            root,
+            keep,
+            created_parent,
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -176,6 +185,10 @@ impl Drop for RunDir {
     fn drop(&mut self) {
         if !self.keep {
             let _ = std::fs::remove_dir_all(&self.root);
+            if let Some(parent) = &self.created_parent {
+                // Only an empty directory goes: another run may have put its own in it.
+                let _ = std::fs::remove_dir(parent);
+            }
         }
     }
 }
@@ -191,5 +204,26 @@ pub fn ratio(value: f64, base: f64) -> String {
         format!("{:.2}x", value / base)
     } else {
         "-".into()
+    }
+}
+
+#[cfg(test)]
+mod run_dir_tests {
+    use super::*;
+
+    #[test]
+    fn a_run_removes_the_parent_it_created_and_keeps_one_it_found() {
+        let base = std::env::temp_dir().join(format!("lidb-rundir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let fresh = base.join("made-by-the-run");
+        let run = RunDir::new(&fresh, false).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::create_dir_all(run.engine_dir("lsm+")).unwrap_or_else(|e| panic!("{e}"));
+        drop(run);
+        assert!(!fresh.exists(), "the parent the run created is left behind");
+        assert!(base.exists());
+        let run = RunDir::new(&base, false).unwrap_or_else(|e| panic!("{e}"));
+        drop(run);
+        assert!(base.exists(), "a parent that was there before is removed");
+        let _ = std::fs::remove_dir_all(&base);
     }
 }

@@ -102,10 +102,9 @@ fn refused(file: &Path, t: &BadTail, mode: RecoveryMode) -> Error {
              --recovery-mode tolerate-torn-tail to cut it"
         }
         _ => {
-            "acknowledged writes may follow it; open with --recovery-mode point-in-time \
-             (`WalOptions::recovery_mode`) to keep only what precedes it (the bytes cut are \
-             saved to lost/ first), or run `lidb repair`, which does that and rebuilds the \
-             learned table"
+            "acknowledged writes may follow it; open with --recovery-mode point-in-time to \
+             keep only what precedes it (the bytes cut are saved to lost/ first), or run `lidb \
+             repair`, which does that and rebuilds the learned table"
         }
     };
     corruption(
