@@ -10,9 +10,14 @@
 //! path with one row each, whatever the boundaries: they are bulk-loaded from the (key, first
 //! position) pairs of the sorted keys, a lookup is the first entry of `range_from(q)` (the exact
 //! position, no last-mile search), `boundary` and `bound_width_mean` are 1, `segments` is their
-//! model count and `size_bytes` their heap bytes, the keys and positions they hold included. Their
-//! lookups run in the same interleaved rounds as the families', so `--index binary,alex` compares
-//! them with binary search in one run.
+//! model count and `size_bytes` their heap bytes, the keys and positions they hold included.
+//!
+//! Rounds are interleaved: each configuration's lookups run once per round, round-robin, and a
+//! row reports the median of its rounds, so background noise on a shared machine hits the
+//! configurations of a group alike. A group is one index's boundaries by default, and its rows
+//! are handed out (printed) as it finishes; with [`Config::interleave_all`] every configuration
+//! is one group (`--interleave`), which is how to compare two indexes' times at their closest,
+//! at the cost of printing nothing until the end.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -40,6 +45,8 @@ pub struct Config {
     pub rounds: usize,
     /// Draw a progress bar on stderr (only shown on a terminal).
     pub progress: bool,
+    /// Interleave the rounds of every configuration (one group), instead of one index at a time.
+    pub interleave_all: bool,
 }
 
 /// One measured configuration. Field names are the JSON names of `--json`.
@@ -162,13 +169,25 @@ impl Built {
     }
 }
 
-/// Runs every configuration over `keys` (sorted) with lookups of `queries` (keys that exist).
-///
-/// Every index is built first; then the lookup passes run round-robin over all configurations
-/// for `cfg.rounds` rounds, and each configuration reports the median of its rounds. Background
-/// noise on a shared machine therefore hits every configuration alike, and the ratios between
-/// rows come from interleaved measurements of one run.
+/// Runs every configuration over `keys` (sorted) with lookups of `queries` (keys that exist)
+/// and returns every row (see [`run_each`]).
 pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Error> {
+    let mut rows = Vec::new();
+    run_each(keys, queries, cfg, &mut |group| {
+        rows.extend_from_slice(group);
+        Ok(())
+    })?;
+    Ok(rows)
+}
+
+/// Runs every configuration in groups (one index's boundaries, or all: see the module doc) and
+/// calls `each` with a group's rows as soon as they are measured.
+pub fn run_each(
+    keys: &[u64],
+    queries: &[u64],
+    cfg: &Config,
+    each: &mut dyn FnMut(&[Row]) -> Result<(), Error>,
+) -> Result<(), Error> {
     let overhead = timer_overhead_ns();
     let configs: Vec<(IndexName, u64)> = cfg
         .indexes
@@ -181,14 +200,50 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
     let rounds = cfg.rounds.max(1);
     let steps = (configs.len() * (1 + rounds)) as u64;
     let bar = cfg.progress.then(|| progress::bar(steps, "index bench"));
-    let tick = |msg: String| {
+    let groups: Vec<Vec<(IndexName, u64)>> = if cfg.interleave_all {
+        vec![configs]
+    } else {
+        let mut groups: Vec<Vec<(IndexName, u64)>> = Vec::new();
+        for c in configs {
+            match groups.last_mut() {
+                Some(g) if g.first().is_some_and(|f| f.0 == c.0) => g.push(c),
+                _ => groups.push(vec![c]),
+            }
+        }
+        groups
+    };
+    for group in &groups {
+        let rows = run_group(keys, queries, cfg, group, overhead, &bar)?;
         if let Some(bar) = &bar {
+            bar.suspend(|| each(&rows))?;
+        } else {
+            each(&rows)?;
+        }
+    }
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
+    }
+    Ok(())
+}
+
+/// Builds and times one group of configurations, its rounds interleaved.
+fn run_group(
+    keys: &[u64],
+    queries: &[u64],
+    cfg: &Config,
+    configs: &[(IndexName, u64)],
+    overhead: f64,
+    bar: &Option<indicatif::ProgressBar>,
+) -> Result<Vec<Row>, Error> {
+    let rounds = cfg.rounds.max(1);
+    let tick = |msg: String| {
+        if let Some(bar) = bar {
             bar.set_message(msg);
             bar.inc(1);
         }
     };
     let mut built = Vec::with_capacity(configs.len());
-    for &(name, b) in &configs {
+    for &(name, b) in configs {
         let params = Params {
             boundary: b,
             ..cfg.params.clone()
@@ -217,9 +272,6 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
             tick(format!("round {} of {rounds}", round + 1));
         }
     }
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
     let n = keys.len() as u64;
     let per_key = |v: f64| if n == 0 { 0.0 } else { v / n as f64 };
     let mut rows = Vec::with_capacity(built.len());
@@ -227,7 +279,7 @@ pub fn run(keys: &[u64], queries: &[u64], cfg: &Config) -> Result<Vec<Row>, Erro
         .iter()
         .zip(&mut means)
         .zip(&mut get_means)
-        .zip(&configs)
+        .zip(configs)
     {
         let widths: u64 = queries.iter().map(|&q| index.width(q)).sum();
         let size = index.size_bytes();
@@ -355,6 +407,7 @@ mod tests {
             seed: 1,
             rounds: 3,
             progress: false,
+            interleave_all: false,
         };
         let rows = run(&keys, &queries, &cfg).unwrap_or_default();
         assert_eq!(rows.len(), 6);

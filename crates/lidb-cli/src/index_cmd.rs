@@ -11,7 +11,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
 use lidb_bench::index_bench::{self, Row};
-use lidb_bench::table;
 use lidb_bench::unclustered::{IndexName, UnclusteredIndex};
 use lidb_index::{Bound, LearnedIndex, Params, RmiRoot, StatValue, build};
 use serde_json::{Map, Value, json};
@@ -129,10 +128,16 @@ pub struct BenchArgs {
     /// Seed of synthetic data and of the query sample.
     #[arg(long, default_value_t = 42)]
     seed: u64,
-    /// Timing rounds: lookup passes run round-robin over all configurations this many times and
-    /// each row reports its median, so noise on a shared machine hits every row alike.
+    /// Timing rounds: lookup passes run round-robin this many times over one index's boundaries
+    /// (over every configuration with --interleave), and each row reports its median, so noise
+    /// on a shared machine hits the rows of a group alike.
     #[arg(long, default_value_t = 5)]
     rounds: usize,
+    /// Interleave the rounds of every index and boundary, not one index at a time: the closest
+    /// comparison of two indexes' times, but the table prints only at the end (by default each
+    /// index's rows print as it finishes).
+    #[arg(long)]
+    interleave: bool,
     /// One JSON object per line instead of a table.
     #[arg(long)]
     json: bool,
@@ -235,53 +240,78 @@ fn bench(a: BenchArgs) -> Result<(), CliError> {
         seed: a.seed,
         rounds: a.rounds,
         progress: true,
+        interleave_all: a.interleave,
     };
-    let rows = index_bench::run(&keys, &queries, &cfg)?;
-    let mut out = std::io::stdout().lock();
-    if a.json {
-        for row in &rows {
-            let line = serde_json::to_string(row).map_err(|e| CliError::Usage(e.to_string()))?;
-            writeln!(out, "{line}").map_err(io("stdout"))?;
-        }
-    } else {
-        write!(out, "{}", render_rows(&rows)).map_err(io("stdout"))?;
+    let mut out = std::io::stdout();
+    if !a.json {
+        writeln!(out, "{}", render_line(&HEADER.map(String::from))).map_err(io("stdout"))?;
     }
-    Ok(())
+    let mut failed: Option<CliError> = None;
+    let ran = index_bench::run_each(&keys, &queries, &cfg, &mut |rows| {
+        let mut text = String::new();
+        for row in rows {
+            if a.json {
+                match serde_json::to_string(row) {
+                    Ok(line) => text.push_str(&line),
+                    Err(e) => failed = Some(CliError::Usage(e.to_string())),
+                }
+            } else {
+                text.push_str(&render_line(&cells_of(row)));
+            }
+            text.push('\n');
+        }
+        // Written and flushed per group, so a long run shows its rows as they come.
+        if let Err(e) = out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+            failed = Some(io("stdout")(e));
+        }
+        Ok(())
+    });
+    ran?;
+    failed.map_or(Ok(()), Err)
 }
 
-fn render_rows(rows: &[Row]) -> String {
-    let header = [
-        "index",
-        "boundary",
-        "keys",
-        "segments",
-        "size_bytes",
-        "bits_per_key",
-        "build_ns_per_key",
-        "lookup_ns_mean",
-        "lookup_ns_p99",
-        "get_ns_mean",
-        "bound_width_mean",
-    ];
-    let cells: Vec<Vec<String>> = rows
+/// The table's columns.
+const HEADER: [&str; 11] = [
+    "index",
+    "boundary",
+    "keys",
+    "segments",
+    "size_bytes",
+    "bits_per_key",
+    "build_ns_per_key",
+    "lookup_ns_mean",
+    "lookup_ns_p99",
+    "get_ns_mean",
+    "bound_width_mean",
+];
+/// Least width of each column: its header's, and 8 for the index names, so rows printed group
+/// by group stay aligned (a wider cell widens only its own line).
+const WIDTHS: [usize; 11] = [8, 8, 8, 8, 10, 12, 16, 14, 13, 11, 16];
+
+/// One line of the table, right-aligned to [`WIDTHS`].
+fn render_line(cells: &[String; 11]) -> String {
+    cells
         .iter()
-        .map(|r| {
-            vec![
-                r.index.clone(),
-                r.boundary.to_string(),
-                r.keys.to_string(),
-                r.segments.to_string(),
-                r.size_bytes.to_string(),
-                format!("{:.3}", r.bits_per_key),
-                format!("{:.1}", r.build_ns_per_key),
-                format!("{:.1}", r.lookup_ns_mean),
-                format!("{:.1}", r.lookup_ns_p99),
-                format!("{:.1}", r.get_ns_mean),
-                format!("{:.2}", r.bound_width_mean),
-            ]
-        })
-        .collect();
-    table::render(&header, &cells)
+        .zip(WIDTHS)
+        .map(|(c, w)| format!("{c:>w$}"))
+        .collect::<Vec<_>>()
+        .join("  ")
+}
+
+fn cells_of(r: &Row) -> [String; 11] {
+    [
+        r.index.clone(),
+        r.boundary.to_string(),
+        r.keys.to_string(),
+        r.segments.to_string(),
+        r.size_bytes.to_string(),
+        format!("{:.3}", r.bits_per_key),
+        format!("{:.1}", r.build_ns_per_key),
+        format!("{:.1}", r.lookup_ns_mean),
+        format!("{:.1}", r.lookup_ns_p99),
+        format!("{:.1}", r.get_ns_mean),
+        format!("{:.2}", r.bound_width_mean),
+    ]
 }
 
 /// The one index `query` and `stats` build.

@@ -96,6 +96,55 @@ fn bench_json_rows_have_exactly_the_documented_fields() {
     assert!(stderr(&o).contains("seed=42"), "{}", stderr(&o));
 }
 
+/// Rows come one index at a time by default and all at once with --interleave: the same rows,
+/// in the same order, with the same deterministic columns.
+#[test]
+fn bench_groups_by_index_or_interleaves_all_with_the_same_rows() {
+    let run = |extra: &[&str]| -> Vec<Value> {
+        let mut args = vec![
+            "index",
+            "bench",
+            "--data",
+            "synthetic:lognormal:20K",
+            "--index",
+            "pgm,binary,alex",
+            "--boundary",
+            "8,32",
+            "--queries",
+            "2000",
+            "--rounds",
+            "2",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let o = lidb(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        stdout(&o)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let (grouped, interleaved) = (run(&[]), run(&["--interleave"]));
+    let fixed = |rows: &[Value]| -> Vec<(String, u64, u64, u64)> {
+        rows.iter()
+            .map(|r| {
+                (
+                    r["index"].as_str().unwrap().to_string(),
+                    r["boundary"].as_u64().unwrap(),
+                    r["segments"].as_u64().unwrap(),
+                    r["size_bytes"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(fixed(&grouped), fixed(&interleaved));
+    let names: Vec<&str> = grouped
+        .iter()
+        .map(|r| r["index"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["pgm", "pgm", "binary", "binary", "alex"]);
+}
+
 #[test]
 fn bench_table_names_every_column() {
     let o = lidb(&[
