@@ -11,6 +11,19 @@
 # Stops at the first failure. SKIP_PACKAGES=1 skips the installs (you installed them yourself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Logs without colour codes when the output is not a terminal (CI's log, a file).
+[ -t 1 ] || export CARGO_TERM_COLOR="${CARGO_TERM_COLOR:-never}"
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+
+# Runs a cargo test command, its output shown as it comes and kept, then one line with the
+# number of tests it ran (the sum of every "test result:" line).
+counted() {
+  local log="$logs/cargo.log"
+  "$@" 2>&1 | tee "$log"
+  awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^ignored/) g += $i } }
+       END { printf "-- %d tests passed, %d ignored\n", p, g }' "$log"
+}
 
 install() {
   [ "${SKIP_PACKAGES:-0}" = 1 ] && return 0
@@ -33,17 +46,22 @@ install() {
 install librocksdb-dev libclang-dev redis-tools redis-server openjdk-17-jdk-headless maven python3-venv nutcracker
 
 echo "== 1. cargo test --workspace"
-cargo test --workspace
+counted cargo test --workspace
 
 echo "== 1b. loom models: the hybrid latch (lidb-sync) and the page cache's shards (lidb-lsm)"
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p lidb-sync --release --test loom
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p lidb-lsm --release --lib table::cache::loom_model
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom counted cargo test -p lidb-sync --release --test loom
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom counted cargo test -p lidb-lsm --release --lib table::cache::loom_model
 
 echo "== 2. the engine conformance harness with real RocksDB"
-cargo test -p lidb-bench --features rocksdb --test engines
+counted cargo test -p lidb-bench --features rocksdb --test engines
 
 echo "== 3. the YCSB binding's unit tests (mvn test)"
-(cd ycsb && mvn -q -o test 2>/dev/null || mvn -q test)
+# Offline first (a warm ~/.m2 needs no network); on a fresh ~/.m2 the offline try fails and its
+# log is dropped, so only the run that counts is shown. Batch mode: no colour codes.
+if ! (cd ycsb && mvn -B -o test) > "$logs/mvn.log" 2>&1; then
+  (cd ycsb && mvn -B test) > "$logs/mvn.log" 2>&1 || { cat "$logs/mvn.log"; exit 1; }
+fi
+grep -E '^\[(INFO|WARNING|ERROR)\] Tests run:' "$logs/mvn.log" | tail -n 1 | sed 's/^\[[A-Z]*\] /-- JUnit: /' || true
 
 echo "== 4. lidb serve with redis-cli and redis-benchmark, beside redis-server (scripts/serve-smoke.sh)"
 cargo build --release --quiet --bin lidb
