@@ -13,6 +13,7 @@ pub use lidb_engines as engines;
 pub mod index_bench;
 pub mod kv;
 pub mod lsm;
+pub mod peers;
 pub mod plot;
 pub mod progress;
 pub mod table;

@@ -1,83 +1,61 @@
-//! Every `ConcurrentIndex` implementation against a `BTreeMap`, sequential random operations
-//! (insert, update, get, remove, scan) over a bulk-loaded start, keys drawn from a small range so
-//! that operations hit present, removed and never-seen keys. Keys and values avoid `u64::MAX`
-//! (congee's exclusive range end, li+delta's tombstone). The seed is in every failure message.
+//! lidb's own `ConcurrentIndex` implementations through the one conformance harness
+//! (`concurrent::conformance::check`: random operations against a `BTreeMap`; the seed is in
+//! every failure message; lidb-peers' tests run the third-party peers through it).
 //! Then the runner: exact op counts, wrong answers caught, the skew workload (hot window, fresh
 //! keys, insert and read rows) and the throughput timeline.
 
 #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
 
-use std::collections::BTreeMap;
-
-use lidb_bench::concurrent::{IndexKind, build};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
-fn conform(kind: IndexKind, seed: u64, loaded: usize, ops: usize, key_space: u64) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut model = BTreeMap::new();
-    while model.len() < loaded {
-        model.insert(rng.gen_range(0..key_space) * 3, rng.gen_range(0..u64::MAX));
-    }
-    let entries: Vec<(u64, u64)> = model.iter().map(|(&k, &v)| (k, v)).collect();
-    let index = build(kind, &entries).unwrap();
-    let ctx = |i: usize| format!("{} seed {seed} op {i}", kind.name());
-    let mut out = Vec::new();
-    for i in 0..ops {
-        let k = rng.gen_range(0..key_space * 3);
-        let v = rng.gen_range(0..u64::MAX);
-        match rng.gen_range(0..10) {
-            0..=2 => assert_eq!(index.insert(k, v), model.insert(k, v), "{}", ctx(i)),
-            3 => {
-                let want = model.get_mut(&k).map(|x| std::mem::replace(x, v));
-                assert_eq!(index.update(k, v), want, "{}", ctx(i));
-            }
-            4..=5 => assert_eq!(index.get(k), model.get(&k).copied(), "{}", ctx(i)),
-            6 => assert_eq!(index.remove(k), model.remove(&k), "{}", ctx(i)),
-            _ => {
-                let limit = rng.gen_range(1..40);
-                out.clear();
-                index.scan(k, limit, &mut out);
-                let want: Vec<(u64, u64)> = model
-                    .range(k..)
-                    .take(limit)
-                    .map(|(&a, &b)| (a, b))
-                    .collect();
-                assert_eq!(out, want, "{} scan from {k} limit {limit}", ctx(i));
-            }
-        }
-    }
-    for (&k, &v) in &model {
-        assert_eq!(index.get(k), Some(v), "{} final get {k}", kind.name());
-    }
-}
+use lidb_bench::concurrent::{IndexKind, conformance};
+use lidb_bench::peers::{INDEX_PEERS, Peers};
 
 #[test]
 fn every_index_matches_a_btreemap() {
-    for kind in IndexKind::ALL {
+    for kind in IndexKind::OWN {
         for seed in 0..3 {
-            conform(kind, seed, 2_000, 20_000, 4_000);
+            conformance::check(kind, seed, 2_000, 20_000, 4_000).unwrap();
         }
     }
 }
 
 #[test]
 fn every_index_works_from_empty_and_with_inserts_only() {
-    for kind in IndexKind::ALL {
-        conform(kind, 7, 0, 5_000, 100_000);
+    for kind in IndexKind::OWN {
+        conformance::check(kind, 7, 0, 5_000, 100_000).unwrap();
     }
+}
+
+/// The harness catches a wrong answer (a `btree-rwlock` whose gets are off by one, registered
+/// under its own name), naming the index and the seed.
+#[test]
+fn the_harness_catches_a_wrong_index() {
+    let broken = IndexKind::new("broken", |e| {
+        Ok(Box::new(runner::Broken(
+            lidb_bench::concurrent::BTreeRwLock::bulk_load(e),
+        )))
+    });
+    let e = conformance::check(broken, 5, 2_000, 20_000, 4_000).unwrap_err();
+    assert!(e.starts_with("broken seed 5 op "), "{e}");
 }
 
 #[test]
 fn parse_list_knows_every_name_and_all() {
-    assert_eq!(
-        IndexKind::parse_list("all").unwrap(),
-        IndexKind::ALL.to_vec()
-    );
-    for kind in IndexKind::ALL {
-        assert_eq!(IndexKind::parse_list(kind.name()).unwrap(), vec![kind]);
+    let own = Peers::none().all_indexes();
+    assert_eq!(own, IndexKind::OWN.to_vec());
+    assert_eq!(IndexKind::parse_list("all", &own).unwrap(), own);
+    for kind in IndexKind::OWN {
+        assert_eq!(
+            IndexKind::parse_list(kind.name(), &own).unwrap(),
+            vec![kind]
+        );
     }
-    assert!(IndexKind::parse_list("finedex,nope").is_err());
+    assert!(IndexKind::parse_list("finedex,nope", &own).is_err());
+    // Without their registration the peers are names this binary lacks, not typos.
+    for name in INDEX_PEERS {
+        assert!(IndexKind::parse_list(name, &own).is_err());
+        assert!(Peers::none().lacks(name), "{name}");
+    }
+    assert!(!Peers::none().lacks("nope") && !Peers::none().complete());
 }
 
 /// The runner's checks: a correct index gives exact op counts and no errors; one that answers a
@@ -92,7 +70,7 @@ mod runner {
 
     pub fn config(workloads: &str) -> Config {
         Config {
-            indexes: vec![IndexKind::BTreeRwLock],
+            indexes: vec![IndexKind::BTREE_RWLOCK],
             workloads: Workload::parse_list(workloads).unwrap(),
             threads: vec![1, 2],
             records: 2_000,
@@ -229,12 +207,13 @@ mod skew {
     #[test]
     fn every_index_runs_skew_with_insert_and_read_rows() {
         let mut cfg = config("skew");
-        cfg.indexes = IndexKind::ALL.to_vec();
+        cfg.indexes = IndexKind::OWN.to_vec();
         cfg.hotspots = vec![0.05, 1.0];
         cfg.ops = 2_000;
         let report = run(&cfg, &split(&cfg)).unwrap();
         assert_eq!(report.errors, 0, "{:?}", report.first_error);
-        for kind in IndexKind::ALL {
+        for kind in IndexKind::OWN {
+            let finedex = kind == IndexKind::FINEDEX;
             for hotspot in [0.05, 1.0] {
                 for threads in [1, 2] {
                     let rows: Vec<_> = report
@@ -259,21 +238,21 @@ mod skew {
                         assert!(r.hot_lo.is_some() && r.hot_lo <= r.hot_hi, "{ctx}");
                         // The models alone: finedex only, part of its heap estimate.
                         let heap = r.bytes_per_key.unwrap_or(0.0) * 2_000.0;
-                        match (kind, r.model_bytes) {
-                            (IndexKind::Finedex, Some(b)) => {
+                        match (finedex, r.model_bytes) {
+                            (true, Some(b)) => {
                                 assert!(b > 0 && (b as f64) < heap, "{ctx}: {b} of {heap}");
                             }
-                            (IndexKind::Finedex, None) => panic!("{ctx}: no model_bytes"),
-                            (_, b) => assert_eq!(b, None, "{ctx}"),
+                            (true, None) => panic!("{ctx}: no model_bytes"),
+                            (false, b) => assert_eq!(b, None, "{ctx}"),
                         }
                         // 2,000 inserts into a narrow window fill level bins: finedex reports
                         // their load factor, the others have none.
-                        match (kind, r.end_bin_load_factor) {
-                            (IndexKind::Finedex, Some(f)) => {
+                        match (finedex, r.end_bin_load_factor) {
+                            (true, Some(f)) => {
                                 assert!(f > 0.0 && f <= 1.0, "{ctx}: load factor {f}");
                             }
-                            (IndexKind::Finedex, None) => panic!("{ctx}: no bin load factor"),
-                            (_, f) => assert_eq!(f, None, "{ctx}"),
+                            (true, None) => panic!("{ctx}: no bin load factor"),
+                            (false, f) => assert_eq!(f, None, "{ctx}"),
                         }
                     }
                 }
@@ -310,7 +289,7 @@ mod timeline {
     #[test]
     fn interval_ops_add_up_to_the_ops_of_each_phase() {
         let mut cfg = config("c,insert,skew");
-        cfg.indexes = vec![IndexKind::Finedex, IndexKind::BTreeRwLock];
+        cfg.indexes = vec![IndexKind::FINEDEX, IndexKind::BTREE_RWLOCK];
         cfg.hotspots = vec![0.1];
         cfg.timeline = Some(Duration::from_millis(1));
         let report = run(&cfg, &split(&cfg)).unwrap();

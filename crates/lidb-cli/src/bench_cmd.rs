@@ -60,7 +60,8 @@ pub enum BenchCommand {
     /// scans_per_s, mb_per_s, entries_per_scan.
     Scan(crate::kvbench_cmd::ScanArgs),
     /// Concurrent in-memory indexes behind one trait (the FINEdex paper's evaluation): finedex,
-    /// btree-rwlock, skipmap, scc-tree, congee, li+delta; YCSB a..f, insert or skew at each
+    /// btree-rwlock, alex, lipp, dili and the peers skipmap, scc-tree, congee, li+delta (these run
+    /// in the lidb-bench binary, which lidb hands them to); YCSB a..f, insert or skew at each
     /// thread count, every answer checked.
     ///
     /// JSON result rows ("row": "result"): index, concurrent, workload, threads, hotspot,
@@ -78,7 +79,8 @@ pub enum BenchCommand {
     /// seeded keys and operations in one run.
     ///
     /// Engines: learnedstore and btree (the LearnedStore engine with its learned path on and
-    /// off; learnedstore:FAMILY/B for another leaf model), redb (its cache capped to --pool,
+    /// off; learnedstore:FAMILY/B for another leaf model), and the peers (in the lidb-bench
+    /// binary, which lidb hands them to) redb (its cache capped to --pool,
     /// file opened with O_DIRECT) and lmdb (the OS-page-cache reference, run inside a memory
     /// cgroup of --pool plus 32 MiB where the machine allows one; a note says which).
     ///
@@ -223,13 +225,13 @@ pub struct LsmArgs {
     plot: Option<PathBuf>,
 }
 
-pub fn run(cmd: BenchCommand) -> Result<(), CliError> {
+pub fn run(cmd: BenchCommand, peers: &lidb_bench::peers::Peers) -> Result<(), CliError> {
     match cmd {
         BenchCommand::Lsm(a) => lsm_bench(a),
         BenchCommand::Ycsb(a) => crate::kvbench_cmd::ycsb(a),
         BenchCommand::Scan(a) => crate::kvbench_cmd::scan(a),
-        BenchCommand::Concurrent(a) => crate::concurrent_cmd::run(a),
-        BenchCommand::Btree(a) => crate::btree_cmd::run(a),
+        BenchCommand::Concurrent(a) => crate::concurrent_cmd::run(a, peers),
+        BenchCommand::Btree(a) => crate::btree_cmd::run(a, peers),
         BenchCommand::PlotScaling(a) => crate::scaling_cmd::run(a),
     }
 }

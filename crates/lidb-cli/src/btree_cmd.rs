@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 use lidb_bench::btree::{self, Config, Dataset, Experiment, engines};
 use lidb_bench::lsm::load::{parse_size, sample_keys};
+use lidb_bench::peers::{Peers, STORE_PEERS};
 
 use crate::args::{count, usage};
 use crate::error::CliError;
@@ -50,7 +51,8 @@ pub struct BtreeArgs {
     /// path on, leaf model rs/32), learnedstore:FAMILY/B (the learned path with another leaf
     /// model: any lidb-index family and its error bound in mapping-table slots, e.g.
     /// learnedstore:rs/16,learnedstore:rs/128,learnedstore:pgm/32 sweeps models in one run),
-    /// btree (the same tree, learned path off), redb, lmdb.
+    /// btree (the same tree, learned path off), and the peers redb, lmdb (linked into the
+    /// lidb-bench binary; lidb hands a run naming one to it, see README "Benchmarks").
     #[arg(long, default_value = "all")]
     engine: String,
     /// Threads of the timed lookups of memory and partial: one count or a comma-separated list
@@ -87,17 +89,34 @@ pub struct BtreeArgs {
     json: bool,
 }
 
-fn engine_list(text: &str) -> Result<Vec<String>, CliError> {
+/// The engines `--engine` asks for, and a note when `all` runs without the peers. A run naming
+/// a peer this binary lacks (redb, lmdb in the lean `lidb`) is handed to `lidb-bench`, as is
+/// `all` when `lidb-bench` is there; otherwise a named peer fails with one line.
+fn engine_list(text: &str, peers: &Peers) -> Result<(Vec<String>, Option<String>), CliError> {
+    let mut note = None;
     let names: Vec<String> = if text.trim() == "all" {
-        engines::btree_engines()
+        if !peers.complete() {
+            if crate::handoff::available().is_some() {
+                return Err(crate::handoff::to_bench("--engine all"));
+            }
+            note = Some(format!(
+                "# peers {} not in this run: they run in lidb-bench ({})",
+                STORE_PEERS.join(", "),
+                crate::handoff::BUILD
+            ));
+        }
+        engines::btree_engines(peers)
             .into_iter()
             .map(String::from)
             .collect()
     } else {
         text.split(',').map(|s| s.trim().to_string()).collect()
     };
-    engines::check_engines(&names).map_err(CliError::BtreeBench)?;
-    Ok(names)
+    if let Some(peer) = names.iter().find(|n| peers.lacks(n)) {
+        return Err(crate::handoff::to_bench(&format!("--engine {peer}")));
+    }
+    engines::check_engines(peers, &names).map_err(CliError::BtreeBench)?;
+    Ok((names, note))
 }
 
 fn dataset(a: &BtreeArgs) -> Result<Dataset, CliError> {
@@ -130,9 +149,9 @@ fn dataset(a: &BtreeArgs) -> Result<Dataset, CliError> {
     })
 }
 
-pub fn run(a: BtreeArgs) -> Result<(), CliError> {
+pub fn run(a: BtreeArgs, peers: &Peers) -> Result<(), CliError> {
     let experiment = Experiment::from_name(a.experiment.trim()).map_err(CliError::BtreeBench)?;
-    let engines = engine_list(&a.engine)?;
+    let (engines, peers_note) = engine_list(&a.engine, peers)?;
     let pool = a
         .pool
         .as_deref()
@@ -164,7 +183,12 @@ pub fn run(a: BtreeArgs) -> Result<(), CliError> {
     };
     cfg.check().map_err(CliError::BtreeBench)?;
     print_config(a.json, &cfg.describe());
-    let result = btree::run(&cfg, &engines::open_engine);
+    if let Some(note) = &peers_note {
+        print_config(a.json, note);
+    }
+    let result = btree::run(&cfg, &|name, setup| {
+        engines::open_engine(peers, name, setup)
+    });
     if !a.keep {
         let _ = std::fs::remove_dir_all(&run_dir);
     }

@@ -1,12 +1,20 @@
 //! `lidb bench concurrent`: parses the options, loads and splits the key set, runs
 //! `lidb_bench::concurrent` and prints a configuration line, then a table or JSON lines. Fails
 //! (after printing the rows) if any operation failed or answered wrong.
+//!
+//! The indexes are lidb's own plus the peers the binary registers ([`Peers`]). In the lean
+//! `lidb`, a run naming a peer is handed to `lidb-bench` (`crate::handoff`), and so is
+//! `--index all` when `lidb-bench` is there; without it `all` runs lidb's own indexes and the
+//! configuration line says the peers are not in the run. Without a counting allocator (the
+//! lean `lidb`) an index that does not report its own memory gets no bytes_per_key, and the
+//! configuration line says so.
 
 use std::io::Write;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
-use lidb_bench::concurrent::{self, AllocCounter, Config, Distribution, IndexKind, KeySplit};
+use lidb_bench::concurrent::{self, Config, Distribution, IndexKind, KeySplit};
+use lidb_bench::peers::{INDEX_PEERS, Peers};
 
 use crate::error::{CliError, io};
 
@@ -18,8 +26,9 @@ enum DistributionArg {
 
 #[derive(Debug, Args)]
 pub struct ConcurrentArgs {
-    /// Indexes, comma-separated, or "all": finedex, btree-rwlock, skipmap, scc-tree, congee,
-    /// li+delta, alex, lipp, dili. alex, lipp and dili (lidb-updatable) are single-writer
+    /// Indexes, comma-separated, or "all": finedex, btree-rwlock, alex, lipp, dili, and the
+    /// peers skipmap, scc-tree, congee, li+delta (linked into the lidb-bench binary; lidb hands
+    /// a run naming one to it, see README "Benchmarks"). alex, lipp and dili (lidb-updatable) are single-writer
     /// structures run behind one RwLock each: reads and scans share it, writes take it alone, so
     /// their rows above one thread measure that lock. LITS is not among them: it indexes byte
     /// strings and this benchmark's keys are u64 (`lidb index bench --index lits` runs it).
@@ -74,9 +83,32 @@ fn count(option: &str, text: &str) -> Result<usize, CliError> {
     crate::args::count(option, text).map(|n| n as usize)
 }
 
-pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
+/// The indexes `--index` asks for, among those `peers` adds to lidb's own; hands the run to
+/// `lidb-bench` (or fails with one line) when it asks for a peer this binary lacks. Also the
+/// configuration line's note when `all` runs without the peers.
+fn indexes(text: &str, peers: &Peers) -> Result<(Vec<IndexKind>, String), CliError> {
+    let mut note = String::new();
+    if text.trim() == "all" && !peers.complete() {
+        if crate::handoff::available().is_some() {
+            return Err(crate::handoff::to_bench("--index all"));
+        }
+        note = format!(
+            " peers={} not in this run (they run in lidb-bench: {})",
+            INDEX_PEERS.join(","),
+            crate::handoff::BUILD
+        );
+    }
+    if let Some(peer) = text.split(',').map(str::trim).find(|n| peers.lacks(n)) {
+        return Err(crate::handoff::to_bench(&format!("--index {peer}")));
+    }
+    let known = peers.all_indexes();
+    let list = IndexKind::parse_list(text, &known).map_err(crate::args::usage("--index"))?;
+    Ok((list, note))
+}
+
+pub fn run(a: ConcurrentArgs, peers: &Peers) -> Result<(), CliError> {
     let usage = crate::args::usage;
-    let indexes = IndexKind::parse_list(&a.index).map_err(usage("--index"))?;
+    let (indexes, peers_note) = indexes(&a.index, peers)?;
     let workloads = concurrent::Workload::parse_list(&a.workload).map_err(usage("--workload"))?;
     let threads = crate::args::parse_threads(&a.threads)?;
     let records = count("--records", &a.records)?;
@@ -121,10 +153,7 @@ pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
         max_duration: Duration::from_secs_f64(a.max_seconds),
         seed: a.seed,
         progress: true,
-        alloc_counter: Some(AllocCounter {
-            start: crate::alloc_count::start,
-            stop: crate::alloc_count::stop,
-        }),
+        alloc_counter: peers.alloc_counter,
     };
     let path = crate::kvbench_cmd::resolve_data(&a.data)?;
     let keys = lidb_data::synthetic::load(&path, a.seed)?;
@@ -132,6 +161,12 @@ pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
     let split = KeySplit::new(keys, records, cfg.fresh_needed(), a.seed)
         .map_err(|e| CliError::Usage(format!("--data {}: {e}", a.data)))?;
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let alloc_note = if cfg.alloc_counter.is_none() {
+        "; no counting allocator in this binary (lidb-bench has one): an index that does not \
+         report its own memory has bytes_per_key n/a and no counted_bytes_per_key"
+    } else {
+        ""
+    };
     let header = format!(
         "# lidb bench concurrent: cores={cores} data={path} keys={available} records={records} \
          ops={ops} (per run, split between threads) workloads={} threads={} distribution={:?} \
@@ -139,7 +174,7 @@ pub fn run(a: ConcurrentArgs) -> Result<(), CliError> {
          time; bytes_per_key after the bulk load (index: its own report, finedex's estimate or \
          alex/lipp/dili's size_bytes; allocator: counted while building); alex/lipp/dili: \
          single-writer indexes behind one RwLock (reads share it, writes exclusive); \
-         model_bytes: the learned models alone (finedex); end_bin_load_factor: the share of finedex's level-bin slots in use holding an entry at the end",
+         model_bytes: the learned models alone (finedex); end_bin_load_factor: the share of finedex's level-bin slots in use holding an entry at the end{alloc_note}{peers_note}",
         a.workload,
         a.threads,
         cfg.distribution,

@@ -219,7 +219,7 @@ impl PagedStore for LearnedPeer {
     fn reopen_cold(&mut self) -> Result<(), StoreError> {
         self.close()?;
         if self.buffered {
-            super::lmdb_peer::drop_os_cache(&self.dir.join(PAGE_FILE_NAME))?;
+            super::oscache::drop_os_cache(&self.dir.join(PAGE_FILE_NAME))?;
         }
         self.open()
     }

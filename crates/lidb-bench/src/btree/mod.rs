@@ -10,21 +10,21 @@
 //! - [`experiments`]: the four experiments, from a config to a [`Report`].
 //! - [`rows`]: the output rows, JSON lines and the table.
 //! - [`learned_peer`]: LearnedStore (lidb-btree) as "learnedstore" and "btree".
-//! - peers: [`redb_peer`] (over the `O_DIRECT` backend of [`direct`]) and [`lmdb_peer`] (in a
-//!   memory cgroup of the pool's size, [`memcap`]); [`reference`] is a `BTreeMap` for the
-//!   harness's own tests.
+//! - [`memcap`] and [`oscache`]: the memory cgroup and the page-cache drop that the peers use.
+//! - [`reference`]: a `BTreeMap` for the harness's own tests.
+//!
+//! The peers redb (over an `O_DIRECT` backend) and lmdb (in a memory cgroup of the pool's size)
+//! live in the lidb-peers crate and reach the runners through [`crate::peers::Peers`].
 //!
 //! Everything runs on the calling thread. A wrong value read stops the run ([`Error::WrongValue`]).
 
 pub mod config;
-pub mod direct;
 pub mod engines;
 pub mod experiments;
 pub mod learned_peer;
-pub mod lmdb_peer;
 pub mod measure;
 pub mod memcap;
-pub mod redb_peer;
+pub mod oscache;
 pub mod reference;
 pub mod rows;
 pub mod store;
@@ -35,7 +35,7 @@ mod tests;
 use std::fmt;
 
 pub use config::{Config, Dataset, Experiment};
-pub use engines::{StoreSetup, btree_engines, open_engine};
+pub use engines::{OpenStore, StoreSetup, btree_engines, check_engines, open_engine};
 pub use experiments::{Report, run};
 pub use rows::Row;
 pub use store::{PagedStore, StoreError};
@@ -52,7 +52,7 @@ pub enum Error {
         key: u64,
         detail: String,
     },
-    /// A known engine this build does not have.
+    /// A known engine this binary does not link (the peers are in `lidb-bench`, not `lidb`).
     NotBuilt(String),
     /// A configuration that cannot run; the message names the option.
     Invalid(String),
@@ -77,7 +77,11 @@ impl fmt::Display for Error {
                 key,
                 detail,
             } => write!(f, "wrong answer from {engine} for key {key}: {detail}"),
-            Error::NotBuilt(name) => write!(f, "engine {name} is not built in this build"),
+            Error::NotBuilt(name) => write!(
+                f,
+                "engine {name} is not built into this binary (the peers redb and lmdb run in \
+                 lidb-bench: cargo build --release -p lidb-bench-bin)"
+            ),
             Error::Invalid(msg) => write!(f, "{msg}"),
         }
     }

@@ -5,8 +5,8 @@
 //!
 //! Who calls it: the experiment runners of [`crate::btree`], from one thread at a time (the
 //! trait asks for `Send + Sync` so an engine can be moved to and shared with worker threads
-//! later). Contract every implementation keeps (checked by `tests/btree_peers.rs` against a
-//! `BTreeMap`):
+//! later). Contract every implementation keeps (checked by lidb-peers' `tests/btree_peers.rs`
+//! against a `BTreeMap`):
 //! 1. After `bulk_load` of sorted distinct keys, `get` of each returns its value; keys order as
 //!    u64 (peers store them big-endian).
 //! 2. `put` inserts or overwrites, `delete` returns whether the key was there; both are visible

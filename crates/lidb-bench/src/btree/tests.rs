@@ -8,6 +8,7 @@ use super::experiments::{WRITE_MIXES, split_for_writes};
 use super::measure::time_to_fraction_of_peak;
 use super::reference::{self, MemoryReference};
 use super::*;
+use crate::peers::Peers;
 
 const SEED: u64 = 0x5EED_B7EE;
 
@@ -309,31 +310,41 @@ fn bad_configurations_are_one_line_errors() {
 
 #[test]
 fn the_learned_engines_are_built_and_run_first() {
-    assert!(check_engines(&["learnedstore".to_string(), "btree".to_string()]).is_ok());
-    let e = check_engines(&["nosuch".to_string()]).map_err(|e| e.to_string());
+    let none = Peers::none();
+    assert!(check_engines(&none, &["learnedstore".to_string(), "btree".to_string()]).is_ok());
+    let e = check_engines(&none, &["nosuch".to_string()]).map_err(|e| e.to_string());
     assert!(
         e.as_ref()
             .err()
             .is_some_and(|m| m.contains("unknown engine")),
         "{e:?}"
     );
-    assert!(check_engines(&["redb".to_string(), "lmdb".to_string()]).is_ok());
+    // The peers are known but not linked without their registration (the lean `lidb`).
+    for peer in ["redb", "lmdb"] {
+        let e = check_engines(&none, &[peer.to_string()]).map_err(|e| e.to_string());
+        assert!(
+            e.as_ref()
+                .err()
+                .is_some_and(|m| m.contains("lidb-bench-bin")),
+            "{e:?}"
+        );
+    }
     let models = [
         "learnedstore:rs/16",
         "learnedstore:pgm",
         "learnedstore:plr/128",
     ];
-    assert!(check_engines(&models.map(String::from)).is_ok());
+    assert!(check_engines(&none, &models.map(String::from)).is_ok());
     for bad in [
         "learnedstore:rs/1",
         "learnedstore:nope/32",
         "learnedstore:",
         "btree:rs/16",
     ] {
-        let e = check_engines(&[bad.to_string()]).map_err(|e| e.to_string());
+        let e = check_engines(&none, &[bad.to_string()]).map_err(|e| e.to_string());
         assert!(e.is_err(), "{bad} accepted");
     }
-    assert_eq!(btree_engines(), ["learnedstore", "btree", "redb", "lmdb"]);
+    assert_eq!(btree_engines(&none), ["learnedstore", "btree"]);
 }
 
 #[test]

@@ -1,14 +1,14 @@
 //! [`ConcurrentIndex`]: one trait for a concurrent ordered u64 -> u64 index, and the names of the
-//! implementations `lidb bench concurrent` runs behind it ([`IndexKind`], [`build`]).
+//! implementations `lidb bench concurrent` runs behind it ([`IndexKind`], [`build`]): lidb's own
+//! here, the third-party peers registered by the binary that links them (lidb-peers).
 //!
 //! Threads: every method takes `&self` and may be called from any number of threads at once
 //! (`Send + Sync`). What a peer guarantees when two threads write the SAME key at once is the
-//! peer's own contract (see `peers.rs`); the benchmark never does that for inserts (each thread
+//! peer's own contract (see lidb-peers); the benchmark never does that for inserts (each thread
 //! inserts its own keys), and its concurrent updates write the value a key always has.
 
-use super::delta::LiDelta;
 use super::fine::FinePeer;
-use super::peers::{BTreeRwLock, CongeePeer, SccTree, SkipMapPeer};
+use super::rwlock::BTreeRwLock;
 use super::updatable::Updatable;
 
 /// A concurrent ordered map of u64 keys to u64 values.
@@ -60,72 +60,93 @@ pub struct Retrains {
     pub model_ms: f64,
 }
 
-/// The implementations, by their command-line names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexKind {
-    /// lidb_fine::FineIndex with a background `Retrainer`.
-    Finedex,
-    /// `RwLock<BTreeMap>`: the floor.
-    BTreeRwLock,
-    /// crossbeam-skiplist's `SkipMap` (values `AtomicU64`, updated in place).
-    SkipMap,
-    /// scc's `TreeIndex` (a B+-tree with immutable entries; updates are upserts).
-    SccTree,
-    /// congee's concurrent adaptive radix tree.
-    Congee,
-    /// The paper's delta-buffer design from lidb parts: PGM over the loaded array + a SkipMap.
-    LiDelta,
-    /// lidb_updatable::Alex behind a `RwLock` (a single-writer structure; see `updatable.rs`).
-    Alex,
-    /// lidb_updatable::Lipp behind a `RwLock`.
-    Lipp,
-    /// lidb_updatable::Dili behind a `RwLock`.
-    Dili,
+/// How an implementation is built over the bulk-loaded entries (keys strictly increasing).
+pub type BuildFn = fn(&[(u64, u64)]) -> Result<Box<dyn ConcurrentIndex>, String>;
+
+/// An implementation by its command-line name, and how to build it. lidb's own are the
+/// constants below ([`IndexKind::OWN`]); a binary that links more (lidb-peers' congee, scc,
+/// crossbeam-skiplist and li+delta) registers them through [`crate::peers::Peers`]. Two kinds are
+/// equal when their names are.
+#[derive(Clone, Copy)]
+pub struct IndexKind {
+    name: &'static str,
+    build: BuildFn,
 }
 
+impl std::fmt::Debug for IndexKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl PartialEq for IndexKind {
+    fn eq(&self, other: &IndexKind) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for IndexKind {}
+
 impl IndexKind {
-    /// Every implementation, in the order `--index all` runs them.
-    pub const ALL: [IndexKind; 9] = [
-        IndexKind::Finedex,
-        IndexKind::BTreeRwLock,
-        IndexKind::SkipMap,
-        IndexKind::SccTree,
-        IndexKind::Congee,
-        IndexKind::LiDelta,
-        IndexKind::Alex,
-        IndexKind::Lipp,
-        IndexKind::Dili,
+    /// lidb_fine::FineIndex with a background `Retrainer`.
+    pub const FINEDEX: IndexKind =
+        IndexKind::new("finedex", |e| Ok(Box::new(FinePeer::bulk_load(e)?)));
+    /// `RwLock<BTreeMap>`: the floor.
+    pub const BTREE_RWLOCK: IndexKind =
+        IndexKind::new("btree-rwlock", |e| Ok(Box::new(BTreeRwLock::bulk_load(e))));
+    /// lidb_updatable::Alex behind a `RwLock` (a single-writer structure; see `updatable.rs`).
+    pub const ALEX: IndexKind = IndexKind::new("alex", |e| {
+        Ok(Box::new(Updatable::<lidb_updatable::Alex>::bulk_load(e)?))
+    });
+    /// lidb_updatable::Lipp behind a `RwLock`.
+    pub const LIPP: IndexKind = IndexKind::new("lipp", |e| {
+        Ok(Box::new(Updatable::<lidb_updatable::Lipp>::bulk_load(e)?))
+    });
+    /// lidb_updatable::Dili behind a `RwLock`.
+    pub const DILI: IndexKind = IndexKind::new("dili", |e| {
+        Ok(Box::new(Updatable::<lidb_updatable::Dili>::bulk_load(e)?))
+    });
+
+    /// lidb's own implementations, in the order `--index all` runs them (the registered peers
+    /// follow them).
+    pub const OWN: [IndexKind; 5] = [
+        IndexKind::FINEDEX,
+        IndexKind::BTREE_RWLOCK,
+        IndexKind::ALEX,
+        IndexKind::LIPP,
+        IndexKind::DILI,
     ];
+
+    /// An implementation named `name` (the name in rows and in `--index`).
+    pub const fn new(name: &'static str, build: BuildFn) -> IndexKind {
+        IndexKind { name, build }
+    }
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
-        match self {
-            IndexKind::Finedex => "finedex",
-            IndexKind::BTreeRwLock => "btree-rwlock",
-            IndexKind::SkipMap => "skipmap",
-            IndexKind::SccTree => "scc-tree",
-            IndexKind::Congee => "congee",
-            IndexKind::LiDelta => "li+delta",
-            IndexKind::Alex => "alex",
-            IndexKind::Lipp => "lipp",
-            IndexKind::Dili => "dili",
-        }
+        self.name
     }
 
-    /// Parses a comma-separated list of names, or "all".
-    pub fn parse_list(text: &str) -> Result<Vec<IndexKind>, String> {
+    /// Builds this implementation over `entries` (keys strictly increasing).
+    pub fn build(self, entries: &[(u64, u64)]) -> Result<Box<dyn ConcurrentIndex>, String> {
+        (self.build)(entries)
+    }
+
+    /// Parses a comma-separated list of names of `known`, or "all" (every one of `known`).
+    pub fn parse_list(text: &str, known: &[IndexKind]) -> Result<Vec<IndexKind>, String> {
         if text.trim() == "all" {
-            return Ok(IndexKind::ALL.to_vec());
+            return Ok(known.to_vec());
         }
         text.split(',')
             .map(|n| {
                 let n = n.trim();
-                IndexKind::ALL
-                    .into_iter()
+                known
+                    .iter()
+                    .copied()
                     .find(|k| k.name() == n)
                     .ok_or_else(|| {
-                        let known: Vec<&str> = IndexKind::ALL.iter().map(|k| k.name()).collect();
-                        format!("unknown index '{n}'; known: {}, all", known.join(", "))
+                        let names: Vec<&str> = known.iter().map(|k| k.name()).collect();
+                        format!("unknown index '{n}'; known: {}, all", names.join(", "))
                     })
             })
             .collect()
@@ -134,15 +155,5 @@ impl IndexKind {
 
 /// Builds `kind` over `entries` (keys strictly increasing), the bulk-loaded data.
 pub fn build(kind: IndexKind, entries: &[(u64, u64)]) -> Result<Box<dyn ConcurrentIndex>, String> {
-    Ok(match kind {
-        IndexKind::Finedex => Box::new(FinePeer::bulk_load(entries)?),
-        IndexKind::BTreeRwLock => Box::new(BTreeRwLock::bulk_load(entries)),
-        IndexKind::SkipMap => Box::new(SkipMapPeer::bulk_load(entries)),
-        IndexKind::SccTree => Box::new(SccTree::bulk_load(entries)),
-        IndexKind::Congee => Box::new(CongeePeer::bulk_load(entries)),
-        IndexKind::LiDelta => Box::new(LiDelta::bulk_load(entries)?),
-        IndexKind::Alex => Box::new(Updatable::<lidb_updatable::Alex>::bulk_load(entries)?),
-        IndexKind::Lipp => Box::new(Updatable::<lidb_updatable::Lipp>::bulk_load(entries)?),
-        IndexKind::Dili => Box::new(Updatable::<lidb_updatable::Dili>::bulk_load(entries)?),
-    })
+    kind.build(entries)
 }

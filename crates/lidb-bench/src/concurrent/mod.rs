@@ -10,15 +10,20 @@
 //! fails on errors. With `timeline` set, the runner's thread samples the operations completed
 //! per interval while the workers run (`timeline.rs`).
 //!
+//! The implementations: lidb's own ([`IndexKind::OWN`]: finedex, the `btree-rwlock` floor, alex,
+//! lipp, dili) and the third-party peers a binary registers through [`crate::peers::Peers`]
+//! (lidb-peers: skipmap, scc-tree, congee, li+delta). [`conformance::check`] is the one harness
+//! all of them pass.
+//!
 //! Threads: [`run`] spawns the workers with `std::thread::scope`; nothing outlives it.
 
-mod delta;
+pub mod conformance;
 mod fine;
 mod index;
 mod keys;
-mod peers;
 mod rows;
 mod runner;
+mod rwlock;
 mod skew;
 mod timeline;
 mod updatable;
@@ -28,13 +33,12 @@ use std::time::Duration;
 
 use lidb_data::Workload as Ycsb;
 
-pub use delta::LiDelta;
 pub use fine::FinePeer;
-pub use index::{ConcurrentIndex, Footprint, IndexKind, Retrains, build};
+pub use index::{BuildFn, ConcurrentIndex, Footprint, IndexKind, Retrains, build};
 pub use keys::{KeySplit, value_of};
-pub use peers::{BTreeRwLock, CongeePeer, SccTree, SkipMapPeer};
 pub use rows::{Row, table};
 pub use runner::{run, run_with};
+pub use rwlock::BTreeRwLock;
 pub use skew::{HotWindow, parse_hotspots};
 pub use timeline::{PUBLISH_EVERY, TimelineRow, table as timeline_table};
 pub use updatable::Updatable;

@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crossbeam_skiplist::SkipMap;
 use lidb_index::{Family, LearnedIndex, Params, lower_bound_with};
 
-use super::index::ConcurrentIndex;
+use lidb_bench::concurrent::ConcurrentIndex;
+
 use super::peers::skipmap_insert;
 
 /// The PGM position boundary (the search window) of the static part.

@@ -1,6 +1,6 @@
 //! The peers from well-kept crates, behind [`ConcurrentIndex`], each configured as its
-//! documentation suggests (no tuning in either direction):
-//! - `btree-rwlock`: `RwLock<BTreeMap>`, the floor; readers share the lock, writers take it alone.
+//! documentation suggests (no tuning in either direction; the `btree-rwlock` floor is lidb-bench's
+//! own):
 //! - `skipmap`: crossbeam-skiplist's lock-free `SkipMap<u64, AtomicU64>`; an update swaps the
 //!   value in place; an insert of a present key swaps too, else inserts.
 //! - `scc-tree`: scc's `TreeIndex<u64, u64>`, whose entries are immutable: an update is a peek
@@ -10,56 +10,12 @@
 //!
 //! Threads: any; each type is `Send + Sync` and every method takes `&self`.
 
-use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crossbeam_skiplist::SkipMap;
 
-use super::index::ConcurrentIndex;
-
-/// `RwLock<BTreeMap>`.
-#[derive(Debug, Default)]
-pub struct BTreeRwLock(RwLock<BTreeMap<u64, u64>>);
-
-impl BTreeRwLock {
-    /// A map holding `entries`.
-    pub fn bulk_load(entries: &[(u64, u64)]) -> BTreeRwLock {
-        BTreeRwLock(RwLock::new(entries.iter().copied().collect()))
-    }
-}
-
-impl ConcurrentIndex for BTreeRwLock {
-    fn insert(&self, key: u64, value: u64) -> Option<u64> {
-        // A poisoned lock means a panic while writing, a bug already reported: keep going.
-        self.0
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, value)
-    }
-    fn update(&self, key: u64, value: u64) -> Option<u64> {
-        let mut map = self.0.write().unwrap_or_else(|e| e.into_inner());
-        map.get_mut(&key).map(|v| std::mem::replace(v, value))
-    }
-    fn get(&self, key: u64) -> Option<u64> {
-        self.0
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-            .copied()
-    }
-    fn remove(&self, key: u64) -> Option<u64> {
-        self.0
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&key)
-    }
-    fn scan(&self, from: u64, limit: usize, out: &mut Vec<(u64, u64)>) {
-        let map = self.0.read().unwrap_or_else(|e| e.into_inner());
-        out.extend(map.range(from..).take(limit).map(|(&k, &v)| (k, v)));
-    }
-}
+use lidb_bench::concurrent::ConcurrentIndex;
 
 /// crossbeam-skiplist's `SkipMap`.
 #[derive(Debug, Default)]

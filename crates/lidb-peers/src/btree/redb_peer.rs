@@ -17,8 +17,9 @@ use std::sync::atomic::Ordering;
 
 use redb::{Builder, Database, Durability, ReadableDatabase, TableDefinition};
 
+use lidb_bench::btree::{PagedStore, StoreError, StoreSetup};
+
 use super::direct::{DirectBackend, IoCounters};
-use super::store::{PagedStore, StoreError};
 
 /// The peer's name in rows.
 pub const NAME: &str = "redb";
@@ -29,6 +30,11 @@ fn err<E: std::fmt::Display>(e: E) -> StoreError {
         engine: NAME.to_string(),
         detail: e.to_string(),
     }
+}
+
+/// A fresh redb in `setup.dir` with a cache of the pool (lidb-bench's registration signature).
+pub fn open(setup: &StoreSetup) -> Result<Box<dyn PagedStore>, StoreError> {
+    Ok(Box::new(RedbStore::create(&setup.dir, setup.pool_bytes)?))
 }
 
 /// Every this many writes, one commits durably.

@@ -1,5 +1,5 @@
 //! A counting global allocator: forwards every call to `System` unchanged and, only while
-//! counting is on, adds the bytes allocated and subtracts the bytes freed. `lidb bench
+//! counting is on, adds the bytes allocated and subtracts the bytes freed. `lidb-bench bench
 //! concurrent` turns it on around an index's bulk load to measure the peers that cannot report
 //! their own memory. When off it costs one relaxed load of a flag per call.
 //!
@@ -14,7 +14,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering::Relaxed};
 
-/// The allocator; installed in main.rs.
+/// The allocator; installed in main.rs of the `lidb-bench` binary.
 #[derive(Debug)]
 pub struct Counting;
 

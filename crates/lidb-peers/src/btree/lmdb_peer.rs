@@ -24,18 +24,29 @@
 //! `reopen_cold` closes the environment, drops `data.mdb` from the OS page cache with
 //! `posix_fadvise(DONTNEED)` and opens it again.
 
-use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use heed::types::Bytes;
 use heed::{CommitOrAbort, Database, Env, EnvFlags, EnvOpenOptions, PutFlags};
 
-use super::memcap::MemoryCap;
-use super::store::{PagedStore, StoreError};
+use lidb_bench::btree::memcap::MemoryCap;
+use lidb_bench::btree::oscache::drop_os_cache;
+use lidb_bench::btree::{PagedStore, StoreError, StoreSetup};
 
 /// The peer's name in rows.
 pub const NAME: &str = "lmdb";
+
+/// A fresh LMDB environment in `setup.dir` (lidb-bench's registration signature): its map has
+/// room for the records three times over (B-tree pages half full after splits, and the inserts
+/// of `writes`), at least 64 MiB.
+pub fn open(setup: &StoreSetup) -> Result<Box<dyn PagedStore>, StoreError> {
+    let map = (setup.data_bytes.saturating_mul(3)).max(64 << 20);
+    Ok(Box::new(LmdbStore::create(
+        &setup.dir,
+        setup.pool_bytes,
+        map,
+    )?))
+}
 
 /// Any heed/LMDB error as a [`StoreError::Engine`].
 fn err<E: std::fmt::Display>(e: E) -> StoreError {
@@ -138,22 +149,6 @@ impl LmdbStore {
     fn drop_page_cache(&self) -> Result<(), StoreError> {
         drop_os_cache(&self.dir.join("data.mdb"))
     }
-}
-
-/// Drops the clean pages of file `path` from the OS page cache (`posix_fadvise(DONTNEED)`); the
-/// learnedstore peer uses it too when its file is read through the page cache.
-#[expect(
-    unsafe_code,
-    reason = "posix_fadvise is a libc call; it only advises the kernel about a file we own"
-)]
-pub(super) fn drop_os_cache(path: &Path) -> Result<(), StoreError> {
-    let file = File::open(path)?;
-    // SAFETY: a valid open descriptor; DONTNEED only drops clean cached pages.
-    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-    if rc != 0 {
-        return Err(StoreError::Io(std::io::Error::from_raw_os_error(rc)));
-    }
-    Ok(())
 }
 
 impl PagedStore for LmdbStore {

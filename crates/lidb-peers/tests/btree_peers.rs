@@ -1,14 +1,15 @@
-//! The B+-tree peers of `lidb bench btree` (redb over O_DIRECT, LMDB) against a `BTreeMap`:
-//! bulk load, then seeded random gets, puts and deletes, a cold reopen, and the same answers.
-//! Also the O_DIRECT backend's read-modify-write on unaligned offsets against a byte vector.
+//! The B+-tree peers of `lidb-bench bench btree` (redb over O_DIRECT, LMDB), and lidb's own
+//! engines beside them, against a `BTreeMap`: bulk load, then seeded random gets, puts and
+//! deletes, a cold reopen, and the same answers. Also the O_DIRECT backend's read-modify-write
+//! on unaligned offsets against a byte vector.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use lidb_bench::btree::config::value_for;
-use lidb_bench::btree::direct::{ALIGN, DirectBackend, IoCounters};
 use lidb_bench::btree::{StoreSetup, btree_engines, open_engine};
+use lidb_peers::btree::direct::{ALIGN, DirectBackend, IoCounters};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use redb::StorageBackend;
@@ -25,14 +26,17 @@ fn temp(name: &str) -> PathBuf {
 
 #[test]
 fn peers_agree_with_a_btreemap() -> TestResult {
-    for engine in btree_engines() {
+    let peers = lidb_peers::peers();
+    let engines = btree_engines(&peers);
+    assert_eq!(engines, ["learnedstore", "btree", "redb", "lmdb"]);
+    for engine in engines {
         let dir = temp(engine);
         let setup = StoreSetup {
             dir: dir.clone(),
             pool_bytes: 1 << 20,
             data_bytes: 4 << 20,
         };
-        let mut store = open_engine(engine, &setup)?;
+        let mut store = open_engine(&peers, engine, &setup)?;
         let mut rng = ChaCha8Rng::seed_from_u64(SEED);
         let mut keys: Vec<u64> = (0..3_000).map(|_| rng.gen_range(0..100_000u64)).collect();
         keys.sort_unstable();
@@ -87,7 +91,7 @@ fn peers_agree_with_a_btreemap() -> TestResult {
         assert!(!store.get(100_001, &mut out)?, "{engine} invented a key");
         // LMDB's reads are estimated from the process's read_bytes, which stays 0 where the
         // temporary directory is in memory (tmpfs) or /proc/self/io is missing: nothing to check.
-        let counted = engine != "lmdb" || lidb_bench::btree::lmdb_peer::proc_read_bytes() > 0;
+        let counted = engine != "lmdb" || lidb_peers::btree::lmdb_peer::proc_read_bytes() > 0;
         assert!(
             !counted || store.device_reads() > reads_before,
             "{engine}: a cold pass read nothing from the device ({})",
@@ -168,7 +172,7 @@ fn redb_reads_the_device_only_when_the_pool_is_too_small() -> TestResult {
             pool_bytes: pool,
             data_bytes: 20_000 * 72,
         };
-        let mut store = open_engine("redb", &setup)?;
+        let mut store = open_engine(&lidb_peers::peers(), "redb", &setup)?;
         let mut records = keys.iter().map(|&k| (k, value_for(k, 0, 64)));
         store.bulk_load(&mut records)?;
         let mut out = Vec::new();

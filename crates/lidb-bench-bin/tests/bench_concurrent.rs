@@ -1,4 +1,5 @@
-//! End-to-end tests of `lidb bench concurrent`: a tiny run of every index over workloads a and
+//! End-to-end tests of `bench concurrent` in the `lidb-bench` binary (the one with the peers and
+//! the counting allocator): a tiny run of every index over workloads a and
 //! insert at 1 and 2 threads gives JSON lines with the documented fields and nonzero throughput
 //! for every (index, workload, threads); the updatable peers (alex, lipp, dili) run every
 //! operation type and report their own memory; a data set too small names its shortfall. The skew
@@ -7,11 +8,18 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-mod support;
-
 use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Command, Output};
 
 use serde_json::Value;
+
+/// Runs `lidb-bench ARGS`.
+fn lidb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lidb-bench"))
+        .args(args)
+        .output()
+        .expect("run lidb-bench")
+}
 
 const FIELDS: [&str; 8] = [
     "index",
@@ -26,26 +34,23 @@ const FIELDS: [&str; 8] = [
 
 #[test]
 fn every_index_runs_a_and_insert_at_one_and_two_threads() {
-    let out = support::lidb(
-        &[
-            "bench",
-            "concurrent",
-            "--index",
-            "all",
-            "--workload",
-            "a,insert",
-            "--threads",
-            "1,2",
-            "--records",
-            "3000",
-            "--ops",
-            "2000",
-            "--data",
-            "synthetic:lognormal:10K",
-            "--json",
-        ],
-        "",
-    );
+    let out = lidb(&[
+        "bench",
+        "concurrent",
+        "--index",
+        "all",
+        "--workload",
+        "a,insert",
+        "--threads",
+        "1,2",
+        "--records",
+        "3000",
+        "--ops",
+        "2000",
+        "--data",
+        "synthetic:lognormal:10K",
+        "--json",
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("cores="), "{stderr}");
@@ -58,6 +63,12 @@ fn every_index_runs_a_and_insert_at_one_and_two_threads() {
         }
         assert!(row["kops_per_s"].as_f64().unwrap() > 0.0, "{line}");
         assert_eq!(row["errors"].as_u64(), Some(0), "{line}");
+        // This binary installs the counting allocator: every bulk load is counted.
+        assert!(
+            row["counted_bytes_per_key"].as_f64().unwrap() > 0.0,
+            "{line}"
+        );
+        assert!(!stderr.contains("no counting allocator"), "{stderr}");
         if row["op"] == "all" {
             runs.insert((
                 row["index"].as_str().unwrap().to_string(),
@@ -80,23 +91,20 @@ fn every_index_runs_a_and_insert_at_one_and_two_threads() {
 
 #[test]
 fn a_data_set_too_small_names_the_shortfall() {
-    let out = support::lidb(
-        &[
-            "bench",
-            "concurrent",
-            "--index",
-            "finedex",
-            "--workload",
-            "insert",
-            "--records",
-            "900",
-            "--ops",
-            "500",
-            "--data",
-            "synthetic:lognormal:1K",
-        ],
-        "",
-    );
+    let out = lidb(&[
+        "bench",
+        "concurrent",
+        "--index",
+        "finedex",
+        "--workload",
+        "insert",
+        "--records",
+        "900",
+        "--ops",
+        "500",
+        "--data",
+        "synthetic:lognormal:1K",
+    ]);
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("short"), "{stderr}");
@@ -119,26 +127,23 @@ const INDEXES: [&str; 9] = [
 /// their own `size_bytes()` after the load and at the end.
 #[test]
 fn updatable_peers_run_every_operation_with_their_own_memory_report() {
-    let out = support::lidb(
-        &[
-            "bench",
-            "concurrent",
-            "--index",
-            "alex,lipp,dili",
-            "--workload",
-            "d,e,f",
-            "--threads",
-            "1,2",
-            "--records",
-            "3000",
-            "--ops",
-            "1000",
-            "--data",
-            "synthetic:lognormal:10K",
-            "--json",
-        ],
-        "",
-    );
+    let out = lidb(&[
+        "bench",
+        "concurrent",
+        "--index",
+        "alex,lipp,dili",
+        "--workload",
+        "d,e,f",
+        "--threads",
+        "1,2",
+        "--records",
+        "3000",
+        "--ops",
+        "1000",
+        "--data",
+        "synthetic:lognormal:10K",
+        "--json",
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("single-writer"), "{stderr}");
@@ -168,28 +173,25 @@ fn updatable_peers_run_every_operation_with_their_own_memory_report() {
 
 #[test]
 fn skew_with_a_timeline_gives_insert_and_read_rows_per_hotspot() {
-    let out = support::lidb(
-        &[
-            "bench",
-            "concurrent",
-            "--workload",
-            "skew",
-            "--hotspot",
-            "0.05,1",
-            "--threads",
-            "1,2",
-            "--records",
-            "3000",
-            "--ops",
-            "2000",
-            "--data",
-            "synthetic:lognormal:10K",
-            "--timeline-ms",
-            "1",
-            "--json",
-        ],
-        "",
-    );
+    let out = lidb(&[
+        "bench",
+        "concurrent",
+        "--workload",
+        "skew",
+        "--hotspot",
+        "0.05,1",
+        "--threads",
+        "1,2",
+        "--records",
+        "3000",
+        "--ops",
+        "2000",
+        "--data",
+        "synthetic:lognormal:10K",
+        "--timeline-ms",
+        "1",
+        "--json",
+    ]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("hotspot=0.05,1"), "{stderr}");
@@ -255,7 +257,7 @@ fn refused(extra: &[&str]) -> String {
         "synthetic:uniform_dense:2K",
     ];
     args.extend_from_slice(extra);
-    let out = support::lidb(&args, "");
+    let out = lidb(&args);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert!(!out.status.success(), "{extra:?} was accepted: {stderr}");
     stderr

@@ -1,4 +1,4 @@
-//! End-to-end tests of `lidb bench btree`: a tiny run of each experiment over every engine
+//! End-to-end tests of `bench btree` in the `lidb-bench` binary (the one with the peers): a tiny run of each experiment over every engine
 //! (learnedstore, btree, redb, lmdb) gives JSON rows with the field names, one per engine
 //! (three per engine for writes), and bad options fail with one-line errors.
 
@@ -23,10 +23,10 @@ const FIELDS: [&str; 11] = [
 ];
 
 fn lidb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_lidb"))
+    Command::new(env!("CARGO_BIN_EXE_lidb-bench"))
         .args(args)
         .output()
-        .expect("run lidb")
+        .expect("run lidb-bench")
 }
 
 fn run(experiment: &str, extra: &[&str]) -> Vec<Value> {
