@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The scaling matrix in one command: throughput at every thread count of THREADS for
-#   1. `lidb bench concurrent`: every concurrent index, workloads c and a;
+#   1. `lidb-bench bench concurrent`: every concurrent index, lidb's own and the third-party peers
+#      (congee, scc-tree, skipmap, li+delta: linked into the lidb-bench binary only), workloads c
+#      and a;
 #   2. `lidb bench ycsb`: workloads c and a for lsm, learnedkv, learnedstore, finedex (and rocksdb
 #      when the binary was built with --features rocksdb), once with caches that hold the data
 #      and once under `--memory $MEMORY` (64MiB); c loads each engine once and runs every thread
@@ -13,11 +15,12 @@
 # prints the figures (with the top count over 2 threads: below 0.9x means a read path that
 # convoys above the core count).
 #
-#   cargo build --release --bin lidb && scripts/scale.sh
+#   cargo build --release --bin lidb --bin lidb-bench && scripts/scale.sh
 #
 # THREADS: comma-separated counts (default 1,2,4,8,16 when nproc >= 16, else 1,2,8,16: more
 # threads than cores on purpose). OUT: a file name of letters, digits, '.', '_' and '-'
-# (default scale.jsonl). LIDB: the binary (target/release/lidb). Sizes (defaults for nproc >= 16,
+# (default scale.jsonl). LIDB: the binary (target/release/lidb); LIDB_BENCH: the binary with
+# the peers, for step 1 (target/release/lidb-bench). Sizes (defaults for nproc >= 16,
 # sized for the whole matrix in under 8 minutes there, and smaller below): KV_RECORDS, KV_OPS
 # (per phase), PHASES (2: one warm-up, figures from the last), VALUE_SIZE, CONC_RECORDS,
 # CONC_OPS, CONC_DATA (the concurrent indexes' keys: lognormal, about twice CONC_RECORDS, since a
@@ -27,6 +30,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lidb="${LIDB:-target/release/lidb}"
+lidb_bench="${LIDB_BENCH:-target/release/lidb-bench}"
 cores="$(nproc)"
 if [ "$cores" -ge 16 ]; then
   threads="${THREADS:-1,2,4,8,16}"
@@ -55,7 +59,8 @@ fail() {
 }
 [[ "$out_name" =~ ^[A-Za-z0-9._-]+$ ]] || fail "OUT=$out_name: use letters, digits, '.', '_' and '-' only"
 [[ "$threads" =~ ^[0-9]+(,[0-9]+)*$ ]] || fail "THREADS=$threads: want counts like 1,2,8,16"
-[ -x "$lidb" ] || fail "no binary $lidb: cargo build --release --bin lidb"
+[ -x "$lidb" ] || fail "no binary $lidb: cargo build --release --bin lidb --bin lidb-bench"
+[ -x "$lidb_bench" ] || fail "no binary $lidb_bench: cargo build --release --bin lidb --bin lidb-bench"
 mkdir -p bench-out
 out="bench-out/$out_name"
 svg="bench-out/${out_name%.*}.svg"
@@ -78,12 +83,14 @@ left() {
   echo "$l"
 }
 
-# Runs one lidb benchmark (arguments) with what is left of the time, rows appended to $out.
+# Runs one benchmark (the binary, then its arguments) with what is left of the time, rows
+# appended to $out.
 bench() {
-  local t
-  t="$(left "lidb $*")"
-  echo "== lidb $* (${t}s left)" >&2
-  timeout "$t" "$lidb" "$@" --json >>"$out" 2>"$work/lidb.err" || fail "lidb $* failed or ran out of time"
+  local bin="$1" t
+  shift
+  t="$(left "$(basename "$bin") $*")"
+  echo "== $(basename "$bin") $* (${t}s left)" >&2
+  timeout "$t" "$bin" "$@" --json >>"$out" 2>"$work/lidb.err" || fail "$(basename "$bin") $* failed or ran out of time"
 }
 
 echo "# scale: cores=$cores threads=$threads kv_records=$kv_records kv_ops=$kv_ops phases=$phases \
@@ -91,7 +98,7 @@ value_size=$value_size memory=$memory conc_records=$conc_records conc_ops=$conc_
 serve_requests=$serve_requests out=$out"
 
 # 1. The concurrent indexes.
-bench bench concurrent --index all --workload c,a --threads "$threads" \
+bench "$lidb_bench" bench concurrent --index all --workload c,a --threads "$threads" \
   --records "$conc_records" --ops "$conc_ops" --data "$conc_data"
 
 # 2. The engines, in memory and under a budget. rocksdb only where it is built in: the engine
@@ -114,7 +121,7 @@ for workload in c a; do
   for mode in memory budget; do
     extra=(--cache "${data_mib}MiB" --pool "${data_mib}MiB")
     [ "$mode" = budget ] && extra=(--memory "$memory" --pool "$memory")
-    bench bench ycsb --engine "$engines" --workload "$workload" --threads "$threads" \
+    bench "$lidb" bench ycsb --engine "$engines" --workload "$workload" --threads "$threads" \
       --records "$kv_records" --ops-per-phase "$kv_ops" --phases "$phases" \
       --value-size "$value_size" --memtable 2MiB --device-probe-reads 0 --dir "$work" "${extra[@]}"
   done
