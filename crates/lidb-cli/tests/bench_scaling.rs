@@ -11,9 +11,13 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// Runs `lidb ARGS` as this package built it: `--index all` and `--engine all` are not handed to
+/// a `lidb-bench` beside it (`LIDB_BENCH_BIN` points at nothing; see `lidb_cli::handoff`), so a
+/// stale `lidb-bench` in the target directory never answers for `lidb`.
 fn lidb(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_lidb"))
         .args(args)
+        .env(lidb_cli::handoff::ENV, "/nonexistent/lidb-bench")
         .output()
         .expect("run lidb")
 }
