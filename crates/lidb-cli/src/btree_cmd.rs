@@ -52,7 +52,7 @@ pub struct BtreeArgs {
     /// model: any lidb-index family and its error bound in mapping-table slots, e.g.
     /// learnedstore:rs/16,learnedstore:rs/128,learnedstore:pgm/32 sweeps models in one run),
     /// btree (the same tree, learned path off), and the peers redb, lmdb (linked into the
-    /// lidb-bench binary; lidb hands a run naming one to it, see README "Benchmarks").
+    /// lidb-bench binary; lidb hands a run naming one to it: README, "Benchmarks as commands").
     #[arg(long, default_value = "all")]
     engine: String,
     /// Threads of the timed lookups of memory and partial: one count or a comma-separated list
@@ -95,7 +95,7 @@ pub struct BtreeArgs {
 fn engine_list(text: &str, peers: &Peers) -> Result<(Vec<String>, Option<String>), CliError> {
     let mut note = None;
     let names: Vec<String> = if text.trim() == "all" {
-        if !peers.complete() {
+        if STORE_PEERS.iter().any(|n| peers.lacks(n)) {
             if crate::handoff::available().is_some() {
                 return Err(crate::handoff::to_bench("--engine all"));
             }

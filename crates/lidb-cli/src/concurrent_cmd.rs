@@ -28,10 +28,11 @@ enum DistributionArg {
 pub struct ConcurrentArgs {
     /// Indexes, comma-separated, or "all": finedex, btree-rwlock, alex, lipp, dili, and the
     /// peers skipmap, scc-tree, congee, li+delta (linked into the lidb-bench binary; lidb hands
-    /// a run naming one to it, see README "Benchmarks"). alex, lipp and dili (lidb-updatable) are single-writer
-    /// structures run behind one RwLock each: reads and scans share it, writes take it alone, so
-    /// their rows above one thread measure that lock. LITS is not among them: it indexes byte
-    /// strings and this benchmark's keys are u64 (`lidb index bench --index lits` runs it).
+    /// a run naming one to it: README, "Benchmarks as commands"). alex, lipp and dili
+    /// (lidb-updatable) are single-writer structures run behind one RwLock each: reads and scans
+    /// share it, writes take it alone, so their rows above one thread measure that lock. LITS is
+    /// not among them: it indexes byte strings and this benchmark's keys are u64 (`lidb index
+    /// bench --index lits` runs it).
     #[arg(long, default_value = "all")]
     index: String,
     /// Workloads, comma-separated: a..f (YCSB over the loaded keys; D reads the latest
@@ -88,7 +89,7 @@ fn count(option: &str, text: &str) -> Result<usize, CliError> {
 /// configuration line's note when `all` runs without the peers.
 fn indexes(text: &str, peers: &Peers) -> Result<(Vec<IndexKind>, String), CliError> {
     let mut note = String::new();
-    if text.trim() == "all" && !peers.complete() {
+    if text.trim() == "all" && INDEX_PEERS.iter().any(|n| peers.lacks(n)) {
         if crate::handoff::available().is_some() {
             return Err(crate::handoff::to_bench("--index all"));
         }
