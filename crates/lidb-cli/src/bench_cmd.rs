@@ -40,7 +40,7 @@ pub enum BenchCommand {
     /// Db::reindex.
     Lsm(LsmArgs),
     /// The LearnedKV paper's phases over engines (lsm, learnedkv, lsm+, lsm+tier, finedex,
-    /// rocksdb): P0 loads --records, each later phase runs --ops-per-phase operations of a YCSB
+    /// learnedstore, btree, and rocksdb in a build with it): P0 loads --records, each later phase runs --ops-per-phase operations of a YCSB
     /// workload.
     ///
     /// JSON rows: engine, workload, threads, phase, op ("read", "update", "insert", "scan", "rmw"
@@ -50,8 +50,8 @@ pub enum BenchCommand {
     /// gcs (GCs installed so far). Every read's value is checked.
     ///
     /// finedex (FineStore) keeps keys and values in memory over FINEdex with a log on disk:
-    /// --memtable, --cache, --direct-io and Bloom filters do not apply to it and are ignored (a
-    /// note says so), its gc() is a checkpoint, and a note gives its index's heap bytes.
+    /// --write-buffer, --block-cache, --direct-io and Bloom filters do not apply to it and are
+    /// ignored (a note says so), its gc() is a checkpoint, and a note gives its index's heap bytes.
     Ycsb(crate::kvbench_cmd::YcsbArgs),
     /// The LearnedKV paper's range scans (Experiment 6): load, gc(), --scans scans of about
     /// --scan-bytes each, then again after N/2 and after N updates.

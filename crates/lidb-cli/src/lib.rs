@@ -23,6 +23,7 @@ pub mod handoff;
 mod index_cmd;
 mod kv_cmd;
 mod kvbench_cmd;
+mod manual;
 mod repair_cmd;
 mod scaling_cmd;
 mod serve_cmd;
@@ -67,13 +68,16 @@ enum Command {
     /// MGET, MSET, DBSIZE, FLUSHDB, INFO, SCAN, LIDB.RANGE. Prints `listening on ADDRESS` first;
     /// SIGINT or SIGTERM stops it (requests running finish, the engine is flushed, exit 0).
     Serve(serve_cmd::ServeArgs),
-    /// Experiments on whole engines: `lidb bench lsm` runs the LSM papers' experiments, `lidb
-    /// bench btree` the LearnedStore paper's.
+    /// Experiments on whole engines and concurrent indexes: `lsm` (the LSM papers'), `ycsb` and
+    /// `scan` (the LearnedKV paper's phases and scans over every engine, RocksDB included in a
+    /// build with it), `concurrent` (the FINEdex paper's concurrent indexes), `btree` (the
+    /// LearnedStore paper's), `plot-scaling` (throughput against threads from their JSON).
     #[command(subcommand)]
     Bench(bench_cmd::BenchCommand),
     /// FineStore across machines (docs/format/fine-wire.md): `lidb fine serve` serves a FINEdex
     /// shard whose trained data clients read remotely; `lidb fine bench` drives YCSB through
-    /// the client library per mode (pipeline, on-server).
+    /// the client library per mode (pipeline, on-server, on-client, locks, and the twemproxy
+    /// baseline).
     #[command(subcommand)]
     Fine(fine_cmd::FineCommand),
     /// Many threads of random writes, reads, batches and scans against one engine, with its
@@ -82,6 +86,14 @@ enum Command {
     /// against an expected state kept outside the engine. Prints one summary line; exits 1 on
     /// any mismatch, naming the seed, the operation and the key.
     Stress(stress_cmd::StressArgs),
+    /// Print this command line's whole manual as Markdown (docs/cli.md is its output): every
+    /// command, option, default and help text, from the same definition `--help` prints.
+    Manual,
+}
+
+/// The top-level command definition, as `lidb` (the manual and tests read it).
+pub fn command() -> clap::Command {
+    Cli::command()
 }
 
 /// Runs the command line of the process as binary `name` ("lidb" or "lidb-bench") with what the
@@ -103,6 +115,13 @@ pub fn run_cli(name: &'static str, peers: &Peers) -> ExitCode {
         Command::Serve(args) => serve_cmd::run(args, &given("serve")),
         Command::Fine(cmd) => fine_cmd::run(cmd),
         Command::Stress(args) => stress_cmd::run(args),
+        Command::Manual => {
+            use std::io::Write;
+            let text = manual::render(&Cli::command());
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .map_err(error::io("stdout"))
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
