@@ -1,6 +1,7 @@
-//! The request decoder: bytes from a client to requests (each a list of arguments), RESP2
-//! multibulk (`*2\r\n$3\r\nGET\r\n$1\r\nk\r\n`) or an inline command (`GET k\r\n`, what nc,
-//! telnet and redis-benchmark's PING_INLINE send), and the reply encoder.
+//! The request decoder: bytes from a client to requests (each a list of arguments), a multibulk
+//! (`*2\r\n$3\r\nGET\r\n$1\r\nk\r\n`, what clients send in RESP2 and RESP3 alike) or an inline
+//! command (`GET k\r\n`, what nc, telnet and redis-benchmark's PING_INLINE send). Replies are
+//! encoded in `reply.rs`.
 //!
 //! Pure: no I/O, no engine, so it is fuzzed (`fuzz/fuzz_targets/resp_request.rs`). One codec per
 //! connection, used from that connection's task only.
@@ -20,12 +21,10 @@
 //! arguments are zero-copy slices of the read buffer. The `redis-protocol` crate decoded each
 //! frame a second time before; that second pass was a tenth of the server's CPU on pipelined
 //! GETs, and the fuzz target checks this parser against that crate's decoder. Inline commands
-//! are ours too (`inline.rs`); replies are encoded by `redis-protocol`.
+//! are ours too (`inline.rs`).
 
 use bytes::{Bytes, BytesMut};
-use redis_protocol::resp2::encode::extend_encode;
-use redis_protocol::resp2::types::BytesFrame;
-use tokio_util::codec::{Decoder, Encoder};
+use tokio_util::codec::Decoder;
 
 use crate::inline;
 
@@ -84,7 +83,7 @@ fn protocol(msg: impl Into<String>) -> DecodeError {
 /// The longest count line (`*N` or `$N`) accepted before its CRLF: Redis's own cap.
 const MAX_COUNT_LINE: usize = 64 << 10;
 
-/// RESP2 requests in, RESP2 replies out.
+/// Requests in (multibulk or inline).
 #[derive(Debug, Clone, Default)]
 pub struct RequestCodec {
     limits: Limits,
@@ -209,24 +208,6 @@ impl Decoder for RequestCodec {
                 }
             }
         }
-    }
-}
-
-impl Encoder<&BytesFrame> for RequestCodec {
-    type Error = DecodeError;
-
-    fn encode(&mut self, reply: &BytesFrame, out: &mut BytesMut) -> Result<(), DecodeError> {
-        encode_reply(reply, out);
-        Ok(())
-    }
-}
-
-/// Appends `reply` to `out` in RESP2.
-pub fn encode_reply(reply: &BytesFrame, out: &mut BytesMut) {
-    // Encoding into a growing buffer fails only on RESP3-only frame kinds, which RESP2's frame
-    // type cannot hold.
-    if let Err(e) = extend_encode(out, reply, false) {
-        debug_assert!(false, "RESP2 encoding failed: {e:?}");
     }
 }
 

@@ -2,6 +2,10 @@
 //! command maps to the engine in one place, as Kvrocks' table does; scans and ranges are in
 //! `keyspace.rs`, INFO in `info.rs`.
 //!
+//! Connection commands (AUTH, HELLO, CLIENT, QUIT) and the NOAUTH gate of a server with a
+//! password come first, from `session.rs`: a session that has not authenticated runs nothing
+//! of this table.
+//!
 //! Called on the engine pool's threads (engine calls may wait on I/O), never as async code. A reply
 //! to a write is built only after the engine has taken the write (synced with `--sync`), so what
 //! a client sees acknowledged is durable as the engine promises.
@@ -9,17 +13,16 @@
 //! Errors keep Redis's shapes: `ERR unknown command 'x', with args beginning with: ...`,
 //! `ERR wrong number of arguments for 'get' command`, `ERR syntax error`.
 
-use bytes::Bytes;
-use redis_protocol::resp2::types::BytesFrame;
+use bytes::{Bytes, BytesMut};
 
 use crate::keyspace;
+pub use crate::reply::Reply;
+use crate::session::{Outcome, Session, connection_command};
 use crate::state::Shared;
 use crate::stripes::{self, order};
 
-pub type Reply = BytesFrame;
-
 pub fn ok() -> Reply {
-    BytesFrame::SimpleString(Bytes::from_static(b"OK"))
+    Reply::Status(Bytes::from_static(b"OK"))
 }
 
 /// An error reply; `msg` starts with its code (`ERR ...`). CR and LF become spaces, as RESP
@@ -30,7 +33,7 @@ pub fn error(msg: impl AsRef<str>) -> Reply {
         .chars()
         .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
         .collect();
-    BytesFrame::Error(line.into())
+    Reply::Error(line.into())
 }
 
 pub fn syntax_error() -> Reply {
@@ -48,20 +51,11 @@ pub fn engine_error(e: &lidb_engines::EngineError) -> Reply {
 }
 
 pub fn bulk(b: impl Into<Bytes>) -> Reply {
-    BytesFrame::BulkString(b.into())
+    Reply::Bulk(b.into())
 }
 
 fn int(n: u64) -> Reply {
-    BytesFrame::Integer(n.min(i64::MAX as u64) as i64)
-}
-
-/// One connection's state that commands read or change.
-#[derive(Debug, Default)]
-pub struct Session {
-    pub id: u64,
-    pub name: Option<Bytes>,
-    /// Set by QUIT: the connection closes after this reply.
-    pub quit: bool,
+    Reply::Integer(n.min(i64::MAX as u64) as i64)
 }
 
 /// An argument as text for an error message: lossy, at most 128 bytes, as Redis cuts them.
@@ -100,6 +94,7 @@ const TABLE: &[(&str, i64)] = &[
     ("select", 2),
     ("quit", -1),
     ("hello", -1),
+    ("auth", -2),
 ];
 
 /// The most bytes of keys and values one group of pipelined SETs writes at once.
@@ -113,14 +108,16 @@ fn plain_set(request: &[Bytes]) -> Option<(&[u8], &[u8])> {
     }
 }
 
-/// Runs a pipelined batch in order, appending one reply per request until QUIT. A run of plain
-/// SETs is written as one [`Engine::put_many`](lidb_engines::Engine::put_many) (one WAL
-/// record and one sync for lsm) and each gets its OK after it; other requests run one by one.
+/// Runs a pipelined batch in order, appending one reply per request until QUIT to `out`, each
+/// in the session's protocol when it was answered (a HELLO changes the form of the replies
+/// after it). A run of plain SETs of an authenticated session is written as one
+/// [`Engine::put_many`](lidb_engines::Engine::put_many) (one WAL record and one sync for lsm)
+/// and each gets its OK after it; other requests run one by one.
 pub fn execute_batch(
     shared: &Shared,
     session: &mut Session,
     requests: &[Vec<Bytes>],
-    replies: &mut Vec<Reply>,
+    out: &mut BytesMut,
 ) {
     let mut rest = requests;
     while let Some((first, _)) = rest.split_first() {
@@ -135,8 +132,8 @@ pub fn execute_batch(
                 _ => break,
             }
         }
-        if group.len() < 2 {
-            replies.push(execute(shared, session, first));
+        if group.len() < 2 || !session.authenticated {
+            execute(shared, session, first).encode(session.protocol, out);
             rest = rest.get(1..).unwrap_or_default();
             if session.quit {
                 return;
@@ -152,7 +149,9 @@ pub fn execute_batch(
         };
         shared.counters.commands_processed.add(group.len() as u64);
         let reply = written.map_or_else(|e| engine_error(&e), |()| ok());
-        replies.extend(std::iter::repeat_n(reply, group.len()));
+        for _ in 0..group.len() {
+            reply.encode(session.protocol, out);
+        }
         rest = rest.get(group.len()..).unwrap_or_default();
     }
 }
@@ -162,6 +161,14 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
     let Some((name, rest)) = args.split_first() else {
         return error("ERR empty command");
     };
+    match connection_command(session, shared.settings.password.as_ref(), args) {
+        Outcome::Pass => {}
+        Outcome::Refused(reply) => return reply,
+        Outcome::Answered(reply) => {
+            shared.counters.commands_processed.incr();
+            return reply;
+        }
+    }
     let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
     let Some(&(cmd, arity)) = TABLE.iter().find(|(n, _)| *n == lower) else {
         let mut msg = format!(
@@ -180,14 +187,14 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
     shared.counters.commands_processed.incr();
     let engine = &shared.engine;
     match (cmd, rest) {
-        ("ping", []) => BytesFrame::SimpleString(Bytes::from_static(b"PONG")),
+        ("ping", []) => Reply::Status(Bytes::from_static(b"PONG")),
         ("ping", [msg]) | ("echo", [msg]) => bulk(msg.clone()),
         ("ping", _) => error("ERR wrong number of arguments for 'ping' command"),
         ("get", [key]) => {
             let stripe = [stripes::stripe_of(key)];
             match shared.stripes.read_or_lock(&stripe, || engine.get(key)) {
                 Ok(Some(v)) => bulk(v),
-                Ok(None) => BytesFrame::Null,
+                Ok(None) => Reply::Null,
                 Err(e) => engine_error(&e),
             }
         }
@@ -209,7 +216,7 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
                 Err(e) => return engine_error(&e),
             };
             match engine.put(key, value) {
-                Ok(()) => old.map_or(BytesFrame::Null, bulk),
+                Ok(()) => old.map_or(Reply::Null, bulk),
                 Err(e) => engine_error(&e),
             }
         }
@@ -247,11 +254,11 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
             let values = shared.stripes.read_or_lock(&ordered, || {
                 let mut values = Vec::with_capacity(keys.len());
                 for key in keys {
-                    values.push(engine.get(key)?.map_or(BytesFrame::Null, bulk));
+                    values.push(engine.get(key)?.map_or(Reply::Null, bulk));
                 }
                 Ok(values)
             });
-            values.map_or_else(|e| engine_error(&e), BytesFrame::Array)
+            values.map_or_else(|e| engine_error(&e), Reply::Array)
         }
         ("mset", pairs) => {
             if pairs.len() % 2 != 0 {
@@ -287,18 +294,12 @@ pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply 
         ("scan", [cursor, options @ ..]) => keyspace::scan(shared, cursor, options),
         ("lidb.range", [start, end, options @ ..]) => keyspace::range(shared, start, end, options),
         ("config", [sub, params @ ..]) => config(shared, sub, params),
-        ("client", [sub, rest @ ..]) => client(session, sub, rest),
         ("command", sub) => command(sub),
         ("select", [db]) => match parse_u64(db) {
             Some(0) => ok(),
             Some(_) => error("ERR DB index is out of range"),
             None => not_integer(),
         },
-        ("quit", _) => {
-            session.quit = true;
-            ok()
-        }
-        ("hello", _) => error("NOPROTO unsupported protocol version (lidb speaks RESP2 only)"),
         _ => error(format!("ERR wrong number of arguments for '{cmd}' command")),
     }
 }
@@ -339,13 +340,14 @@ fn set(shared: &Shared, key: &Bytes, value: &Bytes, options: &[Bytes]) -> Reply 
         return engine_error(&e);
     }
     match (get, write) {
-        (true, _) => old.map_or(BytesFrame::Null, bulk),
+        (true, _) => old.map_or(Reply::Null, bulk),
         (false, true) => ok(),
-        (false, false) => BytesFrame::Null,
+        (false, false) => Reply::Null,
     }
 }
 
-/// CONFIG GET of what clients ask on connect (save, appendonly); CONFIG SET is refused.
+/// CONFIG GET of what clients ask on connect (save, appendonly), a map (a flat array of names
+/// and values in RESP2); CONFIG SET is refused.
 fn config(shared: &Shared, sub: &[u8], params: &[Bytes]) -> Reply {
     if sub.eq_ignore_ascii_case(b"get") {
         let appendonly = if shared.settings.sync { "yes" } else { "no" };
@@ -356,11 +358,10 @@ fn config(shared: &Shared, sub: &[u8], params: &[Bytes]) -> Reply {
                 .iter()
                 .any(|p| crate::glob::matches(&p.to_ascii_lowercase(), name.as_bytes()))
             {
-                out.push(bulk(name));
-                out.push(bulk(value));
+                out.push((bulk(name), bulk(value)));
             }
         }
-        return BytesFrame::Array(out);
+        return Reply::Map(out);
     }
     if sub.eq_ignore_ascii_case(b"resetstat") {
         return ok();
@@ -374,34 +375,15 @@ fn config(shared: &Shared, sub: &[u8], params: &[Bytes]) -> Reply {
     ))
 }
 
-fn client(session: &mut Session, sub: &[u8], rest: &[Bytes]) -> Reply {
-    let sub = sub.to_ascii_lowercase();
-    match (sub.as_slice(), rest) {
-        (b"setinfo", [_, _]) => ok(),
-        (b"setname", [name]) => {
-            session.name = Some(name.clone());
-            ok()
-        }
-        (b"getname", []) => session.name.clone().map_or(BytesFrame::Null, bulk),
-        (b"id", []) => int(session.id),
-        (b"setinfo" | b"setname" | b"getname" | b"id", _) => error(format!(
-            "ERR wrong number of arguments for 'client|{}' command",
-            shown(&sub)
-        )),
-        _ => error(format!(
-            "ERR unknown subcommand '{}'. Try CLIENT HELP.",
-            shown(&sub)
-        )),
-    }
-}
-
 /// COMMAND, COMMAND COUNT, COMMAND DOCS: what redis-cli and client libraries ask on connect. No
 /// docs are served (an empty answer), which clients take as "no hints".
 fn command(sub: &[Bytes]) -> Reply {
     match sub.first().map(|s| s.to_ascii_lowercase()) {
-        None => BytesFrame::Array(Vec::new()),
+        None => Reply::Array(Vec::new()),
         Some(s) if s == b"count" => int(TABLE.len() as u64),
-        Some(s) if s == b"docs" || s == b"info" => BytesFrame::Array(Vec::new()),
+        // DOCS is a map of name to docs (a flat array in RESP2), INFO an array.
+        Some(s) if s == b"docs" => Reply::Map(Vec::new()),
+        Some(s) if s == b"info" => Reply::Array(Vec::new()),
         Some(s) => error(format!(
             "ERR unknown subcommand '{}'. Try COMMAND HELP.",
             shown(&s)

@@ -15,25 +15,33 @@
 //!    bad bytes is run and answered first.
 //! 4. On shutdown a connection finishes the batch it is running, writes its replies, and closes;
 //!    one idle in a read closes at once.
+//! 5. Replies are written in the protocol the session had when each was answered (`reply.rs`);
+//!    a session that has not authenticated (`session.rs`) runs no command and reads nothing from
+//!    memory. A batch with wrong passwords waits [`AUTH_FAILURE_DELAY`] per wrong password before
+//!    its replies are written (a stop cuts the wait short).
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use redis_protocol::resp2::types::BytesFrame;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_util::codec::Decoder;
 
-use crate::codec::{DecodeError, Limits, RequestCodec, encode_reply};
-use crate::commands::{Session, error, execute_batch};
+use crate::codec::{DecodeError, Limits, RequestCodec};
+use crate::commands::{Reply, error, execute_batch};
 use crate::memory_reads;
 use crate::pool::EnginePool;
+use crate::session::Session;
 use crate::state::Shared;
 
 /// The most requests run as one batch before the next read.
 pub const MAX_BATCH: usize = 1024;
+
+/// How long a connection waits per wrong password before it answers (`session.rs`): a guesser
+/// gets a few tries a second per connection, a client with a typo hardly notices.
+pub const AUTH_FAILURE_DELAY: Duration = Duration::from_millis(200);
 
 /// What a connection needs besides its socket.
 #[derive(Debug, Clone)]
@@ -54,10 +62,7 @@ pub async fn serve(mut stream: TcpStream, id: u64, mut ctx: ConnectionContext) {
     let mut codec = RequestCodec::new(ctx.limits);
     let mut input = BytesMut::with_capacity(16 << 10);
     let mut output = BytesMut::with_capacity(16 << 10);
-    let mut session = Session {
-        id,
-        ..Session::default()
-    };
+    let mut session = Session::new(id, ctx.shared.settings.password.as_ref());
     loop {
         let mut batch: Vec<Vec<Bytes>> = Vec::new();
         let mut fatal = None;
@@ -72,34 +77,46 @@ pub async fn serve(mut stream: TcpStream, id: u64, mut ctx: ConnectionContext) {
             }
         }
         let full = batch.len() == MAX_BATCH;
-        if ctx.memory_reads && !batch.is_empty() {
+        // A session that has not authenticated gets NOAUTH from `execute`, never a value.
+        if ctx.memory_reads && session.authenticated && !batch.is_empty() {
             let mut replies = Vec::new();
             let answered = memory_reads::answer_prefix(&ctx.shared, &batch, &mut replies);
             for reply in &replies {
-                encode_reply(reply, &mut output);
+                reply.encode(session.protocol, &mut output);
             }
             batch.drain(..answered);
         }
         if !batch.is_empty() {
             let shared = Arc::clone(&ctx.shared);
             let mut moved = std::mem::take(&mut session);
+            let mut out = std::mem::take(&mut output);
             let ran = ctx.pool.run(move || {
-                let mut replies = Vec::with_capacity(batch.len());
-                execute_batch(&shared, &mut moved, &batch, &mut replies);
-                (moved, replies)
+                execute_batch(&shared, &mut moved, &batch, &mut out);
+                (moved, out)
             });
             // A closed channel: the batch panicked (a bug) or the pool is gone; this connection
             // ends, the server goes on.
-            let Ok((back, replies)) = ran.await else {
+            let Ok((back, out)) = ran.await else {
                 return;
             };
             session = back;
-            for reply in &replies {
-                encode_reply(reply, &mut output);
-            }
+            output = out;
         }
         if let Some(DecodeError::Protocol(msg)) = &fatal {
-            encode_reply(&error(format!("ERR {msg}")), &mut output);
+            error(format!("ERR {msg}")).encode(session.protocol, &mut output);
+        }
+        if session.auth_failures > 0 {
+            let failures = std::mem::take(&mut session.auth_failures);
+            ctx.shared
+                .counters
+                .auth_failures
+                .fetch_add(failures, std::sync::atomic::Ordering::Relaxed);
+            let wait =
+                AUTH_FAILURE_DELAY.saturating_mul(u32::try_from(failures).unwrap_or(u32::MAX));
+            tokio::select! {
+                () = tokio::time::sleep(wait) => {}
+                _ = ctx.shutdown.changed() => {}
+            }
         }
         if !output.is_empty() {
             if stream.write_all(&output).await.is_err() {
@@ -152,6 +169,6 @@ async fn linger(stream: &mut TcpStream) {
 }
 
 /// The reply a connection over the cap gets before it is closed.
-pub fn too_many_clients() -> BytesFrame {
+pub fn too_many_clients() -> Reply {
     error("ERR max number of clients reached")
 }

@@ -2,12 +2,13 @@
 //! clients, stats, persistence, memory (the engine's bytes in memory split by role as the engine
 //! reports them, their total as `used_memory`, and the process's resident set), disk (the
 //! engine's bytes on disk, split as the engine reports them) and lidb (the engine's read split
-//! and notes). Called on the engine pool.
+//! and notes). The text is a verbatim string in RESP3, a bulk string in RESP2, as Redis sends
+//! it. Called on the engine pool.
 
 use bytes::Bytes;
 use lidb_engines::{MemorySplit, ReadSplit, Space};
 
-use crate::commands::{Reply, bulk};
+use crate::commands::Reply;
 use crate::state::Shared;
 
 const SECTIONS: &[&str] = &[
@@ -50,6 +51,10 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
             (
                 "total_commands_processed".into(),
                 c.commands_processed.get().to_string(),
+            ),
+            (
+                "acl_access_denied_auth".into(),
+                Shared::count(&c.auth_failures).to_string(),
             ),
             (
                 "reads_answered_in_memory".into(),
@@ -143,7 +148,7 @@ pub fn info(shared: &Shared, asked: &[Bytes]) -> Reply {
             section(shared, name, &mut out);
         }
     }
-    bulk(out)
+    Reply::Verbatim(out.into())
 }
 
 /// The process's resident set in bytes (Linux `/proc/self/status`, `VmRSS`), `None` elsewhere.

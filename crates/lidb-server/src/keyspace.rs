@@ -14,7 +14,6 @@
 
 use bytes::Bytes;
 use lidb_engines::{Engine, EngineResult};
-use redis_protocol::resp2::types::BytesFrame;
 
 use crate::commands::{Reply, bulk, engine_error, error, not_integer, parse_u64, syntax_error};
 use crate::glob;
@@ -115,7 +114,7 @@ pub fn scan(shared: &Shared, cursor: &[u8], options: &[Bytes]) -> Reply {
         .filter(|k| type_ok && pattern.as_ref().is_none_or(|p| glob::matches(p, k)))
         .map(bulk)
         .collect();
-    BytesFrame::Array(vec![bulk(next.to_string()), BytesFrame::Array(items)])
+    Reply::Array(vec![bulk(next.to_string()), Reply::Array(items)])
 }
 
 /// One end of a range in ZRANGEBYLEX notation.
@@ -204,9 +203,9 @@ pub fn range(shared: &Shared, start: &Bytes, end: &Bytes, options: &[Bytes]) -> 
         found.reverse();
     }
     let next = if found.len() > limit {
-        found.pop().map_or(BytesFrame::Null, |(k, _)| bulk(k))
+        found.pop().map_or(Reply::Null, |(k, _)| bulk(k))
     } else {
-        BytesFrame::Null
+        Reply::Null
     };
     let mut items = Vec::with_capacity(found.len() * if values { 2 } else { 1 });
     for (k, v) in found {
@@ -215,9 +214,9 @@ pub fn range(shared: &Shared, start: &Bytes, end: &Bytes, options: &[Bytes]) -> 
             items.push(bulk(v));
         }
     }
-    BytesFrame::Array(vec![next, BytesFrame::Array(items)])
+    Reply::Array(vec![next, Reply::Array(items)])
 }
 
 fn empty_range() -> Reply {
-    BytesFrame::Array(vec![BytesFrame::Null, BytesFrame::Array(Vec::new())])
+    Reply::Array(vec![Reply::Null, Reply::Array(Vec::new())])
 }

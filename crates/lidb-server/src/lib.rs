@@ -1,8 +1,11 @@
-//! `lidb serve`: every lidb engine over the Redis protocol (RESP2 and inline commands), so
-//! redis-cli, redis-benchmark, redis-py, Jedis and YCSB talk to it unchanged.
+//! `lidb serve`: every lidb engine over the Redis protocol (RESP2, RESP3 after `HELLO 3`, and
+//! inline commands), so redis-cli, redis-benchmark, redis-py, Jedis and YCSB talk to it unchanged.
 //!
 //! A thin shell over the engine, in the modules of mini-redis:
-//! - `codec`, `inline`: bytes to requests and replies to bytes; pure and fuzzed.
+//! - `codec`, `inline`: bytes to requests; `reply`: replies to bytes, RESP2 or RESP3; pure and
+//!   fuzzed.
+//! - `session`: one connection's protocol, name and authentication, and the commands that set
+//!   them (AUTH, HELLO, CLIENT); pure and fuzzed.
 //! - `connection`: one task per client; decodes every complete request of its buffer, runs them
 //!   as one batch on the engine pool, writes the replies together (pipelining).
 //! - `commands`, `keyspace`, `info`: one table from command to engine call.
@@ -28,10 +31,14 @@ mod inline;
 mod keyspace;
 mod memory_reads;
 mod pool;
+pub mod reply;
 mod server;
+pub mod session;
 mod state;
 mod stripes;
 mod workers;
 
 pub use codec::{DecodeError, Limits, RequestCodec, decode_all};
+pub use reply::{Protocol, Reply};
 pub use server::{Server, ServerConfig, ServerError, ServerHandle};
+pub use session::Password;

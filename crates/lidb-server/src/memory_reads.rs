@@ -20,7 +20,6 @@
 //!    are always produced by `execute`.
 
 use bytes::Bytes;
-use redis_protocol::resp2::types::BytesFrame;
 
 use crate::commands::{Reply, bulk};
 use crate::state::Shared;
@@ -52,18 +51,18 @@ fn answer(shared: &Shared, request: &[Bytes]) -> Option<Reply> {
                 .stripes
                 .read(&[stripes::stripe_of(key)], || lookup(shared, key))
                 .ok()??;
-            Some(value.map_or(BytesFrame::Null, bulk))
+            Some(value.map_or(Reply::Null, bulk))
         }
-        [] if is(b"ping") => Some(BytesFrame::SimpleString(Bytes::from_static(b"PONG"))),
+        [] if is(b"ping") => Some(Reply::Status(Bytes::from_static(b"PONG"))),
         [msg] if is(b"ping") || is(b"echo") => Some(bulk(msg.clone())),
         [_, ..] if is(b"mget") => {
             let ordered = order(args.iter().map(AsRef::as_ref));
             let read = shared.stripes.read(&ordered, || {
                 let mut values = Vec::with_capacity(args.len());
                 for key in args {
-                    values.push(lookup(shared, key)?.map_or(BytesFrame::Null, bulk));
+                    values.push(lookup(shared, key)?.map_or(Reply::Null, bulk));
                 }
-                Some(BytesFrame::Array(values))
+                Some(Reply::Array(values))
             });
             read.ok()?
         }
@@ -74,7 +73,7 @@ fn answer(shared: &Shared, request: &[Bytes]) -> Option<Reply> {
                 for key in args {
                     found += i64::from(lookup(shared, key)?.is_some());
                 }
-                Some(BytesFrame::Integer(found))
+                Some(Reply::Integer(found))
             });
             read.ok()?
         }

@@ -9,6 +9,9 @@
 //! writes its replies), wait for them up to `drain_timeout`, then flush the engine (memtable to
 //! tables, logs synced) on the calling thread, and return. A connection over `max_connections`
 //! gets `-ERR max number of clients reached` and is closed, as Redis does.
+//!
+//! Protected mode (on by default, as in Redis): [`Server::bind`] refuses an address that is not
+//! loopback unless a password is set, so a server is never open to the network by accident.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -24,9 +27,11 @@ use tokio::runtime::Handle;
 use tokio::sync::{Semaphore, oneshot, watch};
 use tokio::task::JoinSet;
 
-use crate::codec::{Limits, encode_reply};
+use crate::codec::Limits;
 use crate::connection::{self, ConnectionContext};
 use crate::pool::EnginePool;
+use crate::reply::Protocol;
+use crate::session::Password;
 use crate::state::{Settings, Shared};
 use crate::workers::Workers;
 
@@ -53,6 +58,11 @@ pub struct ServerConfig {
     /// One single-threaded runtime per worker thread, each serving the connections dealt to it,
     /// instead of one work-stealing runtime (`workers.rs`).
     pub thread_per_core: bool,
+    /// Clients must AUTH (or HELLO ... AUTH) with this password before any other command.
+    pub requirepass: Option<Password>,
+    /// Refuse to start on an address other than loopback without a password (Redis's protected
+    /// mode, checked at start since the address is fixed).
+    pub protected_mode: bool,
 }
 
 impl Default for ServerConfig {
@@ -68,6 +78,8 @@ impl Default for ServerConfig {
             threads: 0,
             memory_reads: true,
             thread_per_core: false,
+            requirepass: None,
+            protected_mode: true,
         }
     }
 }
@@ -82,6 +94,8 @@ pub enum ServerError {
     },
     /// The final flush of the engine failed.
     Engine(EngineError),
+    /// Protected mode: an address other than loopback and no password.
+    Unprotected { listen: String },
 }
 
 impl std::fmt::Display for ServerError {
@@ -89,6 +103,13 @@ impl std::fmt::Display for ServerError {
         match self {
             ServerError::Io { what, source } => write!(f, "{what}: {source}"),
             ServerError::Engine(e) => write!(f, "engine: {e}"),
+            ServerError::Unprotected { listen } => write!(
+                f,
+                "refusing to serve {listen} without a password (protected mode): anyone who can \
+                 reach it could read and change every key; give a password \
+                 (--requirepass-file), listen on 127.0.0.1, or turn protected mode off \
+                 (--protected-mode no)"
+            ),
         }
     }
 }
@@ -111,6 +132,11 @@ pub struct Server {
 
 impl Server {
     pub fn bind(config: ServerConfig, engine: Box<dyn Engine>) -> Result<Server, ServerError> {
+        if config.protected_mode && config.requirepass.is_none() && !loopback_only(&config.listen) {
+            return Err(ServerError::Unprotected {
+                listen: config.listen,
+            });
+        }
         let listener = std::net::TcpListener::bind(&config.listen)
             .map_err(io_error(format!("cannot listen on {}", config.listen)))?;
         let addr = listener.local_addr().map_err(io_error("local address"))?;
@@ -121,6 +147,7 @@ impl Server {
             sync: config.sync,
             max_range_items: config.max_range_items.max(1),
             listen: addr.to_string(),
+            password: config.requirepass.clone(),
         };
         Ok(Server {
             listener,
@@ -229,6 +256,19 @@ impl Server {
     }
 }
 
+/// Whether every address `listen` names is a loopback one (`localhost` may name several).
+fn loopback_only(listen: &str) -> bool {
+    use std::net::ToSocketAddrs;
+    match listen.to_socket_addrs() {
+        Ok(addrs) => {
+            let addrs: Vec<SocketAddr> = addrs.collect();
+            !addrs.is_empty() && addrs.iter().all(|a| a.ip().is_loopback())
+        }
+        // Not an address: binding fails with its own message.
+        Err(_) => true,
+    }
+}
+
 async fn accept_loop(
     listener: std::net::TcpListener,
     shared: Arc<Shared>,
@@ -258,7 +298,7 @@ async fn accept_loop(
                     shared.counters.connections_rejected.fetch_add(1, Ordering::Relaxed);
                     tasks.spawn(async move {
                         let mut out = BytesMut::new();
-                        encode_reply(&connection::too_many_clients(), &mut out);
+                        connection::too_many_clients().encode(Protocol::Resp2, &mut out);
                         let _ = stream.write_all(&out).await;
                     });
                     continue;

@@ -26,6 +26,7 @@ use std::time::Instant;
 use lidb_engines::Engine;
 use lidb_sync::Counter;
 
+use crate::session::Password;
 use crate::stripes::Stripes;
 
 /// How many SCAN cursors the server remembers (Kvrocks keeps a similar bounded map).
@@ -40,6 +41,8 @@ pub struct Settings {
     pub max_range_items: u64,
     /// The address the server listens on, for INFO.
     pub listen: String,
+    /// `--requirepass`: connections must AUTH before any other command (`session.rs`).
+    pub password: Option<Password>,
 }
 
 /// Counters since start.
@@ -51,6 +54,8 @@ pub struct Counters {
     pub commands_processed: Counter,
     /// Commands answered from memory on an async worker (`memory_reads.rs`).
     pub memory_reads: Counter,
+    /// Wrong passwords given to AUTH or HELLO (Redis's `acl_access_denied_auth`).
+    pub auth_failures: AtomicU64,
 }
 
 /// Resume keys of open SCAN cursors.

@@ -64,7 +64,7 @@ fn error_shapes_are_redis_s() {
             "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n",
         ),
         (&[b"COMMAND", b"DOCS"], "*0\r\n"),
-        (&[b"COMMAND", b"COUNT"], ":21\r\n"),
+        (&[b"COMMAND", b"COUNT"], ":22\r\n"),
         (&[b"PING", b"hi"], "$2\r\nhi\r\n"),
         (&[b"ECHO", b"x y"], "$3\r\nx y\r\n"),
     ];
@@ -79,8 +79,8 @@ fn error_shapes_are_redis_s() {
                 .collect::<Vec<_>>()
         );
     }
-    let (got, _) = exchange_text(server.addr(), &resp(&[b"HELLO", b"3"]));
-    assert!(got.starts_with("-NOPROTO "), "{got}");
+    let (got, _) = exchange_text(server.addr(), &resp(&[b"HELLO", b"4"]));
+    assert_eq!(got, "-NOPROTO unsupported protocol version\r\n");
     let (got, closed) = exchange_text(server.addr(), b"QUIT\r\nPING\r\n");
     assert_eq!((got.as_str(), closed), ("+OK\r\n", true));
     server.stop();
