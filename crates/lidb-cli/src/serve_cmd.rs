@@ -1,4 +1,4 @@
-//! `lidb serve`: one engine over the Redis protocol (RESP2 and inline commands) on a TCP socket,
+//! `lidb serve`: one engine over the Redis protocol (RESP2, RESP3 and inline commands) on a TCP socket,
 //! for redis-cli, redis-benchmark, redis-py, Jedis and YCSB. The server itself is lidb-server;
 //! this file turns options into its configuration, prints the bound address as the first line of
 //! stdout, and serves until SIGINT or SIGTERM (then flushes the engine and exits 0).
@@ -22,8 +22,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     engine: EngineArgs,
     /// Address to listen on. Port 0 binds a free port; the first line of stdout is always
-    /// `listening on ADDRESS` with the port bound. Use 127.0.0.1 unless you mean to serve the
-    /// network: there is no authentication.
+    /// `listening on ADDRESS` with the port bound. An address other than loopback needs a
+    /// password (--requirepass-file) unless --protected-mode is no.
     #[arg(long, default_value = "127.0.0.1:6379")]
     listen: String,
     /// The most clients connected at once; one more gets "-ERR max number of clients reached"
@@ -77,12 +77,48 @@ pub struct ServeArgs {
     /// are refused over both protocols. Default: every u64.
     #[arg(long)]
     shard: Option<String>,
+    /// Clients must authenticate with this password (`AUTH password`, `AUTH default password`
+    /// or `HELLO 3 AUTH default password`) before any other command; until then they get
+    /// "-NOAUTH Authentication required.", and a wrong password "-WRONGPASS ..." after a short
+    /// delay. The password shows in `ps`: prefer --requirepass-file.
+    #[arg(long, conflicts_with = "requirepass_file")]
+    requirepass: Option<String>,
+    /// --requirepass, read from this file (its one trailing newline dropped).
+    #[arg(long)]
+    requirepass_file: Option<PathBuf>,
+    /// Protected mode (yes or no): with yes, the default, a --listen address other than
+    /// loopback (127.0.0.1, ::1) without a password is refused at start, as Redis refuses
+    /// clients from the network in that case. No serves the network without a password.
+    #[arg(long, default_value = "yes", value_parser = ["yes", "no"])]
+    protected_mode: String,
+}
+
+/// The password of --requirepass or --requirepass-file, if one was given.
+fn password(args: &ServeArgs) -> Result<Option<lidb_server::Password>, CliError> {
+    let bytes = match (&args.requirepass, &args.requirepass_file) {
+        (Some(text), _) => text.clone().into_bytes(),
+        (None, Some(path)) => {
+            let mut bytes = std::fs::read(path).map_err(io(path.display().to_string()))?;
+            if bytes.last() == Some(&b'\n') {
+                bytes.pop();
+                if bytes.last() == Some(&b'\r') {
+                    bytes.pop();
+                }
+            }
+            bytes
+        }
+        (None, None) => return Ok(None),
+    };
+    lidb_server::Password::new(bytes)
+        .map(Some)
+        .ok_or_else(|| CliError::Usage("--requirepass: the password is empty".into()))
 }
 
 pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
     args.engine.refuse_ignored(CommandUse::Serve, given)?;
     let kind = args.engine.engine;
     let cfg = args.engine.config(args.db.clone())?;
+    let requirepass = password(&args)?;
     if args.shard.is_some() && args.fine_listen.is_none() {
         return Err(CliError::Usage(
             "--shard needs --fine-listen (a shard map is fine-wire's)".into(),
@@ -121,6 +157,8 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
         threads: args.threads,
         memory_reads: !args.no_memory_reads,
         thread_per_core: args.thread_per_core,
+        requirepass,
+        protected_mode: args.protected_mode == "yes",
     };
     let server = Server::bind(config, engine).map_err(|e| CliError::Serve(e.to_string()))?;
     let mut printed = Ok(());

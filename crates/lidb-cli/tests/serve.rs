@@ -2,7 +2,8 @@
 //! middle of a pipeline (whole replies only, each for a kept write); SIGKILL under
 //! `--sync` at random instants of a write load from several client connections at once loses no
 //! write a client saw acknowledged (the server is restarted on the same directory and read back
-//! through the protocol).
+//! through the protocol). Protected mode refuses a network address without a password at start;
+//! a password from --requirepass-file is asked for.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -30,15 +31,13 @@ impl Drop for Served {
 
 /// Starts `lidb serve` on a free port and reads its first line for the address.
 fn serve(dir: &Path, engine: &str, extra: &[&str]) -> Served {
+    serve_on("127.0.0.1:0", dir, engine, extra)
+}
+
+/// `serve` on `listen`.
+fn serve_on(listen: &str, dir: &Path, engine: &str, extra: &[&str]) -> Served {
     let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
-        .args([
-            "serve",
-            "--engine",
-            engine,
-            "--listen",
-            "127.0.0.1:0",
-            "--db",
-        ])
+        .args(["serve", "--engine", engine, "--listen", listen, "--db"])
         .arg(dir)
         .args(extra)
         .stdout(Stdio::piped())
@@ -307,4 +306,74 @@ fn sigkill_under_sync_loses_no_acknowledged_write() {
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+#[test]
+fn protected_mode_refuses_the_network_without_a_password_at_start() {
+    let dir = temp_dir("protected");
+    let out = Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .args(["serve", "--listen", "0.0.0.0:0", "--db"])
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("protected mode") && stderr.contains("--requirepass-file"),
+        "{stderr}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_password_file_opens_the_network_and_is_asked_for() {
+    let dir = temp_dir("password");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("password");
+    std::fs::write(&file, "s3cret\n").unwrap();
+    let db = dir.join("db");
+    let file_arg = file.to_str().unwrap();
+    let s = serve_on("0.0.0.0:0", &db, "lsm", &["--requirepass-file", file_arg]);
+    let port = s.addr.rsplit(':').next().unwrap();
+    let open = |url: String| {
+        redis::Client::open(url)
+            .unwrap()
+            .get_connection_with_timeout(Duration::from_secs(5))
+    };
+    let mut c = open(format!("redis://:s3cret@127.0.0.1:{port}/?protocol=resp3")).unwrap();
+    redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<()>(&mut c)
+        .unwrap();
+    let mut bare = open(format!("redis://127.0.0.1:{port}/")).unwrap();
+    let err = redis::cmd("GET")
+        .arg("k")
+        .query::<String>(&mut bare)
+        .unwrap_err();
+    assert_eq!(err.code(), Some("NOAUTH"), "{err}");
+    assert!(open(format!("redis://:s3cret%0A@127.0.0.1:{port}/")).is_err());
+    drop(s);
+
+    // No password and protected mode off: served, no AUTH needed.
+    let s = serve_on(
+        "0.0.0.0:0",
+        &dir.join("db2"),
+        "lsm",
+        &["--protected-mode", "no"],
+    );
+    let port = s.addr.rsplit(':').next().unwrap();
+    let mut c = open(format!("redis://127.0.0.1:{port}/")).unwrap();
+    redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<()>(&mut c)
+        .unwrap();
+    let v: String = redis::cmd("GET").arg("k").query(&mut c).unwrap();
+    assert_eq!(v, "v");
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
 }
