@@ -25,15 +25,9 @@ pub fn ok() -> Reply {
     Reply::Status(Bytes::from_static(b"OK"))
 }
 
-/// An error reply; `msg` starts with its code (`ERR ...`). CR and LF become spaces, as RESP
-/// error lines cannot hold them.
+/// An error reply; `msg` starts with its code (`ERR ...`); see [`Reply::error`].
 pub fn error(msg: impl AsRef<str>) -> Reply {
-    let line: String = msg
-        .as_ref()
-        .chars()
-        .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
-        .collect();
-    Reply::Error(line.into())
+    Reply::error(msg)
 }
 
 pub fn syntax_error() -> Reply {

@@ -39,7 +39,8 @@ impl Protocol {
 pub enum Reply {
     /// `+OK`: a line without CR or LF.
     Status(Bytes),
-    /// `-ERR ...`: a line that starts with its code and holds no CR or LF.
+    /// `-ERR ...`: a line that starts with its code and holds no CR or LF (build it with
+    /// [`Reply::error`]).
     Error(Bytes),
     Integer(i64),
     Bulk(Bytes),
@@ -53,6 +54,17 @@ pub enum Reply {
 }
 
 impl Reply {
+    /// An error reply; `msg` starts with its code (`ERR ...`). CR and LF become spaces, as an
+    /// error line cannot hold them (a client's argument quoted in it may).
+    pub fn error(msg: impl AsRef<str>) -> Reply {
+        let line: String = msg
+            .as_ref()
+            .chars()
+            .map(|c| if c == '\r' || c == '\n' { ' ' } else { c })
+            .collect();
+        Reply::Error(line.into())
+    }
+
     /// Appends the reply to `out` in `protocol`.
     pub fn encode(&self, protocol: Protocol, out: &mut BytesMut) {
         let resp3 = protocol == Protocol::Resp3;

@@ -94,7 +94,7 @@ const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already 
      and select the RESP protocol version at the same time";
 
 fn error(msg: impl AsRef<str>) -> Reply {
-    Reply::Error(Bytes::copy_from_slice(msg.as_ref().as_bytes()))
+    Reply::error(msg)
 }
 
 fn ok() -> Reply {
@@ -450,5 +450,11 @@ mod tests {
                 .contains("cannot contain spaces")
         );
         assert!(answered_error(run(&mut s, None, &["CLIENT", "KILL"])).contains("CLIENT HELP"));
+        // An argument quoted in an error keeps the reply one line (found by the fuzz target).
+        assert_eq!(
+            answered_error(run(&mut s, None, &["CLIENT", "a\r\nb"])),
+            "ERR unknown subcommand 'a  b'. Try CLIENT HELP."
+        );
+        assert!(!answered_error(run(&mut s, None, &["HELLO", "3", "x\ny"])).contains('\n'));
     }
 }
