@@ -2,8 +2,9 @@
 # Smoke run of `lidb serve` with Debian's redis-cli and redis-benchmark (CI runs it; by hand after
 # `cargo build --release --bin lidb`):
 #
-#   scripts/serve-smoke.sh            redis-cli and redis-py checks and one redis-benchmark run
-#                                     against lidb
+#   scripts/serve-smoke.sh            redis-cli (RESP2 and -3) and redis-py checks, one
+#                                     redis-benchmark run against lidb, then the same clients
+#                                     against lidb with --requirepass-file
 #   scripts/serve-smoke.sh --compare  the same benchmark against Debian's redis-server too
 #
 # ENGINE (default lsm) picks the engine, LIDB the binary (default target/release/lidb),
@@ -63,18 +64,37 @@ cli INFO server | grep -q "^engine:$engine" || fail "INFO server does not name t
 expect OK FLUSHDB
 expect 0 DBSIZE
 
-# redis-py, the Python client, in a virtualenv of its own (PyPI's `redis`, with protocol=2):
-# commands, a pipeline, SCAN through scan_iter, MGET, and a binary value; REDIS_PY=0 skips it.
+echo "== redis-cli -3 checks (RESP3 after HELLO 3)"
+expect OK -3 SET smoke:r3 v
+expect v -3 GET smoke:r3
+expect "" -3 GET smoke:none
+expect 'save ' -3 CONFIG GET save   # a map: key and value on one line
+cli -3 HELLO 3 | grep -qx 'server lidb' || fail "redis-cli -3 HELLO 3 does not name lidb"
+cli -3 INFO server | grep -q "^engine:$engine" || fail "INFO server (RESP3) does not name the engine"
+expect 1 -3 DEL smoke:r3
+
+# redis-py, the Python client, in a virtualenv of its own (PyPI's `redis`, with its defaults:
+# redis-py 8 opens every connection with HELLO 3, and HELLO 3 AUTH with a password), and with
+# protocol=2: commands, a pipeline, SCAN through scan_iter, MGET, and a binary value;
+# REDIS_PY=0 skips it.
 if [ "${REDIS_PY:-1}" = 1 ]; then
   echo "== redis-py against lidb serve"
   python3 -m venv "$work/venv" >/dev/null || fail "python3 -m venv failed (Debian: apt-get install python3-venv)"
   "$work/venv/bin/pip" install --quiet redis >/dev/null || fail "pip install redis failed"
-  "$work/venv/bin/python" - "$port" <<'PY' || fail "redis-py checks failed"
+  for protocol in default 2; do
+  "$work/venv/bin/python" - "$port" "$protocol" <<'PY' || fail "redis-py checks failed (protocol $protocol)"
 import sys
 import redis
-# redis-py 8 asks for RESP3 (HELLO 3) unless told otherwise; lidb speaks RESP2 and refuses HELLO.
-r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]), socket_timeout=10, protocol=2)
+kwargs = {} if sys.argv[2] == "default" else {"protocol": int(sys.argv[2])}
+r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]), socket_timeout=10, **kwargs)
 assert r.ping()
+hello = r.execute_command("HELLO")
+want = 2 if kwargs else (3 if int(redis.__version__.split(".")[0]) >= 8 else 2)
+proto = hello[b"proto"] if isinstance(hello, dict) else hello[hello.index(b"proto") + 1]
+assert proto == want, (hello, want)
+assert r.client_setname("smoke") and r.client_getname() in ("smoke", b"smoke")
+assert "engine" in r.info("server")
+assert r.config_get("save") in ({"save": ""}, {b"save": b""})
 assert r.set("py:a", "1") and r.get("py:a") == b"1"
 pipe = r.pipeline(transaction=False)
 for i in range(100):
@@ -88,8 +108,9 @@ assert r.get(b"py:\x00bin") == blob
 assert r.delete("py:a", "py:none") == 1 and r.exists("py:a") == 0
 assert r.dbsize() == 101
 assert r.flushdb()
-print("redis-py", redis.__version__, "ok")
+print("redis-py", redis.__version__, "protocol", proto, "ok")
 PY
+  done
 fi
 
 bench() {
@@ -130,5 +151,36 @@ for test in lidb:
 PY
 fi
 
+stop_lidb_serve
+
+# The same clients against a server with a password (from a file, so it is not in `ps`).
+printf 'smoke-secret\n' >"$work/password"
+LIDB_SERVE_ARGS="--requirepass-file $work/password" start_lidb_serve "$engine"
+echo "== redis-cli and redis-py with --requirepass-file"
+# redis-cli may exit non-zero after an error reply: its output is what is checked.
+got="$(cli GET smoke:a 2>&1 || true)"
+grep -q '^NOAUTH Authentication required' <<<"$got" || fail "GET without AUTH: got '$got', want NOAUTH"
+got="$(cli -a wrong --no-auth-warning GET smoke:a 2>&1 || true)"
+grep -q 'WRONGPASS' <<<"$got" || fail "a wrong password: got '$got', want WRONGPASS"
+expect OK -a smoke-secret --no-auth-warning SET smoke:a 1
+expect 1 -3 -a smoke-secret --no-auth-warning GET smoke:a
+cli -a smoke-secret --no-auth-warning INFO stats | grep -q '^acl_access_denied_auth:1' || fail "INFO does not count the wrong password"
+if [ "${REDIS_PY:-1}" = 1 ]; then
+  "$work/venv/bin/python" - "$port" <<'PY' || fail "redis-py checks with a password failed"
+import sys
+import redis
+port = int(sys.argv[1])
+r = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10, password="smoke-secret")
+assert r.get("smoke:a") == b"1"
+for bad in ({"password": "wrong"}, {}):
+    try:
+        redis.Redis(host="127.0.0.1", port=port, socket_timeout=10, **bad).get("smoke:a")
+    except redis.exceptions.AuthenticationError:
+        pass
+    else:
+        raise AssertionError(f"no AuthenticationError with {bad}")
+print("redis-py with a password ok")
+PY
+fi
 stop_lidb_serve
 echo "serve smoke passed"
