@@ -119,6 +119,13 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
     let kind = args.engine.engine;
     let cfg = args.engine.config(args.db.clone())?;
     let requirepass = password(&args)?;
+    // Protected mode refuses before anything is created or opened.
+    lidb_server::refuse_unprotected(
+        &args.listen,
+        requirepass.is_some(),
+        args.protected_mode == "yes",
+    )
+    .map_err(|e| CliError::Serve(e.to_string()))?;
     if args.shard.is_some() && args.fine_listen.is_none() {
         return Err(CliError::Usage(
             "--shard needs --fine-listen (a shard map is fine-wire's)".into(),

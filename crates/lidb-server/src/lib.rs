@@ -40,5 +40,5 @@ mod workers;
 
 pub use codec::{DecodeError, Limits, RequestCodec, decode_all};
 pub use reply::{Protocol, Reply};
-pub use server::{Server, ServerConfig, ServerError, ServerHandle};
+pub use server::{Server, ServerConfig, ServerError, ServerHandle, refuse_unprotected};
 pub use session::Password;

@@ -132,11 +132,11 @@ pub struct Server {
 
 impl Server {
     pub fn bind(config: ServerConfig, engine: Box<dyn Engine>) -> Result<Server, ServerError> {
-        if config.protected_mode && config.requirepass.is_none() && !loopback_only(&config.listen) {
-            return Err(ServerError::Unprotected {
-                listen: config.listen,
-            });
-        }
+        refuse_unprotected(
+            &config.listen,
+            config.requirepass.is_some(),
+            config.protected_mode,
+        )?;
         let listener = std::net::TcpListener::bind(&config.listen)
             .map_err(io_error(format!("cannot listen on {}", config.listen)))?;
         let addr = listener.local_addr().map_err(io_error("local address"))?;
@@ -254,6 +254,22 @@ impl Server {
         runtime.shutdown_timeout(Duration::from_secs(1));
         shared.engine.flush().map_err(ServerError::Engine)
     }
+}
+
+/// Protected mode's rule, which [`Server::bind`] applies: an address other than loopback needs a
+/// password unless protected mode is off. For a caller that would refuse before it opens an
+/// engine.
+pub fn refuse_unprotected(
+    listen: &str,
+    password: bool,
+    protected_mode: bool,
+) -> Result<(), ServerError> {
+    if protected_mode && !password && !loopback_only(listen) {
+        return Err(ServerError::Unprotected {
+            listen: listen.to_string(),
+        });
+    }
+    Ok(())
 }
 
 /// Whether every address `listen` names is a loopback one (`localhost` may name several).
