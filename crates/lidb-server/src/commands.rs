@@ -65,7 +65,8 @@ pub fn parse_u64(arg: &[u8]) -> Option<u64> {
 }
 
 /// The table: name, arity as Redis writes it (n: exactly n arguments with the name; -n: at least
-/// n). COMMAND COUNT reports its length.
+/// n). COMMAND COUNT reports its length. AUTH, HELLO, CLIENT and QUIT are listed for that count;
+/// `session.rs` answers them before the table is looked at.
 const TABLE: &[(&str, i64)] = &[
     ("ping", -1),
     ("echo", 2),

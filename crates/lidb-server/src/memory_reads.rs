@@ -18,6 +18,8 @@
 //!    same in INFO.
 //! 3. Anything else (other commands, wrong arities, an engine error) ends the prefix, so errors
 //!    are always produced by `execute`.
+//! 4. The caller asks only for a session that has authenticated (`session.rs`): this module
+//!    does not see the session, so it cannot answer NOAUTH.
 
 use bytes::Bytes;
 
