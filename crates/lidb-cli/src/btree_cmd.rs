@@ -52,7 +52,7 @@ pub struct BtreeArgs {
     /// model: any lidb-index family and its error bound in mapping-table slots, e.g.
     /// learnedstore:rs/16,learnedstore:rs/128,learnedstore:pgm/32 sweeps models in one run),
     /// btree (the same tree, learned path off), and the peers redb, lmdb (linked into the
-    /// lidb-bench binary; lidb hands a run naming one to it: README, "Benchmarks as commands").
+    /// lidb-bench binary; lidb hands a run naming one to it: docs/guide.md, "Benchmarks as commands").
     #[arg(long, default_value = "all")]
     engine: String,
     /// Threads of the timed lookups of memory and partial: one count or a comma-separated list

@@ -28,7 +28,7 @@ enum DistributionArg {
 pub struct ConcurrentArgs {
     /// Indexes, comma-separated, or "all": finedex, btree-rwlock, alex, lipp, dili, and the
     /// peers skipmap, scc-tree, congee, li+delta (linked into the lidb-bench binary; lidb hands
-    /// a run naming one to it: README, "Benchmarks as commands"). alex, lipp and dili
+    /// a run naming one to it: docs/guide.md, "Benchmarks as commands"). alex, lipp and dili
     /// (lidb-updatable) are single-writer structures run behind one RwLock each: reads and scans
     /// share it, writes take it alone, so their rows above one thread measure that lock. LITS is
     /// not among them: it indexes byte strings and this benchmark's keys are u64 (`lidb index

@@ -35,7 +35,7 @@ pub enum CliError {
 }
 
 impl CliError {
-    /// The process exit code for this error (README, "Errors"): 2 for a usage error (as clap's
+    /// The process exit code for this error (docs/guide.md, "Engine options and errors"): 2 for a usage error (as clap's
     /// own), 3 for damage found in a store, 4 for an I/O error, 5 for a store closed by an
     /// earlier failure, 1 for anything else.
     pub fn exit_code(&self) -> u8 {

@@ -1,5 +1,5 @@
 //! What an engine call failed with, as a kind a caller can act on: `lidb serve` answers each
-//! kind with its own RESP error prefix and `lidb kv` with its own exit code (README, "Errors"),
+//! kind with its own RESP error prefix and `lidb kv` with its own exit code (docs/guide.md, "Engine options and errors"),
 //! so a client tells damage from a full disk from a bad option without reading the message.
 
 use std::path::PathBuf;

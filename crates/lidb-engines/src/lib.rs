@@ -436,6 +436,6 @@ fn open_rocksdb(cfg: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
 #[cfg(not(feature = "rocksdb"))]
 fn open_rocksdb(_: &EngineConfig) -> EngineResult<Box<dyn Engine>> {
     Err(EngineError::Unsupported(
-        "engine rocksdb is not built in: build with --features rocksdb (see README)".into(),
+        "engine rocksdb is not built in: build with --features rocksdb (see docs/guide.md, \"Real RocksDB\")".into(),
     ))
 }
