@@ -110,11 +110,17 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
                 from_tier,
                 gcs,
             } = shared.engine.read_split();
-            let mut v = vec![
-                ("reads_from_lsm".into(), from_lsm.to_string()),
-                ("reads_from_tier".into(), from_tier.to_string()),
-                ("gcs".into(), gcs.to_string()),
-            ];
+            // Only the parts the engine has: reads from an LSM for the LSM engines, and the
+            // tier and its GCs for the tiered ones (finedex, the trees and rocksdb have none).
+            let kind = lidb_engines::EngineKind::parse(shared.engine.name()).ok();
+            let mut v = Vec::new();
+            if kind.is_some_and(|k| k.shape() == lidb_engines::Shape::Lsm) {
+                v.push(("reads_from_lsm".into(), from_lsm.to_string()));
+            }
+            if kind.and_then(lidb_engines::EngineKind::tiering).is_some() {
+                v.push(("reads_from_tier".into(), from_tier.to_string()));
+                v.push(("gcs".into(), gcs.to_string()));
+            }
             for (i, note) in shared.engine.notes().into_iter().enumerate() {
                 v.push((format!("note{i}"), note.replace(['\r', '\n'], " ")));
             }

@@ -290,6 +290,20 @@ fn every_engine_serves_the_basic_commands() {
             .query(&mut c)
             .unwrap();
         assert_eq!(many, ["c", "b"], "{engine}");
+        // INFO names only the parts the engine has.
+        let info: String = redis::cmd("INFO").query(&mut c).unwrap();
+        let (lsm, tiered) = match engine {
+            "lsm" => (true, false),
+            "learnedkv" | "lsm+" | "lsm+tier" => (true, true),
+            _ => (false, false),
+        };
+        assert_eq!(info.contains("reads_from_lsm:"), lsm, "{engine}: {info}");
+        assert_eq!(
+            info.contains("reads_from_tier:"),
+            tiered,
+            "{engine}: {info}"
+        );
+        assert_eq!(info.contains("\ngcs:"), tiered, "{engine}: {info}");
         server.stop();
     }
 }
