@@ -130,33 +130,29 @@ fn every_option_is_accepted_or_refused_in_one_line_by_every_command() {
     assert_eq!(checked, 3 * 7 * 17);
 }
 
+/// `lidb CMD OPT nosuch --db DIR` must exit 2 with every one of `names` in its error.
+fn refusal_lists(cmd: &str, opt: &str, names: &[&str], dir: &Path) {
+    let out = Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .args([cmd, opt, "nosuch", "--db"])
+        .arg(dir)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{cmd} {opt}: {err}");
+    for name in names {
+        assert!(err.contains(name), "{cmd} {opt}: {name} missing from {err}");
+    }
+}
+
 #[test]
 fn a_wrong_engine_or_index_lists_every_name() {
     let dir = tempfile::tempdir().unwrap();
+    let indexes = [
+        "fp", "pgm", "rs", "rmi", "plex", "lpa", "alex", "lipp", "dili", "lits",
+    ];
     for cmd in ["kv", "serve", "repair"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_lidb"))
-            .args([cmd, "--index", "nosuch", "--db"])
-            .arg(dir.path())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
-        for name in [
-            "fp", "pgm", "rs", "rmi", "plex", "lpa", "alex", "lipp", "dili", "lits",
-        ] {
-            assert!(err.contains(name), "{cmd}: {name} missing from {err}");
-        }
-        let out = Command::new(env!("CARGO_BIN_EXE_lidb"))
-            .args([cmd, "--engine", "nosuch", "--db"])
-            .arg(dir.path())
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{cmd}: {err}");
-        for name in ENGINES {
-            assert!(err.contains(name), "{cmd}: {name} missing from {err}");
-        }
+        refusal_lists(cmd, "--index", &indexes, dir.path());
+        refusal_lists(cmd, "--engine", &ENGINES, dir.path());
     }
 }
