@@ -182,20 +182,19 @@ fn write_then_rename(
     file.sync_all().map_err(|e| io_error(tmp, e))?;
     drop(file);
     std::fs::rename(tmp, path).map_err(|e| io_error(path, e))?;
-    sync_parent(path);
-    Ok(())
+    sync_parent(path)
 }
 
-/// Syncs the directory holding `path` so the rename itself is durable (best effort: some
-/// platforms cannot open directories).
-fn sync_parent(path: &Path) {
+/// Syncs the directory holding `path` so the rename itself is durable. A failure is the
+/// write's failure: the file is in place but may not survive a crash, and the caller must know.
+fn sync_parent(path: &Path) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io_error(dir, e))
 }
 
 /// A fresh temporary name next to `path`: `.<name>.tmp.<pid>.<counter>`.

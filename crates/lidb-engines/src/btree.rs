@@ -183,6 +183,7 @@ impl Probe for BTreeEngine {
             "device_bytes_read": st.io.bytes_read, "device_bytes_written": st.io.bytes_written,
             "device_syncs": st.io.syncs,
             "file_slots": st.file_slots, "file_slots_used": st.file_slots_used,
+            "learned_retrain_errors": self.store.learned_stats().retrain_errors,
         })
     }
     fn space(&self) -> Space {

@@ -76,6 +76,10 @@ pub struct LearnedStats {
     pub error_bound: u64,
     /// Heap bytes of the published mapping table and its model (`Table::memory_bytes`).
     pub table_bytes: u64,
+    /// Background table rebuilds and leaf refits that failed (each keeps what was published
+    /// before; the next trigger tries again). Counted so a failing retrainer is seen, not
+    /// silent.
+    pub retrain_errors: u64,
 }
 
 /// Where the table served after open came from.
@@ -103,6 +107,7 @@ struct Counters {
     table_patches: AtomicU64,
     leaf_refits: AtomicU64,
     training_ns: AtomicU64,
+    retrain_errors: AtomicU64,
 }
 
 fn bump(c: &AtomicU64) {
@@ -241,7 +246,13 @@ impl Learned {
             family: table.model().family().name(),
             error_bound: table.model().boundary(),
             table_bytes: table.memory_bytes(),
+            retrain_errors: get(&c.retrain_errors),
         }
+    }
+
+    /// Counts a background retraining that failed (the retraining threads call it).
+    pub(crate) fn retrain_failed(&self) {
+        bump(&self.counters.retrain_errors);
     }
 
     /// Counts a misprediction and wakes the table's retraining when mispredictions / SMOs

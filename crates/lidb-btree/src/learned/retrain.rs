@@ -114,8 +114,11 @@ impl Trainers {
                 .name("lidb-learned-table".into())
                 .spawn(move || {
                     while wait(&l.retrain_table, &l, None) {
-                        // An error keeps the old table; the next trigger tries again.
-                        let _ = l.retrain_table();
+                        // An error keeps the old table; the next trigger tries again. It is
+                        // counted (LearnedStats::retrain_errors), not dropped.
+                        if l.retrain_table().is_err() {
+                            l.retrain_failed();
+                        }
                     }
                 })?,
         );
@@ -125,7 +128,9 @@ impl Trainers {
                 .name("lidb-learned-leaves".into())
                 .spawn(move || {
                     while wait(&l.refit_leaves, &l, Some(REFIT_PERIOD)) {
-                        let _ = l.refit_changed_leaves();
+                        if l.refit_changed_leaves().is_err() {
+                            l.retrain_failed();
+                        }
                     }
                 })?,
         );
