@@ -3,6 +3,8 @@
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, final
 
+from typing_extensions import Self
+
 import numpy as np
 import numpy.typing as npt
 
@@ -10,6 +12,7 @@ __all__ = [
     "DATA_DIR_ENV",
     "FAMILIES",
     "Index",
+    "SortedKeys",
     "__version__",
     "build",
     "decode",
@@ -58,6 +61,25 @@ class Index:
         """family, keys, boundary, size_bytes, models and the family's own figures."""
     def encode(self) -> bytes: ...
     def __reduce__(self) -> Tuple[Any, Tuple[bytes]]: ...
+
+class SortedKeys:
+    """Sorted u64 keys (a copy) and the index built over them: the base class of
+    ``lidb.SortedList``, whose scalar queries are these methods. Queries are any real number,
+    as for ``bisect`` on a list of ints; NaN raises ValueError, non-numbers TypeError."""
+
+    def __new__(cls, keys: _Keys, index: Index) -> Self:
+        """ValueError unless ``keys`` are sorted and are the keys ``index`` was built over."""
+    def bisect_left(self, x: object) -> int: ...
+    def bisect_right(self, x: object) -> int: ...
+    def rank(self, x: object) -> int:
+        """Number of elements <= x."""
+    def count(self, x: object) -> int: ...
+    def find_lt(self, x: object) -> Optional[int]: ...
+    def find_le(self, x: object) -> Optional[int]: ...
+    def find_gt(self, x: object) -> Optional[int]: ...
+    def find_ge(self, x: object) -> Optional[int]: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, x: object) -> bool: ...
 
 def build(
     family: str,

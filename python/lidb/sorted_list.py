@@ -35,6 +35,10 @@ from ._convert import U64_MAX, as_u64_array
 _ITER_CHUNK = 4096
 
 
+# _ceil and _floor: how SortedKeys (Rust) rounds the queries that are neither ints nor floats
+# (numpy floats, Fraction, ...) and refuses the rest; ints and floats it handles itself, alike.
+
+
 def _ceil(x) -> int:
     """The smallest integer >= x (x an integer or a real number)."""
     try:
@@ -67,7 +71,7 @@ def _floor(x) -> int:
     raise TypeError(f"keys are integers: cannot search for a {type(x).__name__}")
 
 
-class SortedList(collections.abc.Sequence):
+class SortedList(_lidb.SortedKeys, collections.abc.Sequence):
     """An immutable sorted list of u64 keys, duplicates kept, searched through a learned index.
 
     Args:
@@ -75,6 +79,10 @@ class SortedList(collections.abc.Sequence):
         family: the index family, one of ``lidb.FAMILIES`` (default ``"pgm"``).
         boundary: the position boundary B of the index (default 64, pygm's epsilon).
         **params: family-specific parameters, as for ``lidb.build``.
+
+    The scalar queries (``bisect_left/right``, ``rank``, ``count``, ``find_lt/le/gt/ge``,
+    ``in``, ``len``) are the native base class's (``lidb._lidb.SortedKeys``): one call into
+    Rust each, over the base class's own copy of the keys.
 
     Example:
         >>> sl = lidb.SortedList([0, 1, 34, 144, 1, 55, 233, 2, 3, 21, 89, 5, 8, 13])
@@ -84,26 +92,31 @@ class SortedList(collections.abc.Sequence):
         [1, 1, 2, 3, 5, 8, 13, 21]
     """
 
-    def __init__(self, keys=(), family: str = "pgm", boundary: int = 64, **params):
+    _keys: np.ndarray
+    _index: _lidb.Index
+
+    def __new__(cls, keys=(), family: str = "pgm", boundary: int = 64, **params):
         arr = np.sort(as_u64_array(keys, "keys"), kind="stable")
-        arr = self._prepare(arr)
+        arr = cls._prepare(arr)
         arr.flags.writeable = False
-        self._keys = arr
-        self._index = _lidb.build(family, arr, boundary, **params)
+        return cls._assemble(arr, _lidb.build(family, arr, boundary, **params))
+
+    @classmethod
+    def _assemble(cls, sorted_keys: np.ndarray, index: _lidb.Index):
+        """The container over read-only sorted keys and the index built over them."""
+        self = super().__new__(cls, sorted_keys, index)
+        self._keys = sorted_keys
+        self._index = index
+        return self
+
+    def __reduce__(self):
+        return (_restore, (type(self), self._keys, self._index))
 
     @staticmethod
     def _prepare(sorted_keys: np.ndarray) -> np.ndarray:
         return sorted_keys
 
-    # --- the index -------------------------------------------------------------------------
-
-    def _lower_bound(self, q: int) -> int:
-        """The first position whose key is >= q, for any integer q."""
-        if q <= 0:
-            return 0
-        if q > U64_MAX:
-            return len(self._keys)
-        return self._index.lower_bound(self._keys, q)
+    # --- the keys and the index ---------------------------------------------------------------------
 
     @property
     def keys(self) -> np.ndarray:
@@ -121,43 +134,7 @@ class SortedList(collections.abc.Sequence):
         d["data_size_bytes"] = int(self._keys.nbytes)
         return d
 
-    # --- pygm's queries --------------------------------------------------------------------
-
-    def bisect_left(self, x) -> int:
-        """Position of the first element >= x (as ``bisect.bisect_left``)."""
-        return self._lower_bound(_ceil(x))
-
-    def bisect_right(self, x) -> int:
-        """Position after the last element <= x (as ``bisect.bisect_right``)."""
-        return self._lower_bound(_floor(x) + 1)
-
-    def rank(self, x) -> int:
-        """Number of elements <= x."""
-        return self.bisect_right(x)
-
-    def count(self, x) -> int:
-        """Number of elements equal to x."""
-        return self.bisect_right(x) - self.bisect_left(x)
-
-    def find_lt(self, x) -> Optional[int]:
-        """The largest element < x, or None."""
-        i = self.bisect_left(x)
-        return int(self._keys[i - 1]) if i > 0 else None
-
-    def find_le(self, x) -> Optional[int]:
-        """The largest element <= x, or None."""
-        i = self.bisect_right(x)
-        return int(self._keys[i - 1]) if i > 0 else None
-
-    def find_gt(self, x) -> Optional[int]:
-        """The smallest element > x, or None."""
-        i = self.bisect_right(x)
-        return int(self._keys[i]) if i < len(self._keys) else None
-
-    def find_ge(self, x) -> Optional[int]:
-        """The smallest element >= x, or None."""
-        i = self.bisect_left(x)
-        return int(self._keys[i]) if i < len(self._keys) else None
+    # --- pygm's queries (the scalar ones are SortedKeys's) --------------------------------
 
     def index(self, x, start: Optional[int] = None, stop: Optional[int] = None) -> int:
         """Position of the first element equal to x within ``[start, stop)``; ValueError if none."""
@@ -183,16 +160,6 @@ class SortedList(collections.abc.Sequence):
         return _iterate(view[::-1] if reverse else view)
 
     # --- the sequence protocol -------------------------------------------------------------
-
-    def __len__(self) -> int:
-        return len(self._keys)
-
-    def __contains__(self, x) -> bool:
-        try:
-            i = self.bisect_left(x)
-        except (TypeError, ValueError):
-            return False
-        return i < len(self._keys) and int(self._keys[i]) == x
 
     def __getitem__(self, i):
         """An element as a Python int; a slice as a numpy uint64 array (a copy)."""
@@ -227,6 +194,12 @@ class SortedSet(SortedList):
         keep[0] = True
         np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=keep[1:])
         return sorted_keys[keep]
+
+
+def _restore(cls, sorted_keys: np.ndarray, index: _lidb.Index) -> SortedList:
+    """Unpickles a container: its keys and its index as they were (no rebuild)."""
+    sorted_keys.flags.writeable = False
+    return cls._assemble(sorted_keys, index)
 
 
 def _iterate(view: np.ndarray) -> Iterator[int]:

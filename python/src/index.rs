@@ -3,6 +3,8 @@
 //! `[lo, hi)` that holds `lower_bound(q)` in the keys it was built over, at most `boundary` wide
 //! (the contract of `lidb_index::bound`).
 
+use std::sync::Arc;
+
 use lidb_index::{LearnedIndex, StatValue};
 use numpy::PyArray1;
 use pyo3::exceptions::PyValueError;
@@ -19,12 +21,19 @@ type Bounds<'py> = (Bound<'py, PyArray1<u64>>, Bound<'py, PyArray1<u64>>);
 #[pyclass(frozen, module = "lidb", name = "Index")]
 #[derive(Debug)]
 pub struct Index {
-    inner: Box<dyn LearnedIndex>,
+    inner: Arc<dyn LearnedIndex>,
 }
 
 impl Index {
     pub fn new(inner: Box<dyn LearnedIndex>) -> Index {
-        Index { inner }
+        Index {
+            inner: Arc::from(inner),
+        }
+    }
+
+    /// The index itself, shared with a `SortedKeys` (indexes are immutable).
+    pub fn shared(&self) -> Arc<dyn LearnedIndex> {
+        Arc::clone(&self.inner)
     }
 
     /// `keys` if it is as long as the key set the index was built over (a cheap guard against

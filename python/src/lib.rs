@@ -4,6 +4,8 @@
 //! What it exposes, each a thin shell over a public API of the Rust crates (nothing here
 //! reimplements an index or a file format):
 //! - [`build`] and [`decode`] over `lidb_index::{build, decode}`, returning an [`index::Index`];
+//! - [`sorted_keys::SortedKeys`], sorted keys with their index, the base class of
+//!   `lidb.SortedList` whose scalar queries are one call each;
 //! - [`read_sosd`] and [`write_sosd`] over `lidb_data::sosd` (plain or zstd);
 //! - `FAMILIES` (the names `build` accepts) and `DATA_DIR_ENV` (the variable naming the dataset
 //!   directory, shared with the Rust tests).
@@ -29,6 +31,7 @@ mod arrays;
 mod errors;
 mod index;
 mod params;
+mod sorted_keys;
 mod sosd;
 
 use lidb_index::Family;
@@ -75,6 +78,7 @@ fn _lidb(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sosd::read_sosd, m)?)?;
     m.add_function(wrap_pyfunction!(sosd::write_sosd, m)?)?;
     m.add_class::<Index>()?;
+    m.add_class::<sorted_keys::SortedKeys>()?;
     let families: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
     m.add("FAMILIES", families)?;
     m.add("DATA_DIR_ENV", lidb_data::DATA_DIR_ENV)?;
