@@ -3,7 +3,7 @@
 import os
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, final
 
-from typing_extensions import Self
+from typing_extensions import Self, disjoint_base
 
 import numpy as np
 import numpy.typing as npt
@@ -62,6 +62,7 @@ class Index:
     def encode(self) -> bytes: ...
     def __reduce__(self) -> Tuple[Any, Tuple[bytes]]: ...
 
+@disjoint_base
 class SortedKeys:
     """Sorted u64 keys (a copy) and the index built over them: the base class of
     ``lidb.SortedList``, whose scalar queries are these methods. Queries are any real number,
@@ -79,7 +80,7 @@ class SortedKeys:
     def find_gt(self, x: object) -> Optional[int]: ...
     def find_ge(self, x: object) -> Optional[int]: ...
     def __len__(self) -> int: ...
-    def __contains__(self, x: object) -> bool: ...
+    def __contains__(self, key: object, /) -> bool: ...
 
 def build(
     family: str,
