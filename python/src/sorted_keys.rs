@@ -179,11 +179,17 @@ impl SortedKeys {
 
     /// Number of elements equal to x.
     fn count(&self, x: &Bound<'_, PyAny>) -> PyResult<usize> {
-        let lo = self.bisect(x, false)?;
         match exact_value(x) {
-            Exact::Value(q) => Ok(self.run_length(lo, q)),
-            Exact::Absent => Ok(0),
-            Exact::Other => Ok(self.bisect(x, true)?.saturating_sub(lo)),
+            Exact::Value(q) => Ok(self.run_length(self.lower_bound(Query::At(q))?, q)),
+            Exact::Absent => {
+                // Nothing equals x, but NaN is still refused, as by bisect_left.
+                to_query(x, Round::Ceil)?;
+                Ok(0)
+            }
+            Exact::Other => {
+                let lo = self.bisect(x, false)?;
+                Ok(self.bisect(x, true)?.saturating_sub(lo))
+            }
         }
     }
 
