@@ -1,7 +1,7 @@
 //! lidb-bench: experiments as commands. Each experiment is a function from a configuration to
 //! rows of measurements; the CLI prints them as a table for people or as JSON lines.
 //!
-//! Measurements follow BRIEF.md: machine-independent counters (bound width, bytes) beside times,
+//! Measurements put machine-independent counters (bound width, bytes) beside times,
 //! every run prints the seed and configuration it ran with, and comparisons are made inside one run.
 
 pub mod btree;

@@ -1,6 +1,6 @@
 //! The page device: a file of fixed-size slots read and written whole, by position.
 //!
-//! [`PageDevice`] is the only way the engine touches storage (STYLE 8). [`FileDevice`] opens the
+//! [`PageDevice`] is the only way the engine touches storage (one seam for every I/O, so faults and crashes can be injected there). [`FileDevice`] opens the
 //! data file with `O_DIRECT` unless told to use the page cache; [`MemDevice`] keeps slots in memory
 //! and simulates a crash: every write since the last `sync` is, at [`MemDevice::crash`], kept,
 //! dropped or torn at a 512-byte boundary (seeded), and the device then reads what survived.

@@ -136,7 +136,7 @@ pub struct PageFile {
     page_size: usize,
     tables: RwLock<Tables>,
     last: Mutex<CheckpointInfo>,
-    /// Off only in the test that shows what the checksum catches (STYLE 13).
+    /// Off only in the test that shows what the checksum catches (a test that turns a check off shows the check matters).
     verify_pages: AtomicBool,
 }
 

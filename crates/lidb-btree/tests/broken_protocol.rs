@@ -1,4 +1,4 @@
-//! A test that breaks the latching protocol on purpose (STYLE 13): readers that skip the leaf's
+//! A test that breaks the latching protocol on purpose, to show the protocol's checks matter: readers that skip the leaf's
 //! version validation see torn values while a writer rewrites them; with the validation they
 //! never do. If the first half stops failing, the check below it proves nothing.
 

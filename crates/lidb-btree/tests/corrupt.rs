@@ -1,6 +1,6 @@
 //! Corrupt pages: a flipped byte in a leaf's slot makes the read that reaches it fail with
 //! `Corruption` naming the file, slot and page, never a panic; with page verification turned
-//! off on purpose (STYLE 13) the same flip returns a wrong value, which shows the check matters.
+//! off on purpose the same flip returns a wrong value, which shows the check matters.
 
 use std::sync::Arc;
 

@@ -104,7 +104,7 @@ pub struct Space {
     pub vlog_bytes: u64,
 }
 
-/// What an engine holds in memory, in bytes, split as the BRIEF's memory contract asks (index,
+/// What an engine holds in memory, in bytes, split by role as every engine reports it (index,
 /// filters, cache, memtable) plus the data an in-memory engine holds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MemorySplit {

@@ -176,7 +176,7 @@ mod tests {
     }
 
     /// Writes the version-1 fixture when `LIDB_WRITE_FIXTURES` is set; always checks that
-    /// it still decodes to the table it was made from (STYLE 3: old formats keep opening).
+    /// it still decodes to the table it was made from (old formats keep opening).
     #[test]
     fn version_1_fixture_still_decodes() {
         let path = concat!(
