@@ -91,6 +91,12 @@ pub struct ServeArgs {
     /// clients from the network in that case. No serves the network without a password.
     #[arg(long, default_value = "yes", value_parser = ["yes", "no"])]
     protected_mode: String,
+    /// Serve Prometheus metrics (text format) at `GET /metrics` over HTTP on this address:
+    /// commands and errors, connections, command latency as a histogram, the engine's memory by
+    /// part and its background work. Port 0: a free one; stdout's line after `listening on`
+    /// (and fine-wire's) is then `metrics listening on ADDRESS`. Protected mode applies to it.
+    #[arg(long)]
+    metrics_listen: Option<String>,
 }
 
 /// The password of --requirepass or --requirepass-file, if one was given.
@@ -126,6 +132,14 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
         args.protected_mode == "yes",
     )
     .map_err(|e| CliError::Serve(e.to_string()))?;
+    if let Some(metrics) = &args.metrics_listen {
+        lidb_server::refuse_unprotected(
+            metrics,
+            requirepass.is_some(),
+            args.protected_mode == "yes",
+        )
+        .map_err(|e| CliError::Serve(e.to_string()))?;
+    }
     if args.shard.is_some() && args.fine_listen.is_none() {
         return Err(CliError::Usage(
             "--shard needs --fine-listen (a shard map is fine-wire's)".into(),
@@ -166,14 +180,20 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
         thread_per_core: args.thread_per_core,
         requirepass,
         protected_mode: args.protected_mode == "yes",
+        metrics_listen: args.metrics_listen,
     };
     let server = Server::bind(config, engine).map_err(|e| CliError::Serve(e.to_string()))?;
+    let metrics_addr = server.metrics_addr();
     let mut printed = Ok(());
     let served = server.run_until_signal(|addr| {
         let mut out = std::io::stdout().lock();
         printed = writeln!(out, "listening on {addr}")
             .and_then(|()| match fine_addr {
                 Some(fine) => writeln!(out, "fine-wire listening on {fine}"),
+                None => Ok(()),
+            })
+            .and_then(|()| match metrics_addr {
+                Some(metrics) => writeln!(out, "metrics listening on {metrics}"),
                 None => Ok(()),
             })
             .and_then(|()| out.flush());

@@ -135,6 +135,7 @@ pub fn execute_batch(
             }
             continue;
         }
+        let started = std::time::Instant::now();
         let written = {
             // Plain SETs (`stripes.rs`): the run holds its keys' stripes shared.
             let _held = shared
@@ -143,6 +144,11 @@ pub fn execute_batch(
             shared.engine.put_many(&group)
         };
         shared.counters.commands_processed.add(group.len() as u64);
+        shared.counters.metrics.record_sets(
+            group.len() as u64,
+            started.elapsed(),
+            written.is_err(),
+        );
         let reply = written.map_or_else(|e| engine_error(&e), |()| ok());
         for _ in 0..group.len() {
             reply.encode(session.protocol, out);
@@ -151,8 +157,21 @@ pub fn execute_batch(
     }
 }
 
-/// Runs one request.
+/// Runs one request, counted and timed for `--metrics-listen` (`metrics.rs`).
 pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply {
+    let started = std::time::Instant::now();
+    let reply = run(shared, session, args);
+    let name = args.first().map_or(&b""[..], AsRef::as_ref);
+    let failed = matches!(reply, Reply::Error(_));
+    shared
+        .counters
+        .metrics
+        .record(name, started.elapsed(), failed);
+    reply
+}
+
+/// Runs one request.
+fn run(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply {
     let Some((name, rest)) = args.split_first() else {
         return error("ERR empty command");
     };

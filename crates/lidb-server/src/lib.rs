@@ -15,6 +15,8 @@
 //! - `state`: what connections share (the engine, the key stripes, SCAN cursors, counters).
 //! - `stripes`: the striped key locks that order commands on the same keys; reads take none.
 //! - `server`: accept loop, connection cap, graceful stop (stop accepting, finish batches, flush).
+//! - `metrics`: `--metrics-listen`, the counters in Prometheus's text format over a minimal HTTP
+//!   responder on the server's runtime; per-command counts and latencies in per-thread shards.
 //! - `workers`: `--thread-per-core`, one current-thread runtime per worker thread (an option; the
 //!   default is one work-stealing runtime, see docs/ARCHITECTURE.md for the measurement).
 //!
@@ -30,6 +32,7 @@ mod info;
 mod inline;
 mod keyspace;
 mod memory_reads;
+mod metrics;
 mod pool;
 pub mod reply;
 mod server;

@@ -15,7 +15,7 @@
 //!    all (no half-answered MGET), and the prefix ends before it.
 //! 2. Answers are what [`crate::commands::execute`] would give: the same replies, under the same
 //!    key-stripe rules (`stripes.rs`: a read validated against multi-key writes), counted the
-//!    same in INFO.
+//!    same in INFO and in `--metrics-listen` (`metrics.rs`).
 //! 3. Anything else (other commands, wrong arities, an engine error) ends the prefix, so errors
 //!    are always produced by `execute`.
 //! 4. The caller asks only for a session that has authenticated (`session.rs`): this module
@@ -31,9 +31,15 @@ use crate::stripes::{self, order};
 pub fn answer_prefix(shared: &Shared, requests: &[Vec<Bytes>], replies: &mut Vec<Reply>) -> usize {
     let mut answered = 0;
     for request in requests {
+        let started = std::time::Instant::now();
         let Some(reply) = answer(shared, request) else {
             break;
         };
+        let name = request.first().map_or(&b""[..], AsRef::as_ref);
+        shared
+            .counters
+            .metrics
+            .record(name, started.elapsed(), false);
         replies.push(reply);
         answered += 1;
     }

@@ -11,7 +11,8 @@
 //! gets `-ERR max number of clients reached` and is closed, as Redis does.
 //!
 //! Protected mode (on by default, as in Redis): [`Server::bind`] refuses an address that is not
-//! loopback unless a password is set, so a server is never open to the network by accident.
+//! loopback unless a password is set, so a server is never open to the network by accident; the
+//! metrics address (`metrics.rs`) is held to the same rule.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -63,6 +64,9 @@ pub struct ServerConfig {
     /// Refuse to start on an address other than loopback without a password (Redis's protected
     /// mode, checked at start since the address is fixed).
     pub protected_mode: bool,
+    /// Serve Prometheus metrics over HTTP on this address (`metrics.rs`); port 0 picks a free
+    /// one. Protected mode applies to it as to `listen`.
+    pub metrics_listen: Option<String>,
 }
 
 impl Default for ServerConfig {
@@ -80,6 +84,7 @@ impl Default for ServerConfig {
             thread_per_core: false,
             requirepass: None,
             protected_mode: true,
+            metrics_listen: None,
         }
     }
 }
@@ -126,6 +131,7 @@ fn io_error(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ServerErr
 pub struct Server {
     listener: std::net::TcpListener,
     addr: SocketAddr,
+    metrics: Option<(std::net::TcpListener, SocketAddr)>,
     shared: Arc<Shared>,
     config: ServerConfig,
 }
@@ -137,12 +143,19 @@ impl Server {
             config.requirepass.is_some(),
             config.protected_mode,
         )?;
+        if let Some(metrics) = &config.metrics_listen {
+            refuse_unprotected(metrics, config.requirepass.is_some(), config.protected_mode)?;
+        }
         let listener = std::net::TcpListener::bind(&config.listen)
             .map_err(io_error(format!("cannot listen on {}", config.listen)))?;
         let addr = listener.local_addr().map_err(io_error("local address"))?;
         listener
             .set_nonblocking(true)
             .map_err(io_error("non-blocking socket"))?;
+        let metrics = match &config.metrics_listen {
+            Some(at) => Some(bind_metrics(at)?),
+            None => None,
+        };
         let settings = Settings {
             sync: config.sync,
             max_range_items: config.max_range_items.max(1),
@@ -152,6 +165,7 @@ impl Server {
         Ok(Server {
             listener,
             addr,
+            metrics,
             shared: Arc::new(Shared::new(engine, settings)),
             config,
         })
@@ -160,6 +174,11 @@ impl Server {
     /// The bound address (the real port when the config asked for port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The bound metrics address, if `metrics_listen` was given.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics.as_ref().map(|(_, addr)| *addr)
     }
 
     /// The runtime of the accept loop: with `thread_per_core` it only accepts (the connections
@@ -207,6 +226,7 @@ impl Server {
     /// Serves on a thread of its own; the handle stops it.
     pub fn spawn(self) -> ServerHandle {
         let addr = self.addr;
+        let metrics_addr = self.metrics_addr();
         let (tx, rx) = oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             self.run(async {
@@ -215,6 +235,7 @@ impl Server {
         });
         ServerHandle {
             addr,
+            metrics_addr,
             stop: Some(tx),
             thread: Some(thread),
         }
@@ -227,6 +248,7 @@ impl Server {
     ) -> Result<(), ServerError> {
         let Server {
             listener,
+            metrics,
             shared,
             config,
             ..
@@ -242,6 +264,15 @@ impl Server {
             None
         };
         let handles = workers.as_ref().map(Workers::handles).unwrap_or_default();
+        let scrapes = match metrics {
+            Some((listener, _)) => {
+                let _entered = runtime.enter();
+                let listener =
+                    TcpListener::from_std(listener).map_err(io_error("metrics listener"))?;
+                Some(runtime.spawn(crate::metrics::serve(listener, Arc::clone(&shared))))
+            }
+            None => None,
+        };
         runtime.block_on(accept_loop(
             listener,
             Arc::clone(&shared),
@@ -250,10 +281,23 @@ impl Server {
             &config,
             stop,
         ))?;
+        if let Some(scrapes) = scrapes {
+            scrapes.abort();
+        }
         drop(workers);
         runtime.shutdown_timeout(Duration::from_secs(1));
         shared.engine.flush().map_err(ServerError::Engine)
     }
+}
+
+fn bind_metrics(at: &str) -> Result<(std::net::TcpListener, SocketAddr), ServerError> {
+    let listener = std::net::TcpListener::bind(at)
+        .map_err(io_error(format!("cannot serve metrics on {at}")))?;
+    let addr = listener.local_addr().map_err(io_error("metrics address"))?;
+    listener
+        .set_nonblocking(true)
+        .map_err(io_error("non-blocking socket"))?;
+    Ok((listener, addr))
 }
 
 /// Protected mode's rule, which [`Server::bind`] applies: an address other than loopback needs a
@@ -393,6 +437,7 @@ impl Drop for OpenConnection {
 #[derive(Debug)]
 pub struct ServerHandle {
     addr: SocketAddr,
+    metrics_addr: Option<SocketAddr>,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<Result<(), ServerError>>>,
 }
@@ -400,6 +445,11 @@ pub struct ServerHandle {
 impl ServerHandle {
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The metrics address, if the server serves metrics.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// Stops the server as a signal would and waits for it.

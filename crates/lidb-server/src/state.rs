@@ -56,6 +56,8 @@ pub struct Counters {
     pub memory_reads: Counter,
     /// Wrong passwords given to AUTH or HELLO (Redis's `acl_access_denied_auth`).
     pub auth_failures: AtomicU64,
+    /// Per-command counts, errors and latencies for `--metrics-listen` (`metrics.rs`).
+    pub metrics: crate::metrics::CommandMetrics,
 }
 
 /// Resume keys of open SCAN cursors.
