@@ -3,7 +3,8 @@
 //! `--sync` at random instants of a write load from several client connections at once loses no
 //! write a client saw acknowledged (the server is restarted on the same directory and read back
 //! through the protocol). Protected mode refuses a network address without a password at start;
-//! a password from --requirepass-file is asked for.
+//! a password from --requirepass-file is asked for. `--metrics-listen` prints its address and is
+//! scraped, and is held to protected mode.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -376,4 +377,70 @@ fn a_password_file_opens_the_network_and_is_asked_for() {
     assert_eq!(v, "v");
     drop(s);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--metrics-listen` on port 0: the line after `listening on` names the metrics address, and a
+/// scrape there counts a SET sent to the server; on the network without a password it is
+/// refused at start like --listen.
+#[test]
+fn metrics_listen_prints_its_address_and_is_scraped() {
+    use std::io::{Read, Write};
+    let dir = temp_dir("metrics");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg(&dir)
+        .args(["--metrics-listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = [String::new(), String::new()];
+    for line in &mut lines {
+        out.read_line(line).unwrap();
+    }
+    let s = Served {
+        child,
+        addr: lines[0]
+            .trim()
+            .strip_prefix("listening on ")
+            .unwrap()
+            .into(),
+    };
+    let metrics = lines[1]
+        .trim()
+        .strip_prefix("metrics listening on ")
+        .unwrap_or_else(|| panic!("second line {:?}", lines[1]));
+    let mut c = connect(&s.addr);
+    redis::cmd("SET")
+        .arg("k")
+        .arg("v")
+        .query::<()>(&mut c)
+        .unwrap();
+    let mut http = std::net::TcpStream::connect(metrics).unwrap();
+    http.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    http.write_all(b"GET /metrics HTTP/1.1\r\n\r\n").unwrap();
+    let mut text = String::new();
+    http.read_to_string(&mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 "), "{text}");
+    assert!(
+        text.contains("\nlidb_commands_total{command=\"set\"} 1\n"),
+        "{text}"
+    );
+    drop(c);
+    drop(s);
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg(&dir)
+        .args(["--metrics-listen", "0.0.0.0:0"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("0.0.0.0:0"), "{stderr}");
+    assert!(!dir.exists(), "refused, yet created {}", dir.display());
 }
