@@ -280,3 +280,39 @@ async fn request_line(stream: &mut TcpStream) -> Option<String> {
     let end = head.iter().position(|&b| b == b'\r')?;
     Some(String::from_utf8_lossy(head.get(..end)?).into_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bucket_counts(m: &CommandMetrics) -> Vec<u64> {
+        m.buckets.iter().map(Counter::get).collect()
+    }
+
+    #[test]
+    fn a_latency_on_a_bound_is_in_that_bound_and_names_fold_to_other() {
+        let m = CommandMetrics::default();
+        m.record(b"GET", Duration::from_micros(10), false);
+        m.record(b"get", Duration::from_nanos(10_001), false);
+        m.record(b"HSET", Duration::from_millis(200), true);
+        let counts = bucket_counts(&m);
+        assert_eq!(counts.first(), Some(&1));
+        assert_eq!(counts.get(1), Some(&1));
+        assert_eq!(counts.last(), Some(&1));
+        assert_eq!(counts.iter().sum::<u64>(), 3);
+        assert_eq!(m.commands.first().map(Counter::get), Some(2));
+        assert_eq!(m.commands.get(3).map(Counter::get), Some(1));
+        assert_eq!(m.errors.get(), 1);
+        assert_eq!(m.sum_nanos.get(), 10_000 + 10_001 + 200_000_000);
+    }
+
+    #[test]
+    fn a_set_group_charges_each_set_its_share() {
+        let m = CommandMetrics::default();
+        m.record_sets(4, Duration::from_micros(400), false);
+        assert_eq!(m.commands.get(1).map(Counter::get), Some(4));
+        // 100 us each: the 100 us bucket, the third.
+        assert_eq!(bucket_counts(&m).get(2), Some(&4));
+        assert_eq!(m.sum_nanos.get(), 400_000);
+    }
+}
