@@ -135,7 +135,7 @@ pub fn execute_batch(
             }
             continue;
         }
-        let started = std::time::Instant::now();
+        let started = shared.settings.metrics.then(std::time::Instant::now);
         let written = {
             // Plain SETs (`stripes.rs`): the run holds its keys' stripes shared.
             let _held = shared
@@ -144,11 +144,13 @@ pub fn execute_batch(
             shared.engine.put_many(&group)
         };
         shared.counters.commands_processed.add(group.len() as u64);
-        shared.counters.metrics.record_sets(
-            group.len() as u64,
-            started.elapsed(),
-            written.is_err(),
-        );
+        if let Some(started) = started {
+            shared.counters.metrics.record_sets(
+                group.len() as u64,
+                started.elapsed(),
+                written.is_err(),
+            );
+        }
         let reply = written.map_or_else(|e| engine_error(&e), |()| ok());
         for _ in 0..group.len() {
             reply.encode(session.protocol, out);
@@ -157,8 +159,11 @@ pub fn execute_batch(
     }
 }
 
-/// Runs one request, counted and timed for `--metrics-listen` (`metrics.rs`).
+/// Runs one request, counted and timed for `--metrics-listen` (`metrics.rs`) when it is on.
 pub fn execute(shared: &Shared, session: &mut Session, args: &[Bytes]) -> Reply {
+    if !shared.settings.metrics {
+        return run(shared, session, args);
+    }
     let started = std::time::Instant::now();
     let reply = run(shared, session, args);
     let name = args.first().map_or(&b""[..], AsRef::as_ref);

@@ -31,15 +31,17 @@ use crate::stripes::{self, order};
 pub fn answer_prefix(shared: &Shared, requests: &[Vec<Bytes>], replies: &mut Vec<Reply>) -> usize {
     let mut answered = 0;
     for request in requests {
-        let started = std::time::Instant::now();
+        let started = shared.settings.metrics.then(std::time::Instant::now);
         let Some(reply) = answer(shared, request) else {
             break;
         };
-        let name = request.first().map_or(&b""[..], AsRef::as_ref);
-        shared
-            .counters
-            .metrics
-            .record(name, started.elapsed(), false);
+        if let Some(started) = started {
+            let name = request.first().map_or(&b""[..], AsRef::as_ref);
+            shared
+                .counters
+                .metrics
+                .record(name, started.elapsed(), false);
+        }
         replies.push(reply);
         answered += 1;
     }

@@ -13,7 +13,8 @@
 //! 1. Every command that reaches `commands::execute`, a plain-SET group or the memory-read
 //!    prefix is counted once in `lidb_commands_total` under its name (get, set, del or other)
 //!    and timed once into the histogram, so the histogram's `_count` is the sum of
-//!    `lidb_commands_total`.
+//!    `lidb_commands_total`. Without `--metrics-listen` nothing is timed or counted here
+//!    (`Settings::metrics`): the request path then reads no clock for metrics.
 //! 2. Buckets are stored per interval and summed when rendered, so the rendered buckets are
 //!    cumulative and the `+Inf` bucket equals `_count` in any one scrape.
 //! 3. The responder never runs an engine call on an async worker: rendering runs in

@@ -161,6 +161,7 @@ impl Server {
             max_range_items: config.max_range_items.max(1),
             listen: addr.to_string(),
             password: config.requirepass.clone(),
+            metrics: metrics.is_some(),
         };
         Ok(Server {
             listener,

@@ -43,6 +43,9 @@ pub struct Settings {
     pub listen: String,
     /// `--requirepass`: connections must AUTH before any other command (`session.rs`).
     pub password: Option<Password>,
+    /// Whether `--metrics-listen` serves metrics: only then are commands timed and counted
+    /// per name (two clock reads a command that nobody would read otherwise).
+    pub metrics: bool,
 }
 
 /// Counters since start.
