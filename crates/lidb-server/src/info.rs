@@ -110,14 +110,12 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
                 from_tier,
                 gcs,
             } = shared.engine.read_split();
-            // Only the parts the engine has: reads from an LSM for the LSM engines, and the
-            // tier and its GCs for the tiered ones (finedex, the trees and rocksdb have none).
-            let kind = lidb_engines::EngineKind::parse(shared.engine.name()).ok();
+            let parts = EngineParts::of(shared);
             let mut v = Vec::new();
-            if kind.is_some_and(|k| k.shape() == lidb_engines::Shape::Lsm) {
+            if parts.lsm {
                 v.push(("reads_from_lsm".into(), from_lsm.to_string()));
             }
-            if kind.and_then(lidb_engines::EngineKind::tiering).is_some() {
+            if parts.tier {
                 v.push(("reads_from_tier".into(), from_tier.to_string()));
                 v.push(("gcs".into(), gcs.to_string()));
             }
@@ -163,4 +161,23 @@ fn resident_bytes() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// Which parts of the read split an engine has, for INFO and the metrics page alike: reads
+/// from an LSM for the LSM engines, the tier and its GCs for the tiered ones (finedex, the
+/// trees and rocksdb have neither).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EngineParts {
+    pub lsm: bool,
+    pub tier: bool,
+}
+
+impl EngineParts {
+    pub fn of(shared: &Shared) -> EngineParts {
+        let kind = lidb_engines::EngineKind::parse(shared.engine.name()).ok();
+        EngineParts {
+            lsm: kind.is_some_and(|k| k.shape() == lidb_engines::Shape::Lsm),
+            tier: kind.and_then(lidb_engines::EngineKind::tiering).is_some(),
+        }
+    }
 }

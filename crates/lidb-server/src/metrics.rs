@@ -98,6 +98,12 @@ fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} {kind}\n"));
 }
 
+/// A family of one unlabelled sample: its HELP and TYPE lines and its value.
+fn scalar(out: &mut String, name: &str, kind: &str, help: &str, value: u64) {
+    family(out, name, kind, help);
+    out.push_str(&format!("{name} {value}\n"));
+}
+
 /// The exposition text of `shared`'s counters. Calls the engine (memory, read split): run it
 /// off the async workers.
 pub fn render(shared: &Shared) -> String {
@@ -116,33 +122,27 @@ pub fn render(shared: &Shared) -> String {
             counter.get()
         ));
     }
-    family(
+    scalar(
         &mut out,
         "lidb_errors_total",
         "counter",
         "Commands answered with an error.",
+        m.errors.get(),
     );
-    out.push_str(&format!("lidb_errors_total {}\n", m.errors.get()));
-    family(
+    scalar(
         &mut out,
         "lidb_connections",
         "gauge",
         "Client connections open now.",
+        Shared::count(&c.connections_open),
     );
-    out.push_str(&format!(
-        "lidb_connections {}\n",
-        Shared::count(&c.connections_open)
-    ));
-    family(
+    scalar(
         &mut out,
         "lidb_connections_total",
         "counter",
         "Client connections accepted.",
+        Shared::count(&c.connections_received),
     );
-    out.push_str(&format!(
-        "lidb_connections_total {}\n",
-        Shared::count(&c.connections_received)
-    ));
     family(
         &mut out,
         "lidb_command_duration_seconds",
@@ -192,37 +192,31 @@ pub fn render(shared: &Shared) -> String {
         ));
     }
     let split = shared.engine.read_split();
-    let kind = lidb_engines::EngineKind::parse(shared.engine.name()).ok();
-    if kind.is_some_and(|k| k.shape() == lidb_engines::Shape::Lsm) {
-        family(
+    let parts = crate::info::EngineParts::of(shared);
+    if parts.lsm {
+        scalar(
             &mut out,
             "lidb_engine_reads_from_lsm_total",
             "counter",
             "Reads the LSM answered.",
+            split.from_lsm,
         );
-        out.push_str(&format!(
-            "lidb_engine_reads_from_lsm_total {}\n",
-            split.from_lsm
-        ));
     }
-    if kind.and_then(lidb_engines::EngineKind::tiering).is_some() {
-        family(
+    if parts.tier {
+        scalar(
             &mut out,
             "lidb_engine_reads_from_tier_total",
             "counter",
             "Reads the tier answered.",
+            split.from_tier,
         );
-        out.push_str(&format!(
-            "lidb_engine_reads_from_tier_total {}\n",
-            split.from_tier
-        ));
-        family(
+        scalar(
             &mut out,
             "lidb_engine_gcs_total",
             "counter",
             "Garbage collections of the tier.",
+            split.gcs,
         );
-        out.push_str(&format!("lidb_engine_gcs_total {}\n", split.gcs));
     }
     out
 }
