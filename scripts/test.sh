@@ -48,9 +48,9 @@ install librocksdb-dev libclang-dev redis-tools redis-server openjdk-17-jdk-head
 echo "== 1. cargo test --workspace"
 counted cargo test --workspace
 
-echo "== 1b. loom models: the hybrid latch (lidb-sync) and the page cache's shards (lidb-lsm)"
+echo "== 1b. loom models: the hybrid latch (lidb-sync) and the page cache's shards (lidb-storage)"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom counted cargo test -p lidb-sync --release --test loom
-RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom counted cargo test -p lidb-lsm --release --lib table::cache::loom_model
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom counted cargo test -p lidb-storage --release --lib cache::loom_model
 
 echo "== 2. the engine conformance harness with real RocksDB"
 counted cargo test -p lidb-bench --features rocksdb --test engines

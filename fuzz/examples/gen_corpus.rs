@@ -19,9 +19,9 @@ use lidb_fine::{FineStore, FineStoreOptions};
 use lidb_index::{Family, Params};
 use lidb_kv::static_tier::{StaticTierBuilder, TierOptions, keys_path, model_path};
 use lidb_kv::{Store, StoreOptions};
-use lidb_lsm::log::parse_log;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::log::parse_log;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
 use lidb_lsm::table::{TableBuilder, TableOptions};
 use lidb_lsm::{Db, EntryKind, Granularity, IndexKind, Options, Unclustered};
 

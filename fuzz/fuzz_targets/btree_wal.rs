@@ -20,9 +20,9 @@ use lidb_btree::wal::files::{decode_state, encode_state, log_name};
 use lidb_btree::wal::read::read;
 use lidb_btree::wal::record::{self, WalOp};
 use lidb_btree::{BTree, BTreeStore, Error, Options, TreeTarget, WalOptions};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::tail::RecoveryMode;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
+use lidb_storage::tail::RecoveryMode;
 
 const DIR: &str = "/btree";
 const LOG_ID: u64 = 2;

@@ -12,10 +12,10 @@ use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 use lidb_fine::{FineStore, FineStoreOptions};
-use lidb_lsm::Error;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::tail::RecoveryMode;
+use lidb_storage::Error;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
+use lidb_storage::tail::RecoveryMode;
 
 const DIR: &str = "/fine";
 const STATE: &str = "FINESTATE";

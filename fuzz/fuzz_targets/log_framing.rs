@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
-use lidb_lsm::RecoveryMode;
-use lidb_lsm::log::{parse_log, read_log};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::RecoveryMode;
+use lidb_storage::log::{parse_log, read_log};
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
 
 fuzz_target!(|data: &[u8]| {
     let bytes = lidb_fuzz::prepare(data, |b| lidb_fuzz::seal_log(b));

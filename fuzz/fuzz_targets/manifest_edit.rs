@@ -6,8 +6,8 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use lidb_lsm::manifest::{Manifest, VersionEdit, manifest_path};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(edit) = VersionEdit::decode(data) {

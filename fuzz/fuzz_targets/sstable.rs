@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::{ReadMode, Storage};
+use lidb_storage::mem::MemStorage;
+use lidb_storage::{ReadMode, Storage};
 use lidb_lsm::table::Table;
 use lidb_lsm::{ReadStats, SortedIter};
 

@@ -11,8 +11,8 @@ use libfuzzer_sys::fuzz_target;
 use lidb_kv::static_tier::{
     StaticTier, StaticTierBuilder, TierOptions, keys_path, model_path, svlog_path,
 };
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::{ReadMode, Storage};
+use lidb_storage::mem::MemStorage;
+use lidb_storage::{ReadMode, Storage};
 
 const DIR: &str = "/db";
 

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use lidb_kv::vlog::{VlogReader, VlogWriter, decode_record, vlog_path};
-use lidb_lsm::RecoveryMode;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::{ReadMode, Storage};
+use lidb_storage::RecoveryMode;
+use lidb_storage::mem::MemStorage;
+use lidb_storage::{ReadMode, Storage};
 
 fuzz_target!(|data: &[u8]| {
     let bytes = lidb_fuzz::prepare(data, |b| lidb_fuzz::seal_vlog(b));

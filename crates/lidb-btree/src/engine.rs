@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use lidb_index::Family;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::fs::FsStorage;
+use lidb_storage::Storage;
+use lidb_storage::fs::FsStorage;
 
 use crate::btree::{BTree, Options, Stats};
 use crate::error::{Error, Result};

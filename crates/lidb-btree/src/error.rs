@@ -22,7 +22,7 @@ pub enum Error {
     /// The store was closed, or a background error stopped it; no further writes.
     Closed(String),
     /// An error of the shared log or storage layer (lidb-lsm), for the write-ahead log.
-    Log(lidb_lsm::Error),
+    Log(lidb_storage::Error),
 }
 
 impl fmt::Display for Error {
@@ -50,8 +50,8 @@ impl std::error::Error for Error {
     }
 }
 
-impl From<lidb_lsm::Error> for Error {
-    fn from(e: lidb_lsm::Error) -> Self {
+impl From<lidb_storage::Error> for Error {
+    fn from(e: lidb_storage::Error) -> Self {
         Error::Log(e)
     }
 }

@@ -18,7 +18,7 @@
 
 use std::path::Path;
 
-use lidb_lsm::tail::RecoveryMode;
+use lidb_storage::tail::RecoveryMode;
 
 use crate::engine::{LearnedStore, LearnedStoreOptions, PAGE_FILE_NAME};
 use crate::error::{Result, io_err};

@@ -1,6 +1,6 @@
 //! A test stand-in for the B+-tree under a [`crate::store::BTreeStore`]: an in-memory `BTreeMap`
 //! whose checkpoint is a serialized snapshot written through the same `Storage` as the log, so
-//! power cuts (`lidb_lsm::storage::powercut`) reach it too. It is not the engine: it exists to
+//! power cuts (`lidb_storage::powercut`) reach it too. It is not the engine: it exists to
 //! test the durability layer before the tree implements [`CheckpointTarget`].
 //!
 //! Threads: any. The map is behind one `RwLock`; a checkpoint serializes it under the read lock,
@@ -16,7 +16,7 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-use lidb_lsm::storage::Storage;
+use lidb_storage::Storage;
 
 use crate::error::{Error, Result};
 use crate::store::{CheckpointInfo, CheckpointTarget};

@@ -92,8 +92,8 @@ fn is_loud(e: &Error) -> bool {
     match e {
         Error::Corruption { .. } => true,
         Error::Io { file, .. } => !file.as_os_str().is_empty(),
-        Error::Log(lidb_lsm::Error::Corruption { .. }) => true,
-        Error::Log(lidb_lsm::Error::Io { .. }) => true,
+        Error::Log(lidb_storage::Error::Corruption { .. }) => true,
+        Error::Log(lidb_storage::Error::Io { .. }) => true,
         _ => false,
     }
 }

@@ -16,9 +16,9 @@ use std::time::Duration;
 use common::{SlowSync, open, synced};
 use lidb_btree::testing::MemTarget;
 use lidb_btree::{BTreeStore, WalOptions};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::powercut::PowerCut;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
+use lidb_storage::powercut::PowerCut;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -349,7 +349,7 @@ fn without_sync_a_crash_keeps_a_prefix_through_the_last_flush() {
 /// reads go on.
 #[test]
 fn a_failed_sync_stops_writes_but_not_reads() {
-    use lidb_lsm::storage::mem::Fault;
+    use lidb_storage::mem::Fault;
     let mem = MemStorage::new();
     let store = open(Arc::new(mem.clone()), synced()).unwrap();
     store.put(b"a", b"1").unwrap();

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use common::{dir, log_path, open, synced};
 use lidb_btree::{Error, WalOptions};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::tail::{RecoveryMode, TailKind};
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
+use lidb_storage::tail::{RecoveryMode, TailKind};
 
 /// Bytes of the log header and of each framed record `k{i:02}` -> `v{i:02}`: 8 bytes of framing,
 /// a 13-byte payload header, 3 + 3 bytes of key and value.

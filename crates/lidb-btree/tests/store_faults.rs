@@ -6,9 +6,9 @@
 use std::sync::Arc;
 
 use lidb_btree::{LearnedStore, LearnedStoreOptions};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::fault::{FaultSpec, FaultStorage};
-use lidb_lsm::storage::fs::FsStorage;
+use lidb_storage::Storage;
+use lidb_storage::fault::{FaultSpec, FaultStorage};
+use lidb_storage::fs::FsStorage;
 
 fn open(storage: &FaultStorage, dir: &std::path::Path) -> LearnedStore {
     let mut opts = LearnedStoreOptions::default();

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use lidb_btree::testing::MemTarget;
 use lidb_btree::{BTreeStore, WalOptions};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::fs::FsStorage;
+use lidb_storage::Storage;
+use lidb_storage::fs::FsStorage;
 
 struct TempDir(PathBuf);
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use common::{open, synced};
 use lidb_btree::WalOptions;
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::mem::MemStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use common::{dir, log_path, open, synced};
 use lidb_btree::WalOptions;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
 
 /// One framed record per the spec: crc32c(len bytes ++ payload), len, payload.
 fn record(op: u8, lsn: u64, key: &[u8], value: &[u8]) -> Vec<u8> {

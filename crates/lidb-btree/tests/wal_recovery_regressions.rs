@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lidb_btree::{BTree, BTreeStore, Error, Options, TreeTarget, WalOptions};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
 
 const DIR: &str = "/btree";
 

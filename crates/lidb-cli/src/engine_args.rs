@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::Args;
 use lidb_engines::{EngineConfig, EngineKind, IndexChoice, Shape};
 use lidb_index::Family;
-use lidb_lsm::RecoveryMode;
+use lidb_storage::RecoveryMode;
 
 use crate::error::CliError;
 

@@ -7,7 +7,7 @@ pub enum CliError {
     Index(lidb_index::Error),
     Data(lidb_data::Error),
     Bench(lidb_bench::index_bench::Error),
-    Lsm(lidb_lsm::Error),
+    Lsm(lidb_storage::Error),
     /// LearnedStore (`lidb kv --engine learnedstore|btree`).
     Btree(lidb_btree::Error),
     LsmBench(lidb_bench::lsm::Error),
@@ -43,9 +43,9 @@ impl CliError {
         let engine = match self {
             CliError::Usage(_) => return 2,
             CliError::Engine(e) | CliError::Open { error: e, .. } => e,
-            CliError::Lsm(lidb_lsm::Error::Corruption { .. })
+            CliError::Lsm(lidb_storage::Error::Corruption { .. })
             | CliError::Btree(lidb_btree::Error::Corruption { .. }) => return 3,
-            CliError::Lsm(lidb_lsm::Error::Io { .. })
+            CliError::Lsm(lidb_storage::Error::Io { .. })
             | CliError::Btree(lidb_btree::Error::Io { .. })
             | CliError::Io { .. } => return 4,
             _ => return 1,
@@ -93,8 +93,8 @@ impl From<lidb_data::Error> for CliError {
     }
 }
 
-impl From<lidb_lsm::Error> for CliError {
-    fn from(e: lidb_lsm::Error) -> Self {
+impl From<lidb_storage::Error> for CliError {
+    fn from(e: lidb_storage::Error) -> Self {
         CliError::Lsm(e)
     }
 }

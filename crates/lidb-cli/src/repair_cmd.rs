@@ -13,9 +13,9 @@ use clap::Args;
 use lidb_engines::EngineKind;
 use lidb_index::Params;
 use lidb_kv::StoreOptions;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::fs::FsStorage;
 use lidb_lsm::{IndexOptions, Options};
+use lidb_storage::Storage;
+use lidb_storage::fs::FsStorage;
 
 use crate::engine_args::{CommandUse, EngineArgs};
 use crate::error::CliError;

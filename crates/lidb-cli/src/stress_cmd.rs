@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::Args;
 use lidb_bench::engines;
-use lidb_lsm::storage::fault::FaultSpec;
+use lidb_storage::fault::FaultSpec;
 use lidb_stress::{Config, Report};
 
 use crate::args::{count, parse_duration, usage};

@@ -27,7 +27,7 @@ enum Reopened {
 
 impl Reopened {
     fn open(engine: &str, dir: &std::path::Path) -> Result<Reopened, String> {
-        let e = |err: lidb_lsm::Error| err.to_string();
+        let e = |err: lidb_storage::Error| err.to_string();
         if engine == "lsm" {
             return Ok(Reopened::Lsm(Db::open(dir, Options::default()).map_err(e)?));
         }

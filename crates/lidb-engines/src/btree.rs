@@ -60,7 +60,7 @@ impl BTreeEngine {
     pub fn open(
         cfg: &EngineConfig,
         learned: bool,
-        storage: std::sync::Arc<dyn lidb_lsm::storage::Storage>,
+        storage: std::sync::Arc<dyn lidb_storage::Storage>,
     ) -> EngineResult<BTreeEngine> {
         let opts = store_options(cfg, learned && cfg.learned_path);
         let page_size = opts.tree.page_size as u64;

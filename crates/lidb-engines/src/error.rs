@@ -67,19 +67,19 @@ impl std::fmt::Display for EngineError {
 
 impl std::error::Error for EngineError {}
 
-impl From<lidb_lsm::Error> for EngineError {
-    fn from(e: lidb_lsm::Error) -> Self {
+impl From<lidb_storage::Error> for EngineError {
+    fn from(e: lidb_storage::Error) -> Self {
         match e {
-            lidb_lsm::Error::Corruption { file, detail } => {
+            lidb_storage::Error::Corruption { file, detail } => {
                 EngineError::Corruption { file, detail }
             }
-            lidb_lsm::Error::Io { file, source } => EngineError::Io {
+            lidb_storage::Error::Io { file, source } => EngineError::Io {
                 file,
                 kind: source.kind(),
                 message: source.to_string(),
             },
-            lidb_lsm::Error::InvalidOption(msg) => EngineError::InvalidOption(msg),
-            lidb_lsm::Error::Closed(why) => EngineError::Closed(why),
+            lidb_storage::Error::InvalidOption(msg) => EngineError::InvalidOption(msg),
+            lidb_storage::Error::Closed(why) => EngineError::Closed(why),
             other => EngineError::Other(other.to_string()),
         }
     }
@@ -111,7 +111,7 @@ mod tests {
 
     #[test]
     fn each_kind_keeps_its_code_and_the_message_of_the_engine() {
-        let corrupt = EngineError::from(lidb_lsm::Error::Corruption {
+        let corrupt = EngineError::from(lidb_storage::Error::Corruption {
             file: PathBuf::from("d/000001.log"),
             detail: "record at 4096: bad checksum".into(),
         });
@@ -120,7 +120,7 @@ mod tests {
             corrupt.to_string(),
             "d/000001.log: corruption: record at 4096: bad checksum"
         );
-        let io = EngineError::from(lidb_lsm::Error::Io {
+        let io = EngineError::from(lidb_storage::Error::Io {
             file: PathBuf::from("d/x"),
             source: std::io::Error::new(std::io::ErrorKind::StorageFull, "no space"),
         });
@@ -132,7 +132,7 @@ mod tests {
                 ..
             }
         ));
-        let closed = EngineError::from(lidb_btree::Error::Log(lidb_lsm::Error::Closed(
+        let closed = EngineError::from(lidb_btree::Error::Log(lidb_storage::Error::Closed(
             "sync failed".into(),
         )));
         assert_eq!(closed.code(), "CLOSED");

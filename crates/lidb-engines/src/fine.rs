@@ -45,7 +45,7 @@ pub struct FineEngine {
 impl FineEngine {
     pub fn open(
         cfg: &EngineConfig,
-        storage: std::sync::Arc<dyn lidb_lsm::storage::Storage>,
+        storage: std::sync::Arc<dyn lidb_storage::Storage>,
     ) -> EngineResult<FineEngine> {
         // The default automatic checkpoint threshold (64 MiB of log) stays unless asked for.
         let defaults = FineStoreOptions::default();

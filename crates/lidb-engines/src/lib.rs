@@ -36,8 +36,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lidb_index::Family;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::fs::FsStorage;
+use lidb_storage::Storage;
+use lidb_storage::fs::FsStorage;
 
 pub type EngineResult<T> = Result<T, EngineError>;
 
@@ -47,7 +47,7 @@ pub trait Cursor {
     fn valid(&self) -> bool;
     fn key(&self) -> &[u8];
     fn value(&self) -> &[u8];
-    fn advance(&mut self) -> lidb_lsm::Result<()>;
+    fn advance(&mut self) -> lidb_storage::Result<()>;
 }
 
 impl Cursor for lidb_lsm::DbIterator {
@@ -60,7 +60,7 @@ impl Cursor for lidb_lsm::DbIterator {
     fn value(&self) -> &[u8] {
         lidb_lsm::DbIterator::value(self)
     }
-    fn advance(&mut self) -> lidb_lsm::Result<()> {
+    fn advance(&mut self) -> lidb_storage::Result<()> {
         self.next()
     }
 }
@@ -75,7 +75,7 @@ impl Cursor for lidb_kv::store::KvIterator {
     fn value(&self) -> &[u8] {
         lidb_kv::store::KvIterator::value(self)
     }
-    fn advance(&mut self) -> lidb_lsm::Result<()> {
+    fn advance(&mut self) -> lidb_storage::Result<()> {
         self.next()
     }
 }
@@ -85,7 +85,7 @@ pub fn drain(
     it: &mut impl Cursor,
     limit: usize,
     each: &mut dyn FnMut(&[u8], &[u8]),
-) -> lidb_lsm::Result<usize> {
+) -> lidb_storage::Result<usize> {
     let mut n = 0;
     while it.valid() && n < limit {
         each(it.key(), it.value());
@@ -285,7 +285,7 @@ pub struct EngineConfig {
     /// Target size of lidb's LSM tables.
     pub sst_size_bytes: u64,
     /// What the open does with a bad record in a log (every lidb engine).
-    pub recovery_mode: lidb_lsm::RecoveryMode,
+    pub recovery_mode: lidb_storage::RecoveryMode,
     /// What lidb's LSM (engine lsm) keeps in its cache for point lookups: pages or entries.
     pub lsm_cache_mode: lidb_lsm::CacheMode,
     /// Learned tier of learnedkv: family and error bound in key-list pages.
@@ -329,7 +329,7 @@ impl EngineConfig {
             lsm_index: IndexChoice::default(),
             lsm_boundary: 16,
             sst_size_bytes: 64 << 20,
-            recovery_mode: lidb_lsm::RecoveryMode::TolerateTornTail,
+            recovery_mode: lidb_storage::RecoveryMode::TolerateTornTail,
             lsm_cache_mode: lidb_lsm::CacheMode::default(),
             tier_index: Family::Plr,
             tier_page_boundary: 2,

@@ -4,8 +4,8 @@ use std::sync::Arc;
 
 use lidb_index::Params;
 use lidb_kv::{Store, StoreOptions, TierKind};
-use lidb_lsm::storage::Storage;
 use lidb_lsm::{Db, IndexOptions, Options};
+use lidb_storage::Storage;
 
 use serde_json::{Value, json};
 
@@ -381,7 +381,7 @@ mod tests {
         for (tiering, name) in [(Tiering::WriteBack, "lsm+"), (Tiering::LsmTier, "lsm+tier")] {
             let dir = temp_dir(&format!("convert-{}", name.replace('+', "-plus")));
             let cfg = EngineConfig::new(dir.clone());
-            let e = TieredEngine::open(&cfg, tiering, Arc::new(lidb_lsm::storage::fs::FsStorage))?;
+            let e = TieredEngine::open(&cfg, tiering, Arc::new(lidb_storage::fs::FsStorage))?;
             e.put(b"k", b"v")?;
             let err = e.convert().err();
             assert!(
@@ -403,7 +403,7 @@ mod tests {
         cfg.memory_budget_bytes = Some(budget);
         cfg.memtable_bytes = 1 << 20;
         cfg.background = false;
-        let e = LsmEngine::open(&cfg, Arc::new(lidb_lsm::storage::fs::FsStorage))?;
+        let e = LsmEngine::open(&cfg, Arc::new(lidb_storage::fs::FsStorage))?;
         assert_eq!(
             e.db.block_cache_capacity_bytes(),
             budget,
@@ -463,7 +463,7 @@ mod tests {
             cfg.memory_budget_bytes = Some(budget);
             cfg.memtable_bytes = 256 << 10;
             cfg.background = false;
-            let e = TieredEngine::open(&cfg, tiering, Arc::new(lidb_lsm::storage::fs::FsStorage))?;
+            let e = TieredEngine::open(&cfg, tiering, Arc::new(lidb_storage::fs::FsStorage))?;
             let name = e.name();
             assert_eq!(
                 e.store.cache_capacity_bytes(),

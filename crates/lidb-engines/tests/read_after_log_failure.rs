@@ -9,9 +9,9 @@
 use std::sync::Arc;
 
 use lidb_engines::{EngineConfig, EngineKind};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::fault::{FaultSpec, FaultStorage};
-use lidb_lsm::storage::fs::FsStorage;
+use lidb_storage::Storage;
+use lidb_storage::fault::{FaultSpec, FaultStorage};
+use lidb_storage::fs::FsStorage;
 
 #[test]
 fn reads_go_on_after_the_disk_fills() {

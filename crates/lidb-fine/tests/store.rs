@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lidb_fine::{Config, FineStore, FineStoreOptions};
-use lidb_lsm::Error;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::tail::{RecoveryMode, TailKind};
+use lidb_storage::Error;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
+use lidb_storage::tail::{RecoveryMode, TailKind};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -28,7 +28,7 @@ fn small_bins() -> Config {
     }
 }
 
-fn open(mem: &MemStorage, opts: &FineStoreOptions) -> lidb_lsm::Result<FineStore> {
+fn open(mem: &MemStorage, opts: &FineStoreOptions) -> lidb_storage::Result<FineStore> {
     FineStore::open_with_storage(Arc::new(mem.clone()), Path::new(DIR), opts.clone())
 }
 

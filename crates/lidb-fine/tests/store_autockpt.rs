@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use lidb_fine::{FineStore, FineStoreOptions};
-use lidb_lsm::Error;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
+use lidb_storage::Error;
+use lidb_storage::mem::MemStorage;
+use lidb_storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
 
 const DIR: &str = "/fine";
 const THRESHOLD: u64 = 64 << 10;
@@ -237,7 +237,7 @@ impl Gate {
 }
 
 impl Storage for Gate {
-    fn create(&self, path: &Path) -> lidb_lsm::Result<Box<dyn WritableFile>> {
+    fn create(&self, path: &Path) -> lidb_storage::Result<Box<dyn WritableFile>> {
         let name = path.file_name().unwrap().to_string_lossy();
         let first = name.starts_with("checkpoint-") && self.entered.lock().unwrap().is_some();
         if first {
@@ -263,40 +263,40 @@ impl Storage for Gate {
         }
         self.mem.create(path)
     }
-    fn open_append(&self, path: &Path) -> lidb_lsm::Result<Box<dyn WritableFile>> {
+    fn open_append(&self, path: &Path) -> lidb_storage::Result<Box<dyn WritableFile>> {
         self.mem.open_append(path)
     }
-    fn open(&self, path: &Path, mode: ReadMode) -> lidb_lsm::Result<Arc<dyn RandomAccessFile>> {
+    fn open(&self, path: &Path, mode: ReadMode) -> lidb_storage::Result<Arc<dyn RandomAccessFile>> {
         self.mem.open(path, mode)
     }
-    fn read_all(&self, path: &Path) -> lidb_lsm::Result<Vec<u8>> {
+    fn read_all(&self, path: &Path) -> lidb_storage::Result<Vec<u8>> {
         self.mem.read_all(path)
     }
-    fn rename(&self, from: &Path, to: &Path) -> lidb_lsm::Result<()> {
+    fn rename(&self, from: &Path, to: &Path) -> lidb_storage::Result<()> {
         self.mem.rename(from, to)
     }
-    fn remove(&self, path: &Path) -> lidb_lsm::Result<()> {
+    fn remove(&self, path: &Path) -> lidb_storage::Result<()> {
         self.mem.remove(path)
     }
-    fn truncate(&self, path: &Path, len: u64) -> lidb_lsm::Result<()> {
+    fn truncate(&self, path: &Path, len: u64) -> lidb_storage::Result<()> {
         self.mem.truncate(path, len)
     }
-    fn list(&self, dir: &Path) -> lidb_lsm::Result<Vec<String>> {
+    fn list(&self, dir: &Path) -> lidb_storage::Result<Vec<String>> {
         self.mem.list(dir)
     }
-    fn create_dir_all(&self, dir: &Path) -> lidb_lsm::Result<()> {
+    fn create_dir_all(&self, dir: &Path) -> lidb_storage::Result<()> {
         self.mem.create_dir_all(dir)
     }
-    fn sync_dir(&self, dir: &Path) -> lidb_lsm::Result<()> {
+    fn sync_dir(&self, dir: &Path) -> lidb_storage::Result<()> {
         self.mem.sync_dir(dir)
     }
     fn exists(&self, path: &Path) -> bool {
         self.mem.exists(path)
     }
-    fn file_size(&self, path: &Path) -> lidb_lsm::Result<u64> {
+    fn file_size(&self, path: &Path) -> lidb_storage::Result<u64> {
         self.mem.file_size(path)
     }
-    fn lock(&self, path: &Path) -> lidb_lsm::Result<Box<dyn Send + Sync + std::fmt::Debug>> {
+    fn lock(&self, path: &Path) -> lidb_storage::Result<Box<dyn Send + Sync + std::fmt::Debug>> {
         self.mem.lock(path)
     }
 }

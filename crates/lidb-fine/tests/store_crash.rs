@@ -12,15 +12,15 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lidb_fine::{FineStore, FineStoreOptions};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::powercut::PowerCut;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
+use lidb_storage::powercut::PowerCut;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
-fn open_on(storage: impl Storage + 'static, sync: bool) -> lidb_lsm::Result<FineStore> {
+fn open_on(storage: impl Storage + 'static, sync: bool) -> lidb_storage::Result<FineStore> {
     open_checkpointing(
         storage,
         sync,
@@ -33,7 +33,7 @@ fn open_checkpointing(
     storage: impl Storage + 'static,
     sync: bool,
     checkpoint_log_bytes: u64,
-) -> lidb_lsm::Result<FineStore> {
+) -> lidb_storage::Result<FineStore> {
     let opts = FineStoreOptions {
         sync,
         checkpoint_log_bytes,
@@ -77,7 +77,7 @@ fn apply(map: &mut Map, (k, v): &Op) {
     };
 }
 
-fn run(store: &FineStore, ops: &[Op], seen: &mut Seen) -> lidb_lsm::Result<()> {
+fn run(store: &FineStore, ops: &[Op], seen: &mut Seen) -> lidb_storage::Result<()> {
     for (i, (k, v)) in ops.iter().enumerate() {
         match v {
             Some(v) => store.put(k, v)?,

@@ -7,9 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lidb_fine::{FineStore, FineStoreOptions};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::fault::{FaultSpec, FaultStorage};
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::Storage;
+use lidb_storage::fault::{FaultSpec, FaultStorage};
+use lidb_storage::mem::MemStorage;
 
 fn open(storage: &FaultStorage) -> FineStore {
     let opts = FineStoreOptions {

@@ -8,15 +8,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lidb_fine::{FineStore, FineStoreOptions};
-use lidb_lsm::Error;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::Error;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 const DIR: &str = "/fine";
 
-fn open(mem: &MemStorage) -> lidb_lsm::Result<FineStore> {
+fn open(mem: &MemStorage) -> lidb_storage::Result<FineStore> {
     FineStore::open_with_storage(
         Arc::new(mem.clone()),
         Path::new(DIR),

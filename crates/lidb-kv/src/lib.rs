@@ -15,7 +15,7 @@ pub mod static_tier;
 pub mod store;
 pub mod vlog;
 
-pub use lidb_lsm::{Error, Result};
+pub use lidb_storage::{Error, Result};
 pub use pointer::Pointer;
 pub use store::{
     ReadSource, SpaceUsage, Store, StoreOptions, StoreReads, StoreRecovery, StoreStats, TierKind,

@@ -8,9 +8,9 @@
 
 use std::path::{Path, PathBuf};
 
-use lidb_lsm::error::corruption;
-use lidb_lsm::storage::Storage;
 use lidb_lsm::table::format::ByteReader;
+use lidb_storage::Storage;
+use lidb_storage::error::corruption;
 
 use crate::Result;
 

@@ -18,10 +18,10 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use lidb_lsm::db::report::{CutKind, LogCut, refused, save_lost};
-use lidb_lsm::error::corruption;
-use lidb_lsm::storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
-use lidb_lsm::tail::{BadTail, Framing, RecoveryMode, TailKind, classify};
+use lidb_storage::error::corruption;
+use lidb_storage::report::{CutKind, LogCut, refused, save_lost};
+use lidb_storage::tail::{BadTail, Framing, RecoveryMode, TailKind, classify};
+use lidb_storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
 
 use crate::{Error, Pointer, Result};
 
@@ -199,7 +199,7 @@ pub fn decode_pointed(buf: &[u8], p: Pointer) -> std::result::Result<(&[u8], &[u
     }
 }
 
-/// The record framing, for `lidb_lsm::tail::classify`.
+/// The record framing, for `lidb_storage::tail::classify`.
 struct VlogFraming;
 
 impl Framing for VlogFraming {
@@ -292,7 +292,7 @@ impl VlogWriter {
         Ok((w, cut))
     }
 
-    /// Scans `{number:06}.vlog` and classifies a bad record (`lidb_lsm::tail`); writes nothing.
+    /// Scans `{number:06}.vlog` and classifies a bad record (`lidb_storage::tail`); writes nothing.
     /// Returns the cut `mode` allows, if the log has a bad tail.
     ///
     /// Errors: `Corruption` naming the file and offset when `mode` does not allow the cut (in the

@@ -9,9 +9,10 @@
 use lidb_kv::Error;
 use lidb_kv::manifest::read_state;
 use lidb_kv::vlog::vlog_path;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::{CutKind, RecoveryMode};
+use lidb_lsm::CutKind;
+use lidb_storage::RecoveryMode;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use lidb_kv::Error;
 use lidb_kv::manifest::{KvState, STATE_FILE, read_state, state_path, write_state};
-use lidb_lsm::Result;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
+use lidb_storage::Result;
+use lidb_storage::mem::MemStorage;
+use lidb_storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
 
 fn dir() -> PathBuf {
     PathBuf::from("/kv")

@@ -11,9 +11,9 @@ use std::sync::Arc;
 use lidb_kv::manifest::{read_state, state_path};
 use lidb_kv::repair::{DROPPED_KEYS_FILE, StoreRepairReport, repair_store};
 use lidb_kv::vlog::vlog_path;
-use lidb_lsm::RecoveryMode;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::RecoveryMode;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
 
 #[expect(
     dead_code,
@@ -197,7 +197,7 @@ fn a_damaged_lsm_manifest_is_rebuilt_and_every_key_is_exact() {
 /// opens, or a second repair fixes it, and every key reads exact (only KVSTATE was damaged).
 #[test]
 fn a_crash_during_repair_leaves_a_store_that_opens_or_repairs() {
-    use lidb_lsm::storage::powercut::PowerCut;
+    use lidb_storage::powercut::PowerCut;
     for engine in TIERED {
         let (base, models) = build(engine);
         base.remove(&state_path(&root())).unwrap();

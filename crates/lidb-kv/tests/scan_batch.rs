@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lidb_kv::{Store, TierKind};
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::mem::MemStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lidb_kv::{Store, StoreOptions, TierKind};
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::mem::MemStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -16,8 +16,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lidb_kv::{Store, StoreOptions, TierKind};
-use lidb_lsm::Result;
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::Result;
+use lidb_storage::mem::MemStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use support::{each_power_cut, learned, open_on, small};

@@ -14,7 +14,7 @@ mod support {
 use std::collections::BTreeMap;
 
 use lidb_kv::{Store, StoreOptions, TierKind};
-use lidb_lsm::Result;
+use lidb_storage::Result;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use support::{each_power_cut, learned, small};
@@ -252,7 +252,7 @@ fn writers_stalled_on_background_flushes_do_not_deadlock_with_the_flush_hook() {
     opts.lsm.background_compaction = true;
     opts.lsm.l0_compaction_trigger = 2;
     opts.lsm.l0_stop_writes = 3;
-    let mem = lidb_lsm::storage::mem::MemStorage::new();
+    let mem = lidb_storage::mem::MemStorage::new();
     let store = std::sync::Arc::new(support::open_on(mem, &opts).unwrap());
     let (done, finished) = std::sync::mpsc::channel();
     for t in 0..2u32 {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use lidb_index::{Family, Params};
 use lidb_kv::{ReadSource, Store, StoreOptions, TierKind};
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::mem::MemStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

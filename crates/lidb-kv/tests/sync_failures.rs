@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lidb_kv::{Store, StoreOptions, TierKind};
-use lidb_lsm::storage::fault::{FaultSpec, FaultStorage};
-use lidb_lsm::storage::mem::MemStorage;
+use lidb_storage::fault::{FaultSpec, FaultStorage};
+use lidb_storage::mem::MemStorage;
 use support::{learned, small};
 
 const DIR: &str = "/kv";

@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use lidb_index::{Family, Params};
 use lidb_kv::static_tier::{StaticTier, StaticTierBuilder, TierOptions};
-use lidb_lsm::storage::ReadMode;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::table::cache::PageCache;
+use lidb_storage::ReadMode;
+use lidb_storage::cache::PageCache;
+use lidb_storage::mem::MemStorage;
 
 const KEYS: u32 = 20_000;
 
@@ -22,7 +22,7 @@ fn key(i: u32) -> Vec<u8> {
 
 /// A packed generation of 20 000 keys (a key list of 118 pages, 483 KB) with a cache.
 fn tier(cache_bytes: u64) -> (StaticTier, Arc<PageCache>) {
-    let storage: Arc<dyn lidb_lsm::storage::Storage> = Arc::new(MemStorage::new());
+    let storage: Arc<dyn lidb_storage::Storage> = Arc::new(MemStorage::new());
     let dir = Path::new("/t");
     storage.create_dir_all(dir).unwrap();
     let opts = TierOptions {

@@ -16,8 +16,8 @@ use lidb_kv::Error;
 use lidb_kv::static_tier::{
     StaticTier, StaticTierBuilder, TierOptions, keys_path, model_path, svlog_path,
 };
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::{ReadMode, Storage};
+use lidb_storage::mem::MemStorage;
+use lidb_storage::{ReadMode, Storage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -14,8 +14,8 @@ use std::time::Instant;
 
 use lidb_index::{Family, Params};
 use lidb_kv::static_tier::{StaticTier, StaticTierBuilder, TierOptions};
-use lidb_lsm::storage::fs::FsStorage;
-use lidb_lsm::storage::{ReadMode, Storage};
+use lidb_storage::fs::FsStorage;
+use lidb_storage::{ReadMode, Storage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -18,8 +18,8 @@ use lidb_kv::static_tier::format::ModelFile;
 use lidb_kv::static_tier::page_model::NO_RECORD_START;
 use lidb_kv::static_tier::{StaticTier, StaticTierBuilder, TierOptions, model_path};
 use lidb_kv::{Error, ReadSource, Store};
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::{ReadMode, Storage};
+use lidb_storage::mem::MemStorage;
+use lidb_storage::{ReadMode, Storage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -19,9 +19,9 @@ use std::time::Instant;
 
 use lidb_kv::static_tier::format::ModelFile;
 use lidb_kv::static_tier::{StaticTier, StaticTierBuilder, TierOptions, model_path};
-use lidb_lsm::storage::fs::FsStorage;
-use lidb_lsm::storage::{ReadMode, Storage};
-use lidb_lsm::table::cache::PageCache;
+use lidb_storage::cache::PageCache;
+use lidb_storage::fs::FsStorage;
+use lidb_storage::{ReadMode, Storage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

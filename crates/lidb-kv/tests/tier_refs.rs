@@ -19,8 +19,8 @@ use lidb_kv::static_tier::format::{
 };
 use lidb_kv::static_tier::{StaticTier, StaticTierBuilder, TierOptions, keys_path, svlog_path};
 use lidb_kv::vlog::{VlogWriter, vlog_path};
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::{ReadMode, Storage};
+use lidb_storage::mem::MemStorage;
+use lidb_storage::{ReadMode, Storage};
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 

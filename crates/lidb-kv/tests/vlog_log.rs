@@ -10,9 +10,9 @@ use std::sync::Arc;
 
 use lidb_kv::vlog::{VLOG_HEADER_BYTES, VlogReader, VlogWriter, vlog_path};
 use lidb_kv::{Error, Pointer};
-use lidb_lsm::RecoveryMode;
-use lidb_lsm::storage::mem::{Fault, MemStorage};
-use lidb_lsm::storage::{ReadMode, Storage};
+use lidb_storage::RecoveryMode;
+use lidb_storage::mem::{Fault, MemStorage};
+use lidb_storage::{ReadMode, Storage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

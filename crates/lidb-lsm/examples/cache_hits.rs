@@ -10,8 +10,8 @@
 use std::sync::{Arc, Barrier};
 use std::time::Instant;
 
-use lidb_lsm::storage::PAGE_SIZE;
-use lidb_lsm::table::PageCache;
+use lidb_storage::PAGE_SIZE;
+use lidb_storage::cache::PageCache;
 
 const PAGES: u64 = 1024;
 const TABLES: u64 = 4;

@@ -15,9 +15,9 @@
 //! are at most [`MAX_KEY_BYTES`], values at most [`MAX_VALUE_BYTES`], deletions have empty values,
 //! the encoded payload fits one log record, and `first_seq + count - 1` does not overflow.
 
-use crate::error::{Error, Result};
-use crate::log::MAX_RECORD_BYTES;
 use crate::types::EntryKind;
+use lidb_storage::error::{Error, Result};
+use lidb_storage::log::MAX_RECORD_BYTES;
 
 /// Longest key: tables store key lengths as u16.
 pub const MAX_KEY_BYTES: u64 = (1 << 16) - 1;

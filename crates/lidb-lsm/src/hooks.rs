@@ -16,8 +16,8 @@
 
 use std::sync::Arc;
 
-use crate::error::Result;
 use crate::types::EntryKind;
+use lidb_storage::error::Result;
 
 type FlushFn = dyn Fn() -> Result<()> + Send + Sync;
 type ReplayFn = dyn Fn(EntryKind, &[u8], &[u8]) -> std::result::Result<(), String> + Send + Sync;

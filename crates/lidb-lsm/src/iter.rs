@@ -16,8 +16,8 @@
 
 use std::fmt;
 
-use crate::error::Result;
 use crate::types::{EntryKind, SortedIter};
+use lidb_storage::error::Result;
 
 /// Merges sources into one sorted stream; for each user key, the entry of the first source
 /// (lowest index, the newest) that holds it.

@@ -27,11 +27,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::error::{Error, Result, corruption};
-use crate::log::{LogWriter, read_log};
-use crate::storage::{Storage, join};
-use crate::tail::BadTail;
 use crate::types::TableMeta;
+use lidb_storage::error::{Error, Result, corruption};
+use lidb_storage::log::{LogWriter, read_log};
+use lidb_storage::tail::BadTail;
+use lidb_storage::{Storage, join};
 
 /// Format version of an encoded edit, its first byte. DO NOT CHANGE the tags below: on disk.
 pub const EDIT_FORMAT_VERSION: u8 = 1;

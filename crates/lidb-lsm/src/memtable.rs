@@ -35,8 +35,8 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::error::Result;
 use crate::types::{EntryKind, SortedIter};
+use lidb_storage::error::Result;
 
 /// Bytes counted per entry on top of its key and value (map node share, sequence, kind, vectors).
 pub const ENTRY_OVERHEAD_BYTES: u64 = 48;

@@ -3,10 +3,11 @@
 
 use lidb_index::{Family, Params};
 
-use crate::error::{Error, Result};
 use crate::hooks::{FlushHook, ReplayFilter};
-use crate::table::cache::SharedCache;
-use crate::tail::RecoveryMode;
+pub use lidb_storage::cache::CacheMode;
+use lidb_storage::cache::SharedCache;
+use lidb_storage::error::{Error, Result};
+use lidb_storage::tail::RecoveryMode;
 
 /// Whether learned models cover one table each, or a whole level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -17,48 +18,6 @@ pub enum Granularity {
     /// One index per level (Bourbon's level model). Valid only with whole-level merges, which
     /// this option turns on: every compaction into a level rewrites the whole level.
     Level,
-}
-
-/// What a table's point lookup keeps in the page cache (table/window.rs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum CacheMode {
-    /// The page(s) of the answering slot (or, for an absent key, of the slots around it).
-    Pages,
-    /// The answering slot alone (about one slot's bytes), or the key alone for an absent key.
-    #[default]
-    Entries,
-    /// Both: the entry, and the pages as `Pages` keeps them.
-    EntriesAndPages,
-}
-
-impl CacheMode {
-    pub const ALL: [CacheMode; 3] = [
-        CacheMode::Pages,
-        CacheMode::Entries,
-        CacheMode::EntriesAndPages,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            CacheMode::Pages => "pages",
-            CacheMode::Entries => "entries",
-            CacheMode::EntriesAndPages => "entries+pages",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<CacheMode> {
-        CacheMode::ALL.into_iter().find(|m| m.name() == name)
-    }
-
-    /// Whether point lookups keep entries.
-    pub fn keeps_entries(self) -> bool {
-        self != CacheMode::Pages
-    }
-
-    /// Whether point lookups keep the pages of their answers.
-    pub fn keeps_pages(self) -> bool {
-        self != CacheMode::Entries
-    }
 }
 
 /// How a table's index finds a key's slot: the two classes of the LSM study's Figure 5, plus

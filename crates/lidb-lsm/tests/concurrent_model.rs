@@ -29,9 +29,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use lidb_index::{Family, Params};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
 use lidb_lsm::{Db, IndexOptions, Options};
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

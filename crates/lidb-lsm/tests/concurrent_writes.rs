@@ -26,9 +26,10 @@ use std::time::{Duration, Instant};
 use engine_model_support::small_options;
 use lidb_index::Family;
 use lidb_lsm::batch::WriteBatch;
-use lidb_lsm::storage::mem::{Fault, MemStorage};
-use lidb_lsm::storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
-use lidb_lsm::{Db, Error, Options, Result};
+use lidb_lsm::{Db, Options};
+use lidb_storage::mem::{Fault, MemStorage};
+use lidb_storage::{Error, Result};
+use lidb_storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -14,9 +14,10 @@ use std::sync::Arc;
 
 use lidb_index::Family;
 use lidb_lsm::manifest::manifest_path;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::{CutKind, Db, Error, Options, RecoveryMode};
+use lidb_lsm::{CutKind, Db, Options};
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
+use lidb_storage::{Error, RecoveryMode};
 use support::small_options;
 
 fn dir() -> PathBuf {

@@ -2,15 +2,15 @@
 
 use std::path::{Path, PathBuf};
 
-use lidb_lsm::Error;
-use lidb_lsm::log::{LOG_HEADER_BYTES, LogWriter, parse_log, read_log};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::{Fault, MemStorage};
-use lidb_lsm::tail::TailKind;
+use lidb_storage::Error;
+use lidb_storage::Storage;
+use lidb_storage::log::{LOG_HEADER_BYTES, LogWriter, parse_log, read_log};
+use lidb_storage::mem::{Fault, MemStorage};
+use lidb_storage::tail::TailKind;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-fn ok<T>(r: lidb_lsm::Result<T>) -> T {
+fn ok<T>(r: lidb_storage::Result<T>) -> T {
     r.unwrap_or_else(|e| panic!("{e}"))
 }
 

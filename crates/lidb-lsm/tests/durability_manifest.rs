@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use lidb_lsm::TableMeta;
 use lidb_lsm::manifest::{CURRENT, Manifest, VersionEdit, manifest_path};
-use lidb_lsm::storage::mem::{Fault, MemStorage};
-use lidb_lsm::storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
-use lidb_lsm::{Error, Result, TableMeta};
+use lidb_storage::mem::{Fault, MemStorage};
+use lidb_storage::{Error, Result};
+use lidb_storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
 use proptest::prelude::*;
 
 fn ok<T>(r: Result<T>) -> T {
@@ -285,7 +286,7 @@ fn recover_errors_name_the_file() {
         other => panic!("{other:?}"),
     }
     // An intact record that is not an edit.
-    let mut w = lidb_lsm::log::LogWriter::new(
+    let mut w = lidb_storage::log::LogWriter::new(
         ok(s.create(&manifest_path(&dir(), 42))),
         manifest_path(&dir(), 42),
     );

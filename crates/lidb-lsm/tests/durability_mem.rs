@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use lidb_lsm::Error;
-use lidb_lsm::storage::mem::{Fault, MemStorage};
-use lidb_lsm::storage::{ReadMode, Storage};
+use lidb_storage::Error;
+use lidb_storage::mem::{Fault, MemStorage};
+use lidb_storage::{ReadMode, Storage};
 
 fn dir() -> PathBuf {
     PathBuf::from("/db")
@@ -27,7 +27,7 @@ fn read(s: &MemStorage, path: &Path) -> Vec<u8> {
         .unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
 }
 
-fn ok<T>(r: lidb_lsm::Result<T>) -> T {
+fn ok<T>(r: lidb_storage::Result<T>) -> T {
     r.unwrap_or_else(|e| panic!("{e}"))
 }
 

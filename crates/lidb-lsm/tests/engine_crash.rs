@@ -19,9 +19,10 @@ use std::sync::Arc;
 
 use engine_model_support::small_options;
 use lidb_index::Family;
-use lidb_lsm::storage::mem::{Fault, MemStorage};
-use lidb_lsm::storage::powercut::PowerCut;
-use lidb_lsm::{Db, Options, Result};
+use lidb_lsm::{Db, Options};
+use lidb_storage::Result;
+use lidb_storage::mem::{Fault, MemStorage};
+use lidb_storage::powercut::PowerCut;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use lidb_index::{Family, Params};
 use lidb_lsm::batch::WriteBatch;
-use lidb_lsm::storage::mem::MemStorage;
 use lidb_lsm::{Db, Granularity, IndexKind, IndexOptions, Options, Unclustered};
+use lidb_storage::mem::MemStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

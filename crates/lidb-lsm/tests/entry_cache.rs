@@ -13,11 +13,11 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lidb_index::{Family, Params};
-use lidb_lsm::storage::fs::FsStorage;
-use lidb_lsm::storage::{PAGE_SIZE, ReadMode};
-use lidb_lsm::table::cache::entry_hash;
 use lidb_lsm::table::{PageCache, Table, TableBuilder, TableOptions};
 use lidb_lsm::{CacheMode, Db, EntryKind, IndexKind, IndexOptions, Options, ReadStats, Source};
+use lidb_storage::cache::entry_hash;
+use lidb_storage::fs::FsStorage;
+use lidb_storage::{PAGE_SIZE, ReadMode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -115,7 +115,7 @@ fn an_entry_answers_its_key_again_with_no_read_and_no_page() {
     let slot = table.slot_width();
     assert_eq!(
         cache.usage_bytes(),
-        ENTRIES * (8 + slot + lidb_lsm::table::cache::ENTRY_OVERHEAD_BYTES)
+        ENTRIES * (8 + slot + lidb_storage::cache::ENTRY_OVERHEAD_BYTES)
     );
     // remove_table drops them: the next lookup reads again.
     cache.remove_table(table.number());
@@ -150,7 +150,7 @@ fn an_absent_key_is_cached_as_absent_in_a_few_bytes() {
     assert_eq!(cache.entry_count(), checked);
     assert_eq!(
         cache.usage_bytes(),
-        checked * (8 + 11 + lidb_lsm::table::cache::ENTRY_OVERHEAD_BYTES)
+        checked * (8 + 11 + lidb_storage::cache::ENTRY_OVERHEAD_BYTES)
     );
 }
 

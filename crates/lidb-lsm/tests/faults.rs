@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use engine_model_support::small_options;
 use lidb_index::Family;
-use lidb_lsm::storage::fault::{FaultSpec, FaultStorage};
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::{Db, Error, Options};
+use lidb_lsm::{Db, Options};
+use lidb_storage::Error;
+use lidb_storage::fault::{FaultSpec, FaultStorage};
+use lidb_storage::mem::MemStorage;
 
 const DIR: &str = "/db";
 

@@ -14,9 +14,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use lidb_index::Family;
 use lidb_lsm::batch::WriteBatch;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::{CutKind, Db, EntryKind, Error, FlushHook, Options, ReplayFilter};
+use lidb_lsm::{CutKind, Db, EntryKind, FlushHook, Options, ReplayFilter};
+use lidb_storage::Error;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
 use support::small_options;
 
 fn key(i: u32) -> Vec<u8> {

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use lidb_lsm::iter::{DbIter, LevelIter, MergingIter, VecEntry, VecIter};
-use lidb_lsm::{EntryKind, Error, Result, SortedIter};
+use lidb_lsm::{EntryKind, SortedIter};
+use lidb_storage::{Error, Result};
 use proptest::prelude::*;
 
 /// A source: key -> Some(value) for a put, None for a deletion.

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lidb_index::Family;
-use lidb_lsm::storage::mem::MemStorage;
 use lidb_lsm::{Db, Options};
+use lidb_storage::mem::MemStorage;
 
 mod support {
     include!("support/options.rs");

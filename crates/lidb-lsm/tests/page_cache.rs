@@ -10,10 +10,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use lidb_index::{Family, Params};
-use lidb_lsm::storage::fs::FsStorage;
-use lidb_lsm::storage::{PAGE_SIZE, ReadMode};
 use lidb_lsm::table::{PageCache, Table, TableBuilder, TableOptions};
 use lidb_lsm::{EntryKind, IndexKind, ReadStats};
+use lidb_storage::fs::FsStorage;
+use lidb_storage::{PAGE_SIZE, ReadMode};
 
 mod support {
     include!("support/scratch.rs");

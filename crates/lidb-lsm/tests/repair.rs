@@ -15,10 +15,11 @@ use std::sync::Arc;
 
 use lidb_index::Family;
 use lidb_lsm::repair::repair_db;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::powercut::PowerCut;
-use lidb_lsm::{Db, Error, Granularity, Options};
+use lidb_lsm::{Db, Granularity, Options};
+use lidb_storage::Error;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
+use lidb_storage::powercut::PowerCut;
 use support::small_options;
 
 fn dir() -> PathBuf {

@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use lidb_index::Family;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::table::cache::{PageCache, SharedCache};
 use lidb_lsm::{Db, Options};
+use lidb_storage::cache::{PageCache, SharedCache};
+use lidb_storage::mem::MemStorage;
 use support::small_options;
 
 fn key(i: u32) -> Vec<u8> {

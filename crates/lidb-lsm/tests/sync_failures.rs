@@ -18,9 +18,9 @@ use std::sync::Arc;
 use engine_model_support::small_options;
 use lidb_index::Family;
 use lidb_lsm::manifest::Manifest;
-use lidb_lsm::storage::fault::{FaultSpec, FaultStorage};
-use lidb_lsm::storage::mem::MemStorage;
 use lidb_lsm::{Db, FlushHook, Options};
+use lidb_storage::fault::{FaultSpec, FaultStorage};
+use lidb_storage::mem::MemStorage;
 
 const DIR: &str = "/db";
 

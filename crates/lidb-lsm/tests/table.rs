@@ -11,10 +11,11 @@ use std::sync::Arc;
 
 use lidb_index::{Family, Params};
 use lidb_lsm::keys::KeyMap;
-use lidb_lsm::storage::fs::FsStorage;
-use lidb_lsm::storage::{PAGE_SIZE, ReadMode};
 use lidb_lsm::table::{BuiltTable, Found, PageCache, Table, TableBuilder, TableOptions, reindex};
-use lidb_lsm::{EntryKind, Error, IndexKind, ReadStats, SortedIter};
+use lidb_lsm::{EntryKind, IndexKind, ReadStats, SortedIter};
+use lidb_storage::Error;
+use lidb_storage::fs::FsStorage;
+use lidb_storage::{PAGE_SIZE, ReadMode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

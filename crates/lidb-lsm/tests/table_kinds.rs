@@ -12,11 +12,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use lidb_index::{Family, Params};
-use lidb_lsm::storage::ReadMode;
-use lidb_lsm::storage::fs::FsStorage;
 use lidb_lsm::table::format::{FOOTER_LEN, FORMAT_VERSION_V1, Footer, MetaBlock, frame_block};
 use lidb_lsm::table::{Table, TableBuilder, TableOptions};
-use lidb_lsm::{EntryKind, Error, IndexKind, ReadStats, SortedIter, Unclustered};
+use lidb_lsm::{EntryKind, IndexKind, ReadStats, SortedIter, Unclustered};
+use lidb_storage::Error;
+use lidb_storage::ReadMode;
+use lidb_storage::fs::FsStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

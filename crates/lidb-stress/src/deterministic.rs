@@ -16,9 +16,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use lidb_lsm::storage::fault::FaultStorage;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::storage::powercut::PowerCut;
+use lidb_storage::fault::FaultStorage;
+use lidb_storage::mem::MemStorage;
+use lidb_storage::powercut::PowerCut;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

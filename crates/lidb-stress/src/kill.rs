@@ -157,7 +157,7 @@ fn verify_round(cfg: &Config, report: &mut Report) -> Result<(), String> {
     report.writes += replayed.acknowledged + replayed.failed + replayed.in_flight;
     report.write_errors += replayed.failed;
     let mut harness = EngineHarness::new(&Config {
-        faults: lidb_lsm::storage::fault::FaultSpec::default(),
+        faults: lidb_storage::fault::FaultSpec::default(),
         ..cfg.clone()
     });
     let (target, recovery) = harness.open()?;

@@ -32,9 +32,9 @@ use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use lidb_engines::EngineConfig;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::fault::{FaultCounts, FaultSpec, FaultStorage};
-use lidb_lsm::storage::fs::FsStorage;
+use lidb_storage::Storage;
+use lidb_storage::fault::{FaultCounts, FaultSpec, FaultStorage};
+use lidb_storage::fs::FsStorage;
 
 use crate::target::{EngineTarget, Target};
 use crate::workload::{Counters, Shared};

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use lidb_lsm::storage::fault::{FaultCounts, FaultStorage};
+use lidb_storage::fault::{FaultCounts, FaultStorage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -18,7 +18,7 @@ use crate::expected::{
     ABSENT, Expected, Held, KeyState, Kind, OpLog, Record, describe, describe_all,
 };
 use crate::target::Target;
-use lidb_lsm::storage::fault::FaultStorage;
+use lidb_storage::fault::FaultStorage;
 
 /// Counters of one run (all threads).
 #[derive(Debug, Default)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use lidb_lsm::storage::fault::FaultSpec;
+use lidb_storage::fault::FaultSpec;
 use lidb_stress::expected::Expected;
 use lidb_stress::run::{self, Harness};
 use lidb_stress::target::{Rows, Target};

@@ -32,8 +32,8 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use lidb_lsm::storage::Storage;
-use lidb_lsm::tail::RecoveryMode;
+use lidb_storage::Storage;
+use lidb_storage::tail::RecoveryMode;
 
 use crate::error::{Error, Result};
 use crate::wal::files::{ClosedState, LOCK_NAME};
@@ -55,7 +55,7 @@ pub struct WalOptions {
     /// A write returns only once its record is synced (concurrent writers share the sync);
     /// else once it is appended to the file (a crash may lose a suffix of the writes).
     pub sync: bool,
-    /// What an open does with a bad log tail (`lidb_lsm::RecoveryMode`).
+    /// What an open does with a bad log tail (`lidb_storage::RecoveryMode`).
     pub recovery_mode: RecoveryMode,
     /// A checkpoint runs by itself, in the background, once the current log holds this many
     /// bytes; 0 = never (only `checkpoint` and `close` do). The default,

@@ -18,10 +18,10 @@
 
 use std::path::{Path, PathBuf};
 
-use lidb_lsm::db::report::save_lost;
-use lidb_lsm::log::{LOG_HEADER_BYTES, LogWriter};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::tail::{BadTail, RecoveryMode, TailKind, judge_clean_close};
+use lidb_storage::Storage;
+use lidb_storage::log::{LOG_HEADER_BYTES, LogWriter};
+use lidb_storage::report::save_lost;
+use lidb_storage::tail::{BadTail, RecoveryMode, TailKind, judge_clean_close};
 
 use crate::error::{Error, Result};
 use crate::store::target::{CheckpointInfo, CheckpointTarget};

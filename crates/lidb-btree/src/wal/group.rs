@@ -20,7 +20,7 @@
 
 use std::sync::{Condvar, Mutex};
 
-use lidb_lsm::log::{LogWriter, RECORD_HEADER_BYTES};
+use lidb_storage::log::{LogWriter, RECORD_HEADER_BYTES};
 
 use crate::error::{Error, Result};
 use crate::wal::{lock, record};

@@ -27,9 +27,9 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// An error of lidb-lsm's log or storage, with its `Corruption` kept as this crate's (so a
 /// caller matching `Error::Corruption` sees damage to a log, whichever layer found it).
-pub(crate) fn from_log_error(e: lidb_lsm::Error) -> Error {
+pub(crate) fn from_log_error(e: lidb_storage::Error) -> Error {
     match e {
-        lidb_lsm::Error::Corruption { file, detail } => Error::Corruption { file, detail },
+        lidb_storage::Error::Corruption { file, detail } => Error::Corruption { file, detail },
         other => Error::Log(other),
     }
 }

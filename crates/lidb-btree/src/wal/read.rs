@@ -1,14 +1,14 @@
 //! Reading the write-ahead logs of a directory at recovery: the ids of the logs, and each log's
 //! intact records decoded, with their offsets, and its bad tail as lidb-lsm's classifier found
-//! it (`lidb_lsm::tail`).
+//! it (`lidb_storage::tail`).
 //!
 //! Called by the store's open, single-threaded, before any writer exists. Reads only.
 
 use std::path::{Path, PathBuf};
 
-use lidb_lsm::log::{LOG_HEADER_BYTES, RECORD_HEADER_BYTES, read_log};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::tail::BadTail;
+use lidb_storage::Storage;
+use lidb_storage::log::{LOG_HEADER_BYTES, RECORD_HEADER_BYTES, read_log};
+use lidb_storage::tail::BadTail;
 
 use crate::error::{Error, Result};
 use crate::wal::files::{log_name, parse_log_name};

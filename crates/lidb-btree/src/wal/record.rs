@@ -9,7 +9,7 @@
 //! Pure functions over bytes, shared by the writer and recovery. [`decode`] never panics on any
 //! bytes; it returns the corruption detail as a `String` (the caller names the file and offset).
 
-use lidb_lsm::log::MAX_RECORD_BYTES;
+use lidb_storage::log::MAX_RECORD_BYTES;
 
 /// Op byte of a put. DO NOT CHANGE: stored on disk.
 pub const OP_PUT: u8 = 1;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use lidb_btree::testing::MemTarget;
 use lidb_btree::{BTreeStore, WalOptions};
-use lidb_lsm::storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
+use lidb_storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
 
 pub const DIR: &str = "/db";
 
@@ -58,10 +58,10 @@ struct SlowFile {
 }
 
 impl WritableFile for SlowFile {
-    fn append(&mut self, data: &[u8]) -> lidb_lsm::Result<()> {
+    fn append(&mut self, data: &[u8]) -> lidb_storage::Result<()> {
         self.inner.append(data)
     }
-    fn sync(&mut self) -> lidb_lsm::Result<()> {
+    fn sync(&mut self) -> lidb_storage::Result<()> {
         std::thread::sleep(self.sync_delay);
         self.syncs.fetch_add(1, Ordering::SeqCst);
         self.inner.sync()
@@ -82,43 +82,43 @@ impl SlowSync {
 }
 
 impl Storage for SlowSync {
-    fn create(&self, path: &Path) -> lidb_lsm::Result<Box<dyn WritableFile>> {
+    fn create(&self, path: &Path) -> lidb_storage::Result<Box<dyn WritableFile>> {
         Ok(self.wrap(self.inner.create(path)?))
     }
-    fn open_append(&self, path: &Path) -> lidb_lsm::Result<Box<dyn WritableFile>> {
+    fn open_append(&self, path: &Path) -> lidb_storage::Result<Box<dyn WritableFile>> {
         Ok(self.wrap(self.inner.open_append(path)?))
     }
-    fn open(&self, path: &Path, mode: ReadMode) -> lidb_lsm::Result<Arc<dyn RandomAccessFile>> {
+    fn open(&self, path: &Path, mode: ReadMode) -> lidb_storage::Result<Arc<dyn RandomAccessFile>> {
         self.inner.open(path, mode)
     }
-    fn read_all(&self, path: &Path) -> lidb_lsm::Result<Vec<u8>> {
+    fn read_all(&self, path: &Path) -> lidb_storage::Result<Vec<u8>> {
         self.inner.read_all(path)
     }
-    fn rename(&self, from: &Path, to: &Path) -> lidb_lsm::Result<()> {
+    fn rename(&self, from: &Path, to: &Path) -> lidb_storage::Result<()> {
         self.inner.rename(from, to)
     }
-    fn remove(&self, path: &Path) -> lidb_lsm::Result<()> {
+    fn remove(&self, path: &Path) -> lidb_storage::Result<()> {
         self.inner.remove(path)
     }
-    fn truncate(&self, path: &Path, len: u64) -> lidb_lsm::Result<()> {
+    fn truncate(&self, path: &Path, len: u64) -> lidb_storage::Result<()> {
         self.inner.truncate(path, len)
     }
-    fn list(&self, dir: &Path) -> lidb_lsm::Result<Vec<String>> {
+    fn list(&self, dir: &Path) -> lidb_storage::Result<Vec<String>> {
         self.inner.list(dir)
     }
-    fn create_dir_all(&self, dir: &Path) -> lidb_lsm::Result<()> {
+    fn create_dir_all(&self, dir: &Path) -> lidb_storage::Result<()> {
         self.inner.create_dir_all(dir)
     }
-    fn sync_dir(&self, dir: &Path) -> lidb_lsm::Result<()> {
+    fn sync_dir(&self, dir: &Path) -> lidb_storage::Result<()> {
         self.inner.sync_dir(dir)
     }
     fn exists(&self, path: &Path) -> bool {
         self.inner.exists(path)
     }
-    fn file_size(&self, path: &Path) -> lidb_lsm::Result<u64> {
+    fn file_size(&self, path: &Path) -> lidb_storage::Result<u64> {
         self.inner.file_size(path)
     }
-    fn lock(&self, path: &Path) -> lidb_lsm::Result<Box<dyn Send + Sync + Debug>> {
+    fn lock(&self, path: &Path) -> lidb_storage::Result<Box<dyn Send + Sync + Debug>> {
         self.inner.lock(path)
     }
 }

@@ -27,7 +27,7 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use lidb_lsm::Result;
+use lidb_storage::Result;
 
 use crate::store::format::{self, State, checkpoint_name, log_name};
 use crate::store::memory::lock;
@@ -167,7 +167,7 @@ impl Shared {
         // A hand-made FINESTATE may name ids at the end of u64: refuse, never wrap.
         let next = |id: u64| {
             id.checked_add(1).ok_or_else(|| {
-                lidb_lsm::Error::Closed("the store's file numbers are exhausted".into())
+                lidb_storage::Error::Closed("the store's file numbers are exhausted".into())
             })
         };
         let new = State {

@@ -16,8 +16,8 @@
 //!             (version 1, still read: the same without the closed log bytes, 28 bytes)
 //! ```
 
-use lidb_lsm::log::{RecordFraming, record_crc};
-use lidb_lsm::tail::BadTail;
+use lidb_storage::log::{RecordFraming, record_crc};
+use lidb_storage::tail::BadTail;
 
 pub const LOG_MAGIC: &[u8; 7] = b"FINELOG";
 pub const CHECKPOINT_MAGIC: &[u8; 7] = b"FINECKP";
@@ -90,7 +90,7 @@ pub fn fits(key: &[u8], value: &[u8]) -> bool {
     13 + key.len() as u64 + value.len() as u64 <= MAX_PAYLOAD_BYTES
 }
 
-/// The record framing (the same as lidb-lsm's record log), for `lidb_lsm::tail::classify`.
+/// The record framing (the same as lidb-lsm's record log), for `lidb_storage::tail::classify`.
 pub const FINE_LOG_FRAMING: RecordFraming = RecordFraming {
     max_payload: MAX_PAYLOAD_BYTES,
 };
@@ -294,7 +294,7 @@ pub fn decode_state(bytes: &[u8]) -> Result<State, String> {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
-    use lidb_lsm::tail::TailKind;
+    use lidb_storage::tail::TailKind;
 
     fn log_of(n: u64) -> Vec<u8> {
         let mut b = log_header().to_vec();

@@ -30,8 +30,8 @@
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
-use lidb_lsm::storage::WritableFile;
-use lidb_lsm::{Error, Result};
+use lidb_storage::WritableFile;
+use lidb_storage::{Error, Result};
 
 use crate::store::checkpoint::Trigger;
 use crate::store::memory::lock;

@@ -62,10 +62,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::fs::FsStorage;
-use lidb_lsm::tail::RecoveryMode;
-use lidb_lsm::{Error, Result};
+use lidb_storage::Storage;
+use lidb_storage::fs::FsStorage;
+use lidb_storage::tail::RecoveryMode;
+use lidb_storage::{Error, Result};
 
 use crate::Config;
 use checkpoint::{Checkpointer, Trigger};
@@ -90,7 +90,7 @@ pub struct FineStoreOptions {
     /// A write returns only once the batch holding it is synced (else once it is buffered: a
     /// crash may then lose a suffix of the acknowledged writes, never more).
     pub sync: bool,
-    /// What an open does with a bad log tail (`lidb_lsm::RecoveryMode`).
+    /// What an open does with a bad log tail (`lidb_storage::RecoveryMode`).
     pub recovery_mode: RecoveryMode,
     /// Settings of the index.
     pub index: Config,

@@ -15,10 +15,10 @@
 
 use std::path::{Path, PathBuf};
 
-use lidb_lsm::db::report::save_lost;
-use lidb_lsm::storage::{Storage, WritableFile};
-use lidb_lsm::tail::{BadTail, RecoveryMode, TailKind, judge_clean_close};
-use lidb_lsm::{Error, Result};
+use lidb_storage::report::save_lost;
+use lidb_storage::tail::{BadTail, RecoveryMode, TailKind, judge_clean_close};
+use lidb_storage::{Error, Result};
+use lidb_storage::{Storage, WritableFile};
 
 use crate::Config;
 use crate::store::format::{
@@ -104,7 +104,7 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
     }
     // Phase 1: reads only.
     let state_on_disk = format::decode_state(&storage.read_all(&state_path)?)
-        .map_err(|d| lidb_lsm::error::corruption(&state_path, d))?;
+        .map_err(|d| lidb_storage::error::corruption(&state_path, d))?;
     let state = state_on_disk;
     let mut report = FineRecovery::default();
     let must_exist = |path: &Path| {
@@ -112,14 +112,14 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
             Ok(())
         } else {
             let detail = format!("{STATE_NAME} names this file, which is missing");
-            Err(lidb_lsm::error::corruption(path, detail))
+            Err(lidb_storage::error::corruption(path, detail))
         }
     };
     let (entries, mut next_seq) = if state.checkpoint_id > 0 {
         let path = dir.join(checkpoint_name(state.checkpoint_id));
         must_exist(&path)?;
         let ckpt = format::decode_checkpoint(&storage.read_all(&path)?)
-            .map_err(|d| lidb_lsm::error::corruption(&path, d))?;
+            .map_err(|d| lidb_storage::error::corruption(&path, d))?;
         report.checkpoint = Some(path);
         report.checkpoint_entries = ckpt.entries.len() as u64;
         (ckpt.entries, ckpt.next_seq)
@@ -151,7 +151,7 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
                  whole before them (lidb repair salvages the records after the damage)",
                 t.detail
             );
-            return Err(lidb_lsm::error::corruption(path, detail));
+            return Err(lidb_storage::error::corruption(path, detail));
         }
         replay(&memory, path, before, &mut last_seq, &mut next_seq)?;
         report.log_records += before.ops.len() as u64;
@@ -164,7 +164,7 @@ pub fn open(storage: &dyn Storage, dir: &Path, mode: RecoveryMode, cfg: Config) 
         && !mode.allows(bad.kind)
     {
         let detail = format!("{} (recovery mode {mode})", bad.detail);
-        return Err(lidb_lsm::error::corruption(&log_path, detail));
+        return Err(lidb_storage::error::corruption(&log_path, detail));
     }
     replay(&memory, &log_path, &parsed, &mut last_seq, &mut next_seq)?;
     report.log_records += parsed.ops.len() as u64;
@@ -241,7 +241,7 @@ fn read_chain(
             break;
         }
         let parsed = format::parse_log(&storage.read_all(&path)?)
-            .map_err(|d| lidb_lsm::error::corruption(&path, d))?;
+            .map_err(|d| lidb_storage::error::corruption(&path, d))?;
         logs.push((id, path, parsed));
         match id.checked_add(1) {
             Some(next) => id = next,
@@ -280,14 +280,14 @@ fn replay(
              {last}: that log was shortened",
             first.seq
         );
-        return Err(lidb_lsm::error::corruption(path, detail));
+        return Err(lidb_storage::error::corruption(path, detail));
     }
     for op in &parsed.ops {
         // A writer never logs seq u64::MAX (`Logger::append`): such a record is damage that
         // passed its checksum, and would leave no next seq.
         let Some(after) = op.seq.checked_add(1) else {
             let detail = format!("an intact record claims seq {}, past the last", op.seq);
-            return Err(lidb_lsm::error::corruption(path, detail));
+            return Err(lidb_storage::error::corruption(path, detail));
         };
         memory.apply(&op.key, op.value.as_deref());
         *next_seq = (*next_seq).max(after);
@@ -312,7 +312,10 @@ fn create(storage: &dyn Storage, dir: &Path, cfg: Config) -> Result<Opened> {
         let data_file = name.starts_with("log-") || name.starts_with("checkpoint-");
         if data_file && storage.file_size(&path)? > LOG_HEADER_BYTES {
             let detail = format!("{STATE_NAME} is missing but {name} holds data");
-            return Err(lidb_lsm::error::corruption(dir.join(STATE_NAME), detail));
+            return Err(lidb_storage::error::corruption(
+                dir.join(STATE_NAME),
+                detail,
+            ));
         }
     }
     let state = State {
@@ -361,7 +364,7 @@ pub fn sweep(storage: &dyn Storage, dir: &Path, state: State, last_log_id: u64) 
 mod tests {
     use std::sync::Arc;
 
-    use lidb_lsm::storage::mem::MemStorage;
+    use lidb_storage::mem::MemStorage;
 
     use super::*;
     use crate::{FineStore, FineStoreOptions};

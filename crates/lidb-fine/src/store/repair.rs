@@ -36,10 +36,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;
 
-use lidb_lsm::Result;
-use lidb_lsm::db::report::LOST_DIR;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::tail::Framing;
+use lidb_storage::Result;
+use lidb_storage::Storage;
+use lidb_storage::report::LOST_DIR;
+use lidb_storage::tail::Framing;
 
 use crate::store::format::{
     self, FINE_LOG_FRAMING, LOG_HEADER_BYTES, LogOp, STATE_NAME, STATE_TMP_NAME, State,
@@ -179,7 +179,7 @@ pub fn repair(storage: &dyn Storage, dir: &Path) -> Result<FineRepair> {
         .collect();
     let has_state = names.iter().any(|n| n == STATE_NAME);
     if !has_state && logs.is_empty() && checkpoints.is_empty() {
-        return Err(lidb_lsm::Error::InvalidOption(format!(
+        return Err(lidb_storage::Error::InvalidOption(format!(
             "{} holds no FineStore ({STATE_NAME}, log-* or checkpoint-* files)",
             dir.display()
         )));
@@ -293,8 +293,9 @@ pub fn repair(storage: &dyn Storage, dir: &Path) -> Result<FineRepair> {
     // new file never replaces one that may still be needed).
     let next_id = |ids: &[u64], named: Option<u64>| {
         let last = ids.iter().copied().chain(named).max().unwrap_or(0);
-        last.checked_add(1)
-            .ok_or_else(|| lidb_lsm::Error::Closed("the store's file numbers are exhausted".into()))
+        last.checked_add(1).ok_or_else(|| {
+            lidb_storage::Error::Closed("the store's file numbers are exhausted".into())
+        })
     };
     let state = State {
         checkpoint_id: next_id(&checkpoints, named_checkpoint)?,

@@ -27,10 +27,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
-use lidb_lsm::db::report::{LOST_DIR, save_lost};
 use lidb_lsm::repair::repair_db;
-use lidb_lsm::storage::{ReadMode, Storage};
-use lidb_lsm::{CutKind, Db, RecoveryMode};
+use lidb_lsm::{CutKind, Db};
+use lidb_storage::RecoveryMode;
+use lidb_storage::report::{LOST_DIR, save_lost};
+use lidb_storage::{ReadMode, Storage};
 
 pub use report::StoreRepairReport;
 

@@ -12,9 +12,9 @@
 
 use std::path::Path;
 
-use lidb_lsm::Error;
-use lidb_lsm::db::report::save_lost;
-use lidb_lsm::storage::Storage;
+use lidb_storage::Error;
+use lidb_storage::Storage;
+use lidb_storage::report::save_lost;
 
 use crate::Result;
 use crate::manifest::{KvState, read_state, state_path};

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use lidb_lsm::keys::KeyMapBuilder;
-use lidb_lsm::storage::{Storage, WritableFile};
+use lidb_storage::{Storage, WritableFile};
 
 use super::format::{
     EntryRef, KeyListHeader, Layout, MAX_TIER_FILES, MAX_TIER_KEY_BYTES, ModelFile, PAGE_BYTES,

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use lidb_lsm::error::corruption;
+use lidb_storage::error::corruption;
 
 use super::StaticTier;
 use super::format::TierFile;

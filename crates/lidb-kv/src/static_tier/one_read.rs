@@ -11,8 +11,8 @@
 //! pages join the cache.
 
 use lidb_index::LearnedIndex;
-use lidb_lsm::error::corruption;
-use lidb_lsm::storage::RandomAccessFile;
+use lidb_storage::RandomAccessFile;
+use lidb_storage::error::corruption;
 
 use super::StaticTier;
 use super::format::PAGE_BYTES;

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lidb_index::{Family, LearnedIndex};
-use lidb_lsm::error::corruption;
-use lidb_lsm::storage::{RandomAccessFile, ReadMode, Storage};
-use lidb_lsm::table::cache::PageCache;
+use lidb_storage::cache::PageCache;
+use lidb_storage::error::corruption;
+use lidb_storage::{RandomAccessFile, ReadMode, Storage};
 
 use super::format::{
     EntryRef, KeyListHeader, ModelFile, PAGE_BYTES, TierFile, TierFileKind, check_page,

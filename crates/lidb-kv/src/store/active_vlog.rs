@@ -17,7 +17,9 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lidb_lsm::{FlushHook, Result};
+use lidb_lsm::FlushHook;
+
+use lidb_storage::Result;
 
 use crate::Pointer;
 use crate::vlog::VlogWriter;

@@ -27,8 +27,8 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use lidb_lsm::error::corruption;
-use lidb_lsm::{Error, Result};
+use lidb_storage::error::corruption;
+use lidb_storage::{Error, Result};
 
 use crate::Pointer;
 use crate::static_tier::format::{MAX_TIER_FILES, TierFileKind};
@@ -188,10 +188,10 @@ fn build(
     Ok((handle, kept, live))
 }
 
-fn gc_read_mode(s: &Shared) -> lidb_lsm::storage::ReadMode {
+fn gc_read_mode(s: &Shared) -> lidb_storage::ReadMode {
     if s.opts.direct_io {
-        lidb_lsm::storage::ReadMode::Direct
+        lidb_storage::ReadMode::Direct
     } else {
-        lidb_lsm::storage::ReadMode::Buffered
+        lidb_storage::ReadMode::Buffered
     }
 }

@@ -30,11 +30,12 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use lidb_lsm::storage::Storage;
+use lidb_storage::Storage;
 use std::time::Duration;
 
+use lidb_lsm::Db;
 use lidb_lsm::batch::WriteBatch;
-use lidb_lsm::{Db, Result};
+use lidb_storage::Result;
 
 use crate::manifest::{ENGINE_LEARNED, ENGINE_LSM_TIER, ENGINE_WRITE_BACK, KvState, write_state};
 use crate::membloom::MemBloom;
@@ -228,7 +229,7 @@ fn run_once(s: &Shared) -> Result<()> {
 /// reopen (a leftover LSM directory of one could then be taken for another's tier).
 pub(crate) fn refuse_if_stopped(s: &Shared) -> Result<()> {
     match lock(&s.bg_error).as_ref() {
-        Some(e) => Err(lidb_lsm::Error::Closed(format!(
+        Some(e) => Err(lidb_storage::Error::Closed(format!(
             "no GC or conversion until reopen: writes stopped after a failure: {e}"
         ))),
         None => Ok(()),
@@ -353,11 +354,11 @@ pub(crate) fn collect(s: &Shared, view: &Arc<Tiers>) -> Result<KvIterator> {
 /// (`opts.lsm.shared_cache`, set at open), which the LSMs share too; its pages leave the pool
 /// when the tier is dropped. Options not yet through the open (none in the store) get a cache of
 /// `block_cache_bytes` of their own.
-pub(crate) fn tier_cache(opts: &StoreOptions) -> Arc<lidb_lsm::table::cache::PageCache> {
+pub(crate) fn tier_cache(opts: &StoreOptions) -> Arc<lidb_storage::cache::PageCache> {
     match &opts.lsm.shared_cache {
         // A static tier caches key-list and svlog pages only (it has no slot entries).
         Some(pool) => pool.new_namespace(lidb_lsm::CacheMode::Pages),
-        None => Arc::new(lidb_lsm::table::cache::PageCache::new(
+        None => Arc::new(lidb_storage::cache::PageCache::new(
             opts.lsm.block_cache_bytes,
         )),
     }
@@ -382,9 +383,9 @@ pub(crate) fn build_learned(
     drop(it);
     b.finish()?;
     let mode = if s.opts.direct_io {
-        lidb_lsm::storage::ReadMode::Direct
+        lidb_storage::ReadMode::Direct
     } else {
-        lidb_lsm::storage::ReadMode::Buffered
+        lidb_storage::ReadMode::Buffered
     };
     let tier = StaticTier::open(Arc::clone(&s.storage), &s.dir, generation, mode)?
         .with_cache(tier_cache(&s.opts));

@@ -47,9 +47,9 @@ use std::thread::JoinHandle;
 use arc_swap::ArcSwap;
 use lidb_sync::Counter;
 
-use lidb_lsm::Result;
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::fs::FsStorage;
+use lidb_storage::Result;
+use lidb_storage::Storage;
+use lidb_storage::fs::FsStorage;
 
 pub use options::{StoreOptions, TierKind};
 pub use read::{KvIterator, ReadSource};
@@ -132,7 +132,7 @@ pub(crate) struct Shared {
     /// tier LSMs and the static tiers each read through a namespace of their own in it, so the
     /// store's cache is one capacity however many parts GC makes. A part's pages leave the pool
     /// when the part is dropped.
-    pub cache: Arc<lidb_lsm::table::cache::PageCache>,
+    pub cache: Arc<lidb_storage::cache::PageCache>,
     /// Value-log reads of point reads and scans.
     pub vlog_reads: Arc<scan_batch::VlogReadCounters>,
     /// (reads, bytes) the parts GC retired had made (see `StoreReads`).
@@ -224,7 +224,7 @@ impl Shared {
 
     /// Records the failure of a GC or conversion: from now on writes fail naming it (the first
     /// one is kept). Taken alone or under the write mutex (write mutex -> `bg_error`).
-    pub fn stop_writes(&self, e: &lidb_lsm::Error) {
+    pub fn stop_writes(&self, e: &lidb_storage::Error) {
         let mut slot = lock(&self.bg_error);
         if slot.is_none() {
             *slot = Some(e.to_string());
@@ -277,7 +277,7 @@ impl Store {
                 std::thread::Builder::new()
                     .name("lidb-kv-gc".into())
                     .spawn(move || gc::background(&s))
-                    .map_err(lidb_lsm::error::io_err(dir))?,
+                    .map_err(lidb_storage::error::io_err(dir))?,
             )
         } else {
             None

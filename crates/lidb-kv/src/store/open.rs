@@ -10,9 +10,10 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use lidb_lsm::storage::{ReadMode, Storage};
-use lidb_lsm::table::cache::{PageCache, SharedCache};
-use lidb_lsm::{Db, Error, ReplayFilter, Result, error::corruption};
+use lidb_lsm::{Db, ReplayFilter};
+use lidb_storage::cache::{PageCache, SharedCache};
+use lidb_storage::{Error, Result, error::corruption};
+use lidb_storage::{ReadMode, Storage};
 
 use crate::Pointer;
 use crate::manifest::{KvState, read_state, write_state};

@@ -69,17 +69,17 @@ impl Default for StoreOptions {
 }
 
 impl StoreOptions {
-    pub fn validate(&self) -> lidb_lsm::Result<()> {
+    pub fn validate(&self) -> lidb_storage::Result<()> {
         self.lsm.validate()?;
         if !(self.over_provisioning > 0.0 && self.over_provisioning <= 10.0) {
-            return Err(lidb_lsm::Error::InvalidOption(format!(
+            return Err(lidb_storage::Error::InvalidOption(format!(
                 "over-provisioning {} is not in (0, 10]",
                 self.over_provisioning
             )));
         }
         let converts = self.convert_at_lsm_bytes > 0 || self.convert_at_lsm_levels > 0;
         if converts && !matches!(self.tier, TierKind::Learned { .. }) {
-            return Err(lidb_lsm::Error::InvalidOption(
+            return Err(lidb_storage::Error::InvalidOption(
                 "conversion thresholds need the learned tier (lsm+ and lsm+tier have no conversion)".into(),
             ));
         }
@@ -90,7 +90,7 @@ impl StoreOptions {
         } = &self.tier
         {
             if *page_boundary < 2 {
-                return Err(lidb_lsm::Error::InvalidOption(format!(
+                return Err(lidb_storage::Error::InvalidOption(format!(
                     "page boundary {page_boundary} is below 2"
                 )));
             }

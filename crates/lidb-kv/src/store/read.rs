@@ -5,7 +5,9 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use lidb_lsm::{DbIterator, Result, error::corruption};
+use lidb_lsm::DbIterator;
+
+use lidb_storage::{Result, error::corruption};
 
 use crate::pointer::Pointer;
 use crate::static_tier::TierIter;

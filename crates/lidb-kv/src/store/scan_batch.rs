@@ -18,8 +18,8 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use lidb_lsm::error::corruption;
-use lidb_lsm::storage::PAGE_SIZE;
+use lidb_storage::PAGE_SIZE;
+use lidb_storage::error::corruption;
 
 use crate::Result;
 use crate::pointer::Pointer;

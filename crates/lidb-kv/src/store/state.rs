@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lidb_lsm::Db;
-use lidb_lsm::storage::Storage;
+use lidb_storage::Storage;
 
 use crate::membloom::MemBloom;
 use crate::static_tier::StaticTier;

@@ -37,7 +37,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use lidb_lsm::batch::WriteBatch;
-use lidb_lsm::{Error, Result};
+use lidb_storage::{Error, Result};
 
 use crate::store::state::{Tier, Tiers, lock};
 use crate::store::{Shared, WriteState};

@@ -13,9 +13,9 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use lidb_lsm::Result;
 use lidb_lsm::batch::WriteBatch;
-use lidb_lsm::error::corruption;
+use lidb_storage::Result;
+use lidb_storage::error::corruption;
 
 use crate::pointer::Pointer;
 use crate::store::Shared;

@@ -7,9 +7,10 @@ use std::sync::Arc;
 
 use lidb_fine::{FineStore, FineStoreOptions};
 use lidb_kv::{Error, Store};
-use lidb_lsm::storage::Storage;
-use lidb_lsm::storage::mem::MemStorage;
-use lidb_lsm::{Db, RecoveryMode};
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
+use lidb_lsm::Db;
+use lidb_storage::RecoveryMode;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

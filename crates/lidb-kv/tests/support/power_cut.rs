@@ -4,9 +4,9 @@
 
 /// Opens the store in `/kv` of `storage`.
 pub fn open_on(
-    storage: impl lidb_lsm::storage::Storage + 'static,
+    storage: impl lidb_storage::Storage + 'static,
     opts: &lidb_kv::StoreOptions,
-) -> lidb_lsm::Result<lidb_kv::Store> {
+) -> lidb_storage::Result<lidb_kv::Store> {
     let dir = std::path::Path::new("/kv");
     lidb_kv::Store::open_with_storage(std::sync::Arc::new(storage), dir, opts.clone())
 }
@@ -18,11 +18,11 @@ pub fn open_on(
 pub fn each_power_cut<E: Default>(
     opts: &lidb_kv::StoreOptions,
     cuts: usize,
-    workload: impl Fn(&lidb_kv::Store, &mut E) -> lidb_lsm::Result<()>,
+    workload: impl Fn(&lidb_kv::Store, &mut E) -> lidb_storage::Result<()>,
     check: impl Fn(&lidb_kv::Store, &E, &str),
 ) {
-    use lidb_lsm::storage::mem::MemStorage;
-    use lidb_lsm::storage::powercut::PowerCut;
+    use lidb_storage::mem::MemStorage;
+    use lidb_storage::powercut::PowerCut;
     let total = {
         let p = PowerCut::new(MemStorage::new(), u64::MAX, 0);
         let store = open_on(p.clone(), opts).unwrap();

@@ -11,13 +11,13 @@ use crate::compaction::picker::{self, CompactionTask, PickerOptions};
 use crate::db::level_index::LevelIndex;
 use crate::db::output::{open_handle, table_options};
 use crate::db::state::{Shared, SuperVersion, TableHandle, lock};
-use crate::error::{Result, corruption};
 use crate::iter::MergingIter;
 use crate::keys::KeyMapBuilder;
 use crate::manifest::VersionEdit;
 use crate::options::Granularity;
 use crate::table::builder::TableBuilder;
 use crate::types::{EntryKind, SortedIter};
+use lidb_storage::error::{Result, corruption};
 
 /// Levels the engine uses at most.
 pub(crate) const MAX_LEVELS: usize = 7;

@@ -16,15 +16,15 @@ use std::sync::Arc;
 use crate::db::output::{open_handle, table_options, table_options_for};
 use crate::db::state::{Shared, SuperVersion, lock, table_path};
 use crate::db::write::switch_memtable;
-use crate::error::{Result, corruption};
 use crate::manifest::VersionEdit;
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::storage::Storage;
 use crate::table::builder::TableBuilder;
 use crate::table::builder::{BuiltTable, TableOptions};
 use crate::types::SortedIter;
 use crate::types::TableMeta;
+use lidb_storage::Storage;
+use lidb_storage::error::{Result, corruption};
 
 /// Makes the memtable immutable (if it holds anything) and flushes every immutable memtable.
 pub(crate) fn flush_all(s: &Arc<Shared>) -> Result<()> {

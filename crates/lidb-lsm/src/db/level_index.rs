@@ -13,10 +13,10 @@ use std::sync::Arc;
 use lidb_index::{LearnedIndex, build, decode};
 
 use crate::db::state::TableHandle;
-use crate::error::{Result, corruption};
 use crate::keys::KeyMap;
 use crate::options::IndexOptions;
-use crate::storage::Storage;
+use lidb_storage::Storage;
+use lidb_storage::error::{Result, corruption};
 
 const MAGIC: [u8; 4] = *b"LLVL";
 const VERSION: u16 = 1;

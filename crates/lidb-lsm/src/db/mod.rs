@@ -26,7 +26,7 @@ pub(crate) mod output;
 mod read;
 mod recover;
 mod replay;
-pub mod report;
+
 pub(crate) mod state;
 mod write;
 
@@ -35,16 +35,16 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 
+pub use lidb_storage::report::{CutKind, LogCut};
 pub use read::{DbIterator, Source, Traced};
-pub use report::{CutKind, LogCut};
 pub use state::{DbStats, LevelStats, MemoryUsage, RecoveryReport};
 
 use crate::batch::WriteBatch;
-use crate::error::Result;
 use crate::options::Options;
-use crate::storage::Storage;
-use crate::storage::fs::FsStorage;
 use crate::types::ReadStats;
+use lidb_storage::Storage;
+use lidb_storage::error::Result;
+use lidb_storage::fs::FsStorage;
 use state::{Shared, lock};
 
 /// An open database. Dropping it closes it (waiting for background work to stop).
@@ -86,7 +86,7 @@ impl Db {
             let handle = std::thread::Builder::new()
                 .name("lidb-compaction".into())
                 .spawn(move || background::run(&s))
-                .map_err(crate::error::io_err(dir))?;
+                .map_err(lidb_storage::error::io_err(dir))?;
             Some(handle)
         } else {
             None

@@ -6,13 +6,13 @@ use std::sync::atomic::AtomicBool;
 use std::path::Path;
 
 use crate::db::state::{Shared, TableHandle, table_path};
-use crate::error::{Result, corruption};
 use crate::options::{Granularity, IndexKind, Options};
-use crate::storage::{ReadMode, Storage};
 use crate::table::builder::TableOptions;
-use crate::table::cache::PageCache;
 use crate::table::reader::Table;
 use crate::types::TableMeta;
+use lidb_storage::cache::PageCache;
+use lidb_storage::error::{Result, corruption};
+use lidb_storage::{ReadMode, Storage};
 
 /// Table options for a table written into `level`: no per-table index where a level model
 /// covers the level.

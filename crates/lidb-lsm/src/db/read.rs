@@ -13,10 +13,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use crate::db::state::{Shared, SuperVersion, TableHandle};
-use crate::error::{Error, Result};
 use crate::iter::{DbIter, LevelIter, MergingIter};
 use crate::table::reader::Via;
 use crate::types::{EntryKind, ReadStats, SortedIter};
+use lidb_storage::error::{Error, Result};
 
 fn answer(kind: EntryKind, value: Vec<u8>) -> Option<Vec<u8>> {
     (kind == EntryKind::Put).then_some(value)

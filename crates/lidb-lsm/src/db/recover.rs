@@ -23,21 +23,21 @@ use crate::db::flush;
 use crate::db::level_index::LevelIndex;
 use crate::db::output::{open_handle_in, read_mode_for};
 use crate::db::replay::{Replayed, replay_wals};
-use crate::db::report::{CutKind, LogCut, refused, save_lost};
 use crate::db::state::{
     CompactionStats, ManifestState, RecoveryReport, Shared, SuperVersion, TableHandle, Tables,
     WriteState, lock,
 };
-use crate::error::{Error, Result, corruption};
-use crate::log::LogWriter;
 use crate::manifest::{Manifest, VersionEdit, manifest_path};
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::storage::Storage;
-use crate::table::cache::PageCache;
-use crate::tail::RecoveryMode;
 use crate::types::SortedIter;
 use crate::version::Version;
+use lidb_storage::Storage;
+use lidb_storage::cache::PageCache;
+use lidb_storage::error::{Error, Result, corruption};
+use lidb_storage::log::LogWriter;
+use lidb_storage::report::{CutKind, LogCut, refused, save_lost};
+use lidb_storage::tail::RecoveryMode;
 use lidb_sync::Sharded;
 
 /// What the manifest said, folded.

@@ -8,14 +8,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::batch::BatchOp;
-use crate::db::report::{CutKind, LogCut, refused};
 use crate::db::state::RecoveryReport;
-use crate::error::{Result, corruption};
-use crate::log::{LOG_HEADER_BYTES, RECORD_HEADER_BYTES, read_log};
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::storage::Storage;
-use crate::tail::TailKind;
+use lidb_storage::Storage;
+use lidb_storage::error::{Result, corruption};
+use lidb_storage::log::{LOG_HEADER_BYTES, RECORD_HEADER_BYTES, read_log};
+use lidb_storage::report::{CutKind, LogCut, refused};
+use lidb_storage::tail::TailKind;
 
 /// Why `Options::replay_filter` rejects a batch (its first rejected entry), if it does.
 fn rejected(opts: &Options, ops: &[BatchOp]) -> Option<String> {

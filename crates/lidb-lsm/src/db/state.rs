@@ -19,15 +19,15 @@ use lidb_sync::Sharded;
 
 use crate::db::current::{CurrentVersion, Pinned};
 use crate::db::level_index::LevelIndex;
-use crate::log::LogWriter;
 use crate::manifest::Manifest;
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::storage::Storage;
-use crate::table::cache::PageCache;
 use crate::table::reader::Table;
 use crate::types::{ReadStats, TableMeta};
 use crate::version::Version;
+use lidb_storage::Storage;
+use lidb_storage::cache::PageCache;
+use lidb_storage::log::LogWriter;
 
 /// Locks a mutex, recovering the data if another thread panicked while holding it (the data of
 /// every mutex here stays consistent at each unlock point).
@@ -175,7 +175,7 @@ pub struct CompactionStats {
     pub stall_time: Duration,
 }
 
-pub use crate::db::report::RecoveryReport;
+pub use lidb_storage::report::RecoveryReport;
 
 /// One thread's share of the lookup counters: the count and the costs in one shard, so a lookup
 /// takes one uncontended lock of its own line instead of that and an atomic add.

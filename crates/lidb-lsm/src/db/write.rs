@@ -50,9 +50,9 @@ use crate::batch::WriteBatch;
 use crate::compaction::picker::should_stall;
 use crate::db::state::{Shared, SuperVersion, WriteState, lock};
 use crate::db::{compact, flush};
-use crate::error::{Error, Result};
-use crate::log::LogWriter;
 use crate::memtable::MemTable;
+use lidb_storage::error::{Error, Result};
+use lidb_storage::log::LogWriter;
 
 /// Immutable memtables allowed to wait for flush before writers stall.
 const MAX_IMMUTABLE: usize = 2;

@@ -11,12 +11,12 @@ use crate::db::compact::MAX_LEVELS;
 use crate::db::level_index::LevelIndex;
 use crate::db::output::{open_handle_in, read_mode_for, table_options_for};
 use crate::db::state::table_path;
-use crate::error::Result;
 use crate::options::{Granularity, Options};
-use crate::storage::Storage;
 use crate::table::builder::TableBuilder;
-use crate::table::cache::PageCache;
 use crate::types::{EntryKind, SortedIter, TableMeta};
+use lidb_storage::Storage;
+use lidb_storage::cache::PageCache;
+use lidb_storage::error::Result;
 
 /// The level repair writes to.
 pub(crate) const BOTTOM: usize = MAX_LEVELS - 1;

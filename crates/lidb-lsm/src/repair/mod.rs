@@ -34,13 +34,13 @@ use std::sync::Arc;
 
 pub use report::{RepairReport, SetAside, WalSetAside};
 
-use crate::db::report::save_lost;
-use crate::error::Result;
-use crate::log::LogWriter;
 use crate::manifest::{CURRENT, CURRENT_TMP, Manifest, VersionEdit, parse_manifest_name};
 use crate::options::Options;
-use crate::storage::Storage;
 use crate::types::SortedIter;
+use lidb_storage::Storage;
+use lidb_storage::error::Result;
+use lidb_storage::log::LogWriter;
+use lidb_storage::report::save_lost;
 use merge::{BOTTOM, write_merged};
 use scan::{numbered, scan_tables, scan_wals};
 

@@ -7,15 +7,15 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::db::report::{LOST_DIR, save_lost};
-use crate::error::Result;
-use crate::log::{LOG_HEADER_BYTES, RECORD_HEADER_BYTES, read_log};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::repair::report::{RepairReport, SetAside, WalSetAside};
-use crate::storage::Storage;
 use crate::table::reader::Table;
 use crate::types::SortedIter;
+use lidb_storage::Storage;
+use lidb_storage::error::Result;
+use lidb_storage::log::{LOG_HEADER_BYTES, RECORD_HEADER_BYTES, read_log};
+use lidb_storage::report::{LOST_DIR, save_lost};
 
 /// The number of `name` if it is `{digits}{suffix}`.
 pub(crate) fn numbered(name: &str, suffix: &str) -> Option<u64> {

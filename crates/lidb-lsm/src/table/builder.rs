@@ -15,10 +15,8 @@ use std::time::{Duration, Instant};
 
 use lidb_index::{Family, Params};
 
-use crate::error::{Error, Result};
 use crate::keys::{KeyMapBuilder, KeyTails};
 use crate::options::{IndexKind, Unclustered};
-use crate::storage::{Storage, WritableFile};
 use crate::table::filter::{BloomFilter, key_hash};
 use crate::table::format::{
     FOOTER_LEN, FORMAT_VERSION, Footer, MAX_ENTRIES, MAX_SLOT_WIDTH, MetaBlock, SLOT_HEADER_LEN,
@@ -26,6 +24,8 @@ use crate::table::format::{
 };
 use crate::table::mapped;
 use crate::types::{EntryKind, TableMeta};
+use lidb_storage::error::{Error, Result};
+use lidb_storage::{Storage, WritableFile};
 
 /// Bytes gathered before one append to storage.
 pub const WRITE_BUFFER_BYTES: usize = 256 * 1024;

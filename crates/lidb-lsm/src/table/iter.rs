@@ -14,10 +14,10 @@
 
 use std::sync::Arc;
 
-use crate::error::{Result, corruption};
 use crate::table::format::decode_slot;
 use crate::table::reader::{Table, Via};
 use crate::types::{EntryKind, ReadStats, SortedIter};
+use lidb_storage::error::{Result, corruption};
 
 /// Bytes read per sequential step of a scan (at least one slot).
 pub const SCAN_CHUNK_BYTES: u64 = 64 * 1024;

@@ -1,5 +1,6 @@
 //! SSTables: fixed-width slots, a Bloom filter, a learned index block of any lidb-index family,
-//! a meta block and a footer (docs/format/sstable.md), plus the page cache their readers share.
+//! a meta block and a footer (docs/format/sstable.md). Their readers share a page cache
+//! (lidb-storage's `cache`).
 //!
 //! - `format`: constants and pure encoders/decoders shared by reader and writer.
 //! - `builder`: `TableBuilder` (flush and compaction threads) and `TableOptions`.
@@ -9,11 +10,10 @@
 //!   or an unclustered ALEX, LIPP, DILI or LITS).
 //! - `window` (private): point lookups through the cache at page granularity (clipped windows,
 //!   only the answering page cached).
-//! - `filter`: `BloomFilter`. `cache`: `PageCache` (thread-safe LRU of pages).
+//! - `filter`: `BloomFilter`.
 //! - `reindex` (here): rewrite a closed table's tail with another index configuration.
 
 pub mod builder;
-pub mod cache;
 pub mod filter;
 pub mod format;
 pub mod iter;
@@ -25,14 +25,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use builder::{BuildTimings, BuiltTable, TableBuilder, TableOptions};
-pub use cache::PageCache;
 pub use filter::BloomFilter;
 pub use iter::TableIter;
+pub use lidb_storage::cache::PageCache;
 pub use reader::{Found, Table};
 
-use crate::error::Result;
-use crate::storage::{ReadMode, Storage};
 use crate::types::SortedIter;
+use lidb_storage::error::Result;
+use lidb_storage::{ReadMode, Storage};
 
 /// Replaces the filter, index, meta block and footer of the closed table at `path` with ones
 /// built under `opts`, keeping its entries, number and slot width. Used by benchmarks to try other

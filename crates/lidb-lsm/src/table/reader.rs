@@ -45,15 +45,15 @@ use std::time::{Duration, Instant};
 
 use lidb_index::{Family, LearnedIndex};
 
-use crate::error::{Error, Result, corruption};
 use crate::keys::KeyMap;
 use crate::options::IndexKind;
-use crate::storage::{PAGE_SIZE, RandomAccessFile, ReadMode, Storage};
-use crate::table::cache::PageCache;
 use crate::table::filter::BloomFilter;
 use crate::table::format::{FOOTER_LEN, Footer, MetaBlock, decode_slot, unframe_block};
 use crate::table::mapped::{self, SlotIndex};
 use crate::types::{EntryKind, ReadStats, TableMeta};
+use lidb_storage::cache::PageCache;
+use lidb_storage::error::{Error, Result, corruption};
+use lidb_storage::{PAGE_SIZE, RandomAccessFile, ReadMode, Storage};
 
 /// The newest version of a key, as one table holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -35,13 +35,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::error::{Error, Result, corruption};
 use crate::options::CacheMode;
-use crate::storage::PAGE_SIZE;
-use crate::table::cache::{PageCache, entry_hash};
 use crate::table::format::decode_slot;
 use crate::table::reader::{Found, Table, Via};
 use crate::types::ReadStats;
+use lidb_storage::PAGE_SIZE;
+use lidb_storage::cache::{PageCache, entry_hash};
+use lidb_storage::error::{Error, Result, corruption};
 
 /// First and last page holding bytes `[start, end)` (`start < end`).
 fn pages_of(start: u64, end: u64) -> (u64, u64) {

@@ -38,7 +38,7 @@
 //! evicted by its later inserts while older hit pages survived, which breaks the guarantee that a
 //! point lookup whose pages fit the cache is then answered from memory.)
 //!
-//! A point lookup that misses (table/window.rs) asks for its entry, then peeks at its window's
+//! A point lookup that misses (lidb-lsm's table/window.rs) asks for its entry, then peeks at its window's
 //! pages: before, two turns of one pool-wide mutex; now read locks of the entry's shard and of
 //! each page's shard (in general different shards), one at a time, which queue behind no other
 //! reader. One call doing both would still take those same locks, so the two calls stay.
@@ -82,8 +82,49 @@ use lidb_sync::CachePadded;
 
 use self::shard::{Key, Kind, Lookup, Shard, Slot};
 use self::sync::{AtomicU64, Ordering, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use crate::options::CacheMode;
-use crate::storage::PAGE_SIZE;
+use crate::PAGE_SIZE;
+
+/// What a table's point lookup keeps in the page cache (table/window.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CacheMode {
+    /// The page(s) of the answering slot (or, for an absent key, of the slots around it).
+    Pages,
+    /// The answering slot alone (about one slot's bytes), or the key alone for an absent key.
+    #[default]
+    Entries,
+    /// Both: the entry, and the pages as `Pages` keeps them.
+    EntriesAndPages,
+}
+
+impl CacheMode {
+    pub const ALL: [CacheMode; 3] = [
+        CacheMode::Pages,
+        CacheMode::Entries,
+        CacheMode::EntriesAndPages,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheMode::Pages => "pages",
+            CacheMode::Entries => "entries",
+            CacheMode::EntriesAndPages => "entries+pages",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<CacheMode> {
+        CacheMode::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// Whether point lookups keep entries.
+    pub fn keeps_entries(self) -> bool {
+        self != CacheMode::Pages
+    }
+
+    /// Whether point lookups keep the pages of their answers.
+    pub fn keeps_pages(self) -> bool {
+        self != CacheMode::Entries
+    }
+}
 
 /// Bytes charged for each entry beyond its own: its shard's index bucket (a 32-byte key and a
 /// 4-byte position, in a table 45% to 87% full: some 60 bytes), its ring slot (56), the `Arc`
@@ -104,7 +145,7 @@ pub const MIN_SHARD_BYTES: u64 = 64;
 
 /// The 64-bit hash entries are keyed by (the Bloom filter's hash of the key).
 pub fn entry_hash(key: &[u8]) -> u64 {
-    crate::table::filter::key_hash(key)
+    crate::hash::key_hash(key)
 }
 
 /// The shard count for a pool of `capacity_bytes` (a power of two).

@@ -23,8 +23,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result, corruption};
-use crate::storage::{Storage, WritableFile};
 use crate::tail::{BadTail, Framing, classify};
+use crate::{Storage, WritableFile};
 
 /// First bytes of every log. DO NOT CHANGE: stored on disk.
 pub const LOG_MAGIC: &[u8; 7] = b"LIDBLOG";

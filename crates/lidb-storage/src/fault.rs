@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
-use crate::storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
+use crate::{RandomAccessFile, ReadMode, Storage, WritableFile};
 
 /// The fault kinds `FaultSpec::parse` accepts, for its error messages.
 const KINDS: &str = "read-eio=P, write-eio=P, short-write=P, sync-fail=P, enospc=SIZE \
@@ -480,7 +480,7 @@ impl Storage for FaultStorage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::storage::mem::MemStorage;
+    use crate::mem::MemStorage;
 
     fn dir() -> PathBuf {
         PathBuf::from("/db")

@@ -4,8 +4,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::Storage;
 use crate::error::{Error, Result, corruption};
-use crate::storage::Storage;
 use crate::tail::{BadTail, RecoveryMode, TailKind};
 
 /// Where a log file's bytes go when a damage cut drops them: `dir/lost/{name}@{offset}`.

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::error::{Error, Result, io_err};
-use crate::storage::{PAGE_SIZE, RandomAccessFile, ReadMode, Storage, WritableFile};
+use crate::{PAGE_SIZE, RandomAccessFile, ReadMode, Storage, WritableFile};
 
 /// Files on the local file system.
 #[derive(Debug, Default, Clone)]

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
-use crate::storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
+use crate::{RandomAccessFile, ReadMode, Storage, WritableFile};
 
 /// A fault to inject with [`MemStorage::fail_after`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

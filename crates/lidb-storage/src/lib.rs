@@ -1,6 +1,14 @@
-//! All file I/O of the engine goes through [`Storage`], so tests can inject faults and crashes.
+//! What every lidb engine stores through. lidb-lsm, lidb-kv, lidb-fine, lidb-btree's log and
+//! lidb-stress sit on this crate; none of them needs an LSM for it.
 //!
-//! Implementations: `fs::FsStorage` (the real file system, optional O_DIRECT reads) and
+//! - [`Storage`] (this file): all file I/O, so tests can inject faults and crashes.
+//! - `error`: [`Error`], which keeps corruption (bad bytes, naming the file) apart from I/O.
+//! - `log`: the checksummed record framing of every log-like file; `tail`: telling a torn tail
+//!   from damage, and the [`RecoveryMode`]s that decide what each costs.
+//! - `cache`: the sharded page and entry cache table readers share; `hash`: the key hash it
+//!   shards by (also the hash of lidb-lsm's Bloom filters, so it is part of a file format).
+//!
+//! Implementations of [`Storage`]: `fs::FsStorage` (the real file system, optional O_DIRECT reads) and
 //! `mem::MemStorage` (in memory; tracks which bytes are durable, can simulate a crash that drops
 //! everything not synced, and can inject failed writes, short writes and flipped bytes).
 //! Wrappers over any storage: `powercut::PowerCut` (cuts the power at its N-th operation) and
@@ -17,16 +25,23 @@
 //! - Every method may be called from any thread.
 //! - Errors are `Error::Io` naming the path.
 
+pub mod cache;
+pub mod error;
 pub mod fault;
 pub mod fs;
+pub mod hash;
+pub mod log;
 pub mod mem;
 pub mod powercut;
+pub mod report;
+pub mod tail;
+
+pub use error::{Error, Result};
+pub use tail::RecoveryMode;
 
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use crate::error::Result;
 
 /// The I/O page: direct I/O reads are aligned to it, the page cache holds it.
 pub const PAGE_SIZE: u64 = 4096;

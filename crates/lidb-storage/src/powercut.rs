@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
-use crate::storage::mem::MemStorage;
-use crate::storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
+use crate::mem::MemStorage;
+use crate::{RandomAccessFile, ReadMode, Storage, WritableFile};
 
 /// The shared power switch of a [`PowerCut`] storage and its files.
 #[derive(Debug)]
