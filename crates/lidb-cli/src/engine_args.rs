@@ -44,10 +44,10 @@ pub struct EngineArgs {
     pub direct_io: bool,
     /// LSM engines (lsm, learnedkv, lsm+, lsm+tier), rocksdb: memtable size that triggers a
     /// flush (e.g. 64MiB, 256KiB). `--memtable` is the same option (as `lidb bench ycsb`).
-    #[arg(long, alias = "memtable", default_value = "64MiB", value_parser = crate::size::parse_size)]
+    #[arg(long, alias = "memtable", default_value = "64MiB", value_parser = lidb_storage::size::parse_size)]
     pub write_buffer: u64,
     /// LSM engines, rocksdb: block cache size (e.g. 8MiB). `--cache` is the same option.
-    #[arg(long, alias = "cache", default_value = "8MiB", value_parser = crate::size::parse_size)]
+    #[arg(long, alias = "cache", default_value = "8MiB", value_parser = lidb_storage::size::parse_size)]
     pub block_cache: u64,
     /// LSM engines: index of new tables: a family (fp, binary, plr, fiting, pgm, rs, rmi, lpa,
     /// plex, ...), FAMILY+keys (mapped keys retained), or an unclustered alex, lipp, dili or
@@ -58,11 +58,11 @@ pub struct EngineArgs {
     #[arg(long, default_value_t = 16)]
     pub boundary: u64,
     /// LSM engines: target SSTable size (4MiB to 128MiB).
-    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
+    #[arg(long, default_value = "64MiB", value_parser = lidb_storage::size::parse_size)]
     pub sst_size: u64,
     /// learnedkv: convert in the background (no values moved) when the LSM's tables reach this
     /// size (e.g. 256MiB); 0 = off.
-    #[arg(long, default_value = "0", value_parser = crate::size::parse_size)]
+    #[arg(long, default_value = "0", value_parser = lidb_storage::size::parse_size)]
     pub convert_at_lsm_bytes: u64,
     /// learnedkv: convert in the background when the LSM has this many non-empty levels; 0 = off.
     #[arg(long, default_value_t = 0)]
@@ -71,17 +71,17 @@ pub struct EngineArgs {
     /// the log holds this many bytes since the last checkpoint (e.g. 64MiB, 256KiB), which
     /// bounds the log and the next open's replay; 0 = only on an explicit checkpoint (and, for
     /// learnedstore and btree, on close).
-    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
+    #[arg(long, default_value = "64MiB", value_parser = lidb_storage::size::parse_size)]
     pub checkpoint_log_bytes: u64,
     /// learnedstore, btree: bytes of the buffer pool, the tree's pages in memory (e.g. 8MiB,
     /// 1GiB; a pool smaller than 16 pages is raised to 16). The default is the LSM engines'
     /// default block cache, so the read caches match; the LSMs also hold a memtable
     /// (--write-buffer), which the tree has no counterpart of.
-    #[arg(long, default_value = "8MiB", value_parser = crate::size::parse_size)]
+    #[arg(long, default_value = "8MiB", value_parser = lidb_storage::size::parse_size)]
     pub pool: u64,
     /// learnedstore, btree: page size of a new page file (a power of two from 4KiB to 64KiB);
     /// an existing file must be opened with the page size it was created with.
-    #[arg(long, default_value = "4KiB", value_parser = crate::size::parse_size)]
+    #[arg(long, default_value = "4KiB", value_parser = lidb_storage::size::parse_size)]
     pub page_size: u64,
     /// learnedstore: reach leaves through the learned model (on) or only by walking the tree
     /// (off, which is the btree engine).

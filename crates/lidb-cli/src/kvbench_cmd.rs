@@ -49,11 +49,11 @@ pub struct CommonArgs {
     direct_io: bool,
     /// Memtable size of every engine (finedex has none: ignored, with a note). `--memtable` is
     /// the same option.
-    #[arg(long = "write-buffer", alias = "memtable", default_value = "64MiB", value_parser = crate::size::parse_size)]
+    #[arg(long = "write-buffer", alias = "memtable", default_value = "64MiB", value_parser = lidb_storage::size::parse_size)]
     memtable: u64,
     /// Block cache of every engine (finedex has none: ignored, with a note). `--cache` is the
     /// same option.
-    #[arg(long = "block-cache", alias = "cache", default_value = "8MiB", value_parser = crate::size::parse_size)]
+    #[arg(long = "block-cache", alias = "cache", default_value = "8MiB", value_parser = lidb_storage::size::parse_size)]
     cache: u64,
     /// Position boundary B of the learned indexes of lidb's LSM tables (lsm, and the LSMs of
     /// learnedkv, lsm+ and lsm+tier): a lookup reads a window of about B slots, so with 1 KiB
@@ -74,7 +74,7 @@ pub struct CommonArgs {
     /// Buffer pool of learnedstore and btree (the other engines ignore it). The default is
     /// --cache's, so the read caches are equal; the LSMs' memtable has no counterpart in the
     /// tree: for equal total memory give the pool --cache plus --memtable.
-    #[arg(long, default_value = "8MiB", value_parser = crate::size::parse_size)]
+    #[arg(long, default_value = "8MiB", value_parser = lidb_storage::size::parse_size)]
     pool: u64,
     /// Engine directories go under DIR/kv-<pid>/, one per engine, removed at the end.
     #[arg(long, default_value = "bench-out")]

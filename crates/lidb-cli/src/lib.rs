@@ -27,7 +27,6 @@ mod manual;
 mod repair_cmd;
 mod scaling_cmd;
 mod serve_cmd;
-mod size;
 mod stress_cmd;
 
 use std::process::ExitCode;

@@ -36,16 +36,16 @@ pub struct ServeArgs {
     /// The largest bulk string (key, value or argument) a request may carry (e.g. 16MiB); a
     /// request with a larger one gets "-ERR Protocol error: invalid bulk length" and the
     /// connection is closed.
-    #[arg(long, default_value = "16MiB", value_parser = crate::size::parse_size)]
+    #[arg(long, default_value = "16MiB", value_parser = lidb_storage::size::parse_size)]
     max_bulk: u64,
     /// The most arguments in one request (MSET, MGET, DEL with many keys).
     #[arg(long, default_value_t = 1 << 20)]
     max_args: u64,
     /// The most bytes of bulk strings one request may carry in all.
-    #[arg(long, default_value = "64MiB", value_parser = crate::size::parse_size)]
+    #[arg(long, default_value = "64MiB", value_parser = lidb_storage::size::parse_size)]
     max_request: u64,
     /// The longest inline command line (what nc and telnet send).
-    #[arg(long, default_value = "64KiB", value_parser = crate::size::parse_size)]
+    #[arg(long, default_value = "64KiB", value_parser = lidb_storage::size::parse_size)]
     max_inline: u64,
     /// The most items one SCAN (COUNT) or LIDB.RANGE reply holds; a larger LIMIT is cut to it
     /// and the reply's cursor or next key says where to continue.

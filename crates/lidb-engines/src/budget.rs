@@ -16,7 +16,7 @@
 //! Pure arithmetic; callers from any thread.
 
 use crate::MemorySplit;
-use crate::size::human_size;
+use lidb_storage::size::human_size;
 
 /// What an engine's cache gets out of a budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,14 +19,13 @@ mod error;
 mod fine;
 mod kind;
 mod lidb;
-mod size;
 
 pub use error::EngineError;
 pub use kind::{EngineKind, IndexChoice, Shape};
 
 pub use budget::{BudgetFit, CachePlan};
 pub use fine::dir_bytes;
-pub use size::{format_size, human_size};
+pub use lidb_storage::size::{format_size, human_size};
 
 pub use lidb::{Tiering, tier_kind};
 #[cfg(feature = "rocksdb")]

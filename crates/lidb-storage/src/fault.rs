@@ -97,8 +97,11 @@ impl FaultSpec {
                 "short-write" => spec.short_write_rate = rate()?,
                 "sync-fail" => spec.sync_error_rate = rate()?,
                 "enospc" => {
-                    spec.enospc_after_bytes =
-                        Some(parse_size(value).ok_or_else(|| bad("bad size"))?)
+                    spec.enospc_after_bytes = Some(
+                        crate::size::parse_size(value)
+                            .ok()
+                            .ok_or_else(|| bad("bad size"))?,
+                    )
                 }
                 _ => return Err(bad("unknown kind")),
             }
@@ -110,20 +113,6 @@ impl FaultSpec {
     pub fn is_none(&self) -> bool {
         *self == FaultSpec::default()
     }
-}
-
-/// "1000", "512KiB", "64MiB", "1GiB" (also "64M", "64 MiB", any case) in bytes.
-fn parse_size(s: &str) -> Option<u64> {
-    let digits = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (number, suffix) = s.split_at(digits);
-    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kib" => 10,
-        "m" | "mib" => 20,
-        "g" | "gib" => 30,
-        _ => return None,
-    };
-    number.parse::<u64>().ok()?.checked_mul(1u64 << shift)
 }
 
 impl fmt::Display for FaultSpec {

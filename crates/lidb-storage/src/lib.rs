@@ -7,6 +7,7 @@
 //!   from damage, and the [`RecoveryMode`]s that decide what each costs.
 //! - `cache`: the sharded page and entry cache table readers share; `hash`: the key hash it
 //!   shards by (also the hash of lidb-lsm's Bloom filters, so it is part of a file format).
+//! - `report`: what an open found and cut, and `lost/`; `size`: byte sizes as people write them.
 //!
 //! Implementations of [`Storage`]: `fs::FsStorage` (the real file system, optional O_DIRECT reads) and
 //! `mem::MemStorage` (in memory; tracks which bytes are durable, can simulate a crash that drops
@@ -34,6 +35,7 @@ pub mod log;
 pub mod mem;
 pub mod powercut;
 pub mod report;
+pub mod size;
 pub mod tail;
 
 pub use error::{Error, Result};

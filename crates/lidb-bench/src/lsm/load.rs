@@ -31,28 +31,8 @@ pub const BATCH_ENTRIES: usize = 100;
 const MARKER: &str = "lidb-bench.load";
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
-const GIB: u64 = 1 << 30;
 
-/// Parses a size in bytes: a whole number with an optional KiB, MiB or GiB suffix (any case,
-/// optional space), or a `B` suffix.
-pub fn parse_size(text: &str) -> Result<u64, String> {
-    let t = text.trim();
-    let lower = t.to_ascii_lowercase();
-    let (digits, scale) = [("kib", KIB), ("mib", MIB), ("gib", GIB), ("b", 1)]
-        .iter()
-        .find_map(|(suffix, scale)| lower.strip_suffix(suffix).map(|d| (d.trim_end(), *scale)))
-        .unwrap_or((lower.as_str(), 1));
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "\"{text}\" is not a size: expected a whole number with an optional KiB, MiB or GiB suffix, e.g. 64MiB"
-        ));
-    }
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|d| d.checked_mul(scale))
-        .ok_or_else(|| format!("\"{text}\" is too large a size"))
-}
+pub use lidb_storage::size::parse_size;
 
 pub use lidb_engines::{format_size, human_size};
 
@@ -535,16 +515,7 @@ mod tests {
     }
 
     #[test]
-    fn sizes_parse_with_binary_suffixes() {
-        assert_eq!(parse_size("64MiB"), Ok(64 << 20));
-        assert_eq!(parse_size("4 mib"), Ok(4 << 20));
-        assert_eq!(parse_size("512KiB"), Ok(512 << 10));
-        assert_eq!(parse_size("1GiB"), Ok(1 << 30));
-        assert_eq!(parse_size("1000"), Ok(1000));
-        assert_eq!(parse_size("100B"), Ok(100));
-        for bad in ["", "MiB", "1.5MiB", "-1", "64MB", "99999999999999999999GiB"] {
-            assert!(parse_size(bad).is_err(), "{bad}");
-        }
+    fn sizes_format_in_the_largest_exact_unit() {
         assert_eq!(format_size(64 << 20), "64MiB");
         assert_eq!(format_size(1000), "1000B");
     }
