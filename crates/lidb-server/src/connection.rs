@@ -6,6 +6,10 @@
 //! on an async worker; the connection's task awaits the replies. Only its leading reads that the
 //! engine answers from memory are answered on the task itself (`memory_reads.rs`).
 //!
+//! Over TLS (`tls.rs`) the task first runs the handshake, then serves the TLS stream with the same
+//! code: [`serve`] is generic over the stream, so the plain-TCP path is compiled for `TcpStream`
+//! itself, with no indirection per read or write.
+//!
 //! Runs as one tokio task per connection. Invariants:
 //! 1. Requests of one connection run in order, one batch at a time; replies go out in that order.
 //! 2. The read buffer never holds more than one incomplete request within the codec's limits plus
@@ -24,7 +28,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_util::codec::Decoder;
@@ -35,6 +39,7 @@ use crate::memory_reads;
 use crate::pool::EnginePool;
 use crate::session::Session;
 use crate::state::Shared;
+use crate::tls::Tls;
 
 /// The most requests run as one batch before the next read.
 pub const MAX_BATCH: usize = 1024;
@@ -53,12 +58,51 @@ pub struct ConnectionContext {
     /// Answer the leading in-memory reads of a batch on this task (`memory_reads.rs`).
     pub memory_reads: bool,
     pub shutdown: watch::Receiver<bool>,
+    /// Run a TLS handshake before serving (`tls.rs`); `None`: plain TCP.
+    pub tls: Option<Tls>,
+}
+
+/// Serves an accepted socket: over TLS after a successful handshake when the server speaks TLS,
+/// else as it is.
+pub async fn serve_tcp(stream: TcpStream, id: u64, mut ctx: ConnectionContext) {
+    // Replies are small and pipelined batches are written whole: no Nagle delay.
+    let _ = stream.set_nodelay(true);
+    match ctx.tls.clone() {
+        None => serve(stream, id, ctx).await,
+        Some(tls) => {
+            if let Some(stream) = tls.handshake(stream, &mut ctx.shutdown).await {
+                serve(stream, id, ctx).await;
+            }
+        }
+    }
+}
+
+/// Answers a connection over the cap with [`too_many_clients`] (after the handshake, over TLS)
+/// and closes it.
+pub async fn refuse(stream: TcpStream, tls: Option<Tls>, mut shutdown: watch::Receiver<bool>) {
+    let mut out = BytesMut::new();
+    too_many_clients().encode(crate::reply::Protocol::Resp2, &mut out);
+    match tls {
+        None => write_and_close(stream, &out).await,
+        Some(tls) => {
+            if let Some(stream) = tls.handshake(stream, &mut shutdown).await {
+                write_and_close(stream, &out).await;
+            }
+        }
+    }
+}
+
+async fn write_and_close<S: AsyncWrite + Unpin>(mut stream: S, bytes: &[u8]) {
+    if stream.write_all(bytes).await.is_ok() {
+        let _ = stream.shutdown().await;
+    }
 }
 
 /// Serves `stream` until the client leaves, QUITs, sends bad bytes, idles out or the server stops.
-pub async fn serve(mut stream: TcpStream, id: u64, mut ctx: ConnectionContext) {
-    // Replies are small and pipelined batches are written whole: no Nagle delay.
-    let _ = stream.set_nodelay(true);
+pub async fn serve<S>(mut stream: S, id: u64, mut ctx: ConnectionContext)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut codec = RequestCodec::new(ctx.limits);
     let mut input = BytesMut::with_capacity(16 << 10);
     let mut output = BytesMut::with_capacity(16 << 10);
@@ -119,7 +163,8 @@ pub async fn serve(mut stream: TcpStream, id: u64, mut ctx: ConnectionContext) {
             }
         }
         if !output.is_empty() {
-            if stream.write_all(&output).await.is_err() {
+            // TLS may hold written records until flushed; for TCP the flush is a no-op.
+            if stream.write_all(&output).await.is_err() || stream.flush().await.is_err() {
                 return;
             }
             output.clear();
@@ -155,7 +200,7 @@ pub async fn serve(mut stream: TcpStream, id: u64, mut ctx: ConnectionContext) {
 /// After an error reply and our FIN, reads and drops what the client still sends, briefly and
 /// boundedly: closing with unread input would send a reset, which can destroy the error reply
 /// before the client reads it.
-async fn linger(stream: &mut TcpStream) {
+async fn linger<S: AsyncRead + Unpin>(stream: &mut S) {
     let mut sink = vec![0u8; 16 << 10];
     let _ = tokio::time::timeout(Duration::from_millis(200), async {
         for _ in 0..16 {

@@ -17,6 +17,8 @@
 //! - `server`: accept loop, connection cap, graceful stop (stop accepting, finish batches, flush).
 //! - `metrics`: `--metrics-listen`, the counters in Prometheus's text format over a minimal HTTP
 //!   responder on the server's runtime; per-command counts and latencies in per-thread shards.
+//! - `tls`: `--tls-cert`/`--tls-key`/`--tls-ca-cert`, the listener's TLS (rustls): the PEM files
+//!   loaded at start, the handshake on each connection's task before its first request.
 //! - `workers`: `--thread-per-core`, one current-thread runtime per worker thread (an option; the
 //!   default is one work-stealing runtime, see docs/ARCHITECTURE.md for the measurement).
 //!
@@ -39,9 +41,11 @@ mod server;
 pub mod session;
 mod state;
 mod stripes;
+mod tls;
 mod workers;
 
 pub use codec::{DecodeError, Limits, RequestCodec, decode_all};
 pub use reply::{Protocol, Reply};
 pub use server::{Server, ServerConfig, ServerError, ServerHandle, refuse_unprotected};
 pub use session::Password;
+pub use tls::{HANDSHAKE_TIMEOUT, Tls, TlsFiles};

@@ -12,17 +12,17 @@
 //!
 //! Protected mode (on by default, as in Redis): [`Server::bind`] refuses an address that is not
 //! loopback unless a password is set, so a server is never open to the network by accident; the
-//! metrics address (`metrics.rs`) is held to the same rule.
+//! metrics address (`metrics.rs`) is held to the same rule. TLS (`tls.rs`) does not change it: a
+//! TLS listener, with client certificates or without, still needs the password off loopback.
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use lidb_engines::{Engine, EngineError};
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::runtime::Handle;
 use tokio::sync::{Semaphore, oneshot, watch};
@@ -31,9 +31,9 @@ use tokio::task::JoinSet;
 use crate::codec::Limits;
 use crate::connection::{self, ConnectionContext};
 use crate::pool::EnginePool;
-use crate::reply::Protocol;
 use crate::session::Password;
 use crate::state::{Settings, Shared};
+use crate::tls::Tls;
 use crate::workers::Workers;
 
 /// How a server runs.
@@ -67,6 +67,8 @@ pub struct ServerConfig {
     /// Serve Prometheus metrics over HTTP on this address (`metrics.rs`); port 0 picks a free
     /// one. Protected mode applies to it as to `listen`.
     pub metrics_listen: Option<String>,
+    /// Speak only TLS on `listen` (`tls.rs`); the metrics address stays plain HTTP.
+    pub tls: Option<Tls>,
 }
 
 impl Default for ServerConfig {
@@ -85,6 +87,7 @@ impl Default for ServerConfig {
             requirepass: None,
             protected_mode: true,
             metrics_listen: None,
+            tls: None,
         }
     }
 }
@@ -101,6 +104,8 @@ pub enum ServerError {
     Engine(EngineError),
     /// Protected mode: an address other than loopback and no password.
     Unprotected { listen: String },
+    /// A TLS file (`tls.rs`) that was read but is not what it should be.
+    TlsFile { file: PathBuf, detail: String },
 }
 
 impl std::fmt::Display for ServerError {
@@ -115,6 +120,7 @@ impl std::fmt::Display for ServerError {
                  (--requirepass-file), listen on 127.0.0.1, or turn protected mode off \
                  (--protected-mode no)"
             ),
+            ServerError::TlsFile { file, detail } => write!(f, "{}: {detail}", file.display()),
         }
     }
 }
@@ -349,7 +355,7 @@ async fn accept_loop(
             () = &mut stop => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             accepted = listener.accept() => {
-                let Ok((mut stream, _)) = accepted else {
+                let Ok((stream, _)) = accepted else {
                     // Out of descriptors and the like: let connections close, then retry.
                     tokio::time::sleep(Duration::from_millis(10)).await;
                     continue;
@@ -357,10 +363,10 @@ async fn accept_loop(
                 shared.counters.connections_received.fetch_add(1, Ordering::Relaxed);
                 let Ok(permit) = Arc::clone(&permits).try_acquire_owned() else {
                     shared.counters.connections_rejected.fetch_add(1, Ordering::Relaxed);
+                    let tls = config.tls.clone();
+                    let shutdown = shutdown.clone();
                     tasks.spawn(async move {
-                        let mut out = BytesMut::new();
-                        connection::too_many_clients().encode(Protocol::Resp2, &mut out);
-                        let _ = stream.write_all(&out).await;
+                        connection::refuse(stream, tls, shutdown).await;
                     });
                     continue;
                 };
@@ -372,6 +378,7 @@ async fn accept_loop(
                     idle_timeout: config.idle_timeout,
                     memory_reads: config.memory_reads,
                     shutdown: shutdown.clone(),
+                    tls: config.tls.clone(),
                 };
                 let id = next_id;
                 let Some(worker) = workers.get(id as usize % workers.len().max(1)) else {
@@ -379,7 +386,7 @@ async fn accept_loop(
                         // Dropped when the task ends, also by a panic: the count and the permit
                         // come back either way.
                         let _open = OpenConnection::new(Arc::clone(&ctx.shared), permit);
-                        connection::serve(stream, id, ctx).await;
+                        connection::serve_tcp(stream, id, ctx).await;
                     });
                     continue;
                 };
@@ -388,7 +395,7 @@ async fn accept_loop(
                 tasks.spawn_on(async move {
                     let _open = OpenConnection::new(Arc::clone(&ctx.shared), permit);
                     if let Ok(stream) = tokio::net::TcpStream::from_std(stream) {
-                        connection::serve(stream, id, ctx).await;
+                        connection::serve_tcp(stream, id, ctx).await;
                     }
                 }, worker);
             }
