@@ -97,6 +97,52 @@ pub struct ServeArgs {
     /// (and fine-wire's) is then `metrics listening on ADDRESS`. Protected mode applies to it.
     #[arg(long)]
     metrics_listen: Option<String>,
+    /// Speak TLS on --listen with this certificate chain (PEM: the server's certificate first,
+    /// then any intermediates); needs --tls-key. The listener then speaks only TLS, and plain
+    /// clients are refused at the handshake (Redis opens a separate tls-port beside the plain
+    /// one; lidb serve has one listener, TLS or plain). Clients: `redis-cli --tls --cacert
+    /// CA.pem`, redis-py `ssl=True, ssl_ca_certs="CA.pem"`. TLS does not change protected mode
+    /// (an address other than loopback still needs a password) and --metrics-listen stays plain
+    /// HTTP.
+    #[arg(long, value_name = "FILE")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert's first certificate (PEM, unencrypted: `BEGIN PRIVATE
+    /// KEY`, `BEGIN RSA PRIVATE KEY` or `BEGIN EC PRIVATE KEY`); needs --tls-cert.
+    #[arg(long, value_name = "FILE")]
+    tls_key: Option<PathBuf>,
+    /// Require a client certificate signed by one of the CA certificates in this PEM file, as
+    /// Redis's `tls-auth-clients yes`: a client without one fails the handshake (redis-cli:
+    /// `--cert FILE --key FILE`). Needs --tls-cert and --tls-key. A verified certificate is not
+    /// a password: --requirepass and protected mode apply as without it.
+    #[arg(long, value_name = "FILE")]
+    tls_ca_cert: Option<PathBuf>,
+}
+
+/// The TLS files of --tls-cert, --tls-key and --tls-ca-cert: both of the first two or neither,
+/// and the third only with them.
+fn tls_files(
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    client_ca: Option<PathBuf>,
+) -> Result<Option<lidb_server::TlsFiles>, CliError> {
+    match (cert, key, client_ca) {
+        (Some(cert_chain), Some(private_key), client_ca) => Ok(Some(lidb_server::TlsFiles {
+            cert_chain,
+            private_key,
+            client_ca,
+        })),
+        (None, None, None) => Ok(None),
+        (None, None, Some(_)) => Err(CliError::Usage(
+            "--tls-ca-cert needs --tls-cert and --tls-key (it verifies clients of a TLS listener)"
+                .into(),
+        )),
+        (Some(_), None, _) => Err(CliError::Usage(
+            "--tls-cert needs --tls-key (the private key of the certificate)".into(),
+        )),
+        (None, Some(_), _) => Err(CliError::Usage(
+            "--tls-key needs --tls-cert (the certificate chain of the key)".into(),
+        )),
+    }
 }
 
 /// The password of --requirepass or --requirepass-file, if one was given.
@@ -140,6 +186,17 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
         )
         .map_err(|e| CliError::Serve(e.to_string()))?;
     }
+    // Bad TLS files are refused before anything is created or opened, too.
+    let tls = match tls_files(
+        args.tls_cert.clone(),
+        args.tls_key.clone(),
+        args.tls_ca_cert.clone(),
+    )? {
+        Some(files) => {
+            Some(lidb_server::Tls::load(&files).map_err(|e| CliError::Serve(e.to_string()))?)
+        }
+        None => None,
+    };
     if args.shard.is_some() && args.fine_listen.is_none() {
         return Err(CliError::Usage(
             "--shard needs --fine-listen (a shard map is fine-wire's)".into(),
@@ -181,6 +238,7 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
         requirepass,
         protected_mode: args.protected_mode == "yes",
         metrics_listen: args.metrics_listen,
+        tls,
     };
     let server = Server::bind(config, engine).map_err(|e| CliError::Serve(e.to_string()))?;
     let metrics_addr = server.metrics_addr();
@@ -233,4 +291,36 @@ fn open_shard(
     let addr = server.addr();
     let engine = lidb_fine_net::resp_shard::ShardEngine::new(server, Some(args.db.clone()));
     Ok((Box::new(engine), addr))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path(name: &str) -> Option<PathBuf> {
+        Some(PathBuf::from(name))
+    }
+
+    #[test]
+    fn tls_cert_and_key_come_together() {
+        let usage = |r: Result<Option<lidb_server::TlsFiles>, CliError>| match r {
+            Err(CliError::Usage(msg)) => msg,
+            other => panic!("want a usage error, got {other:?}"),
+        };
+        assert!(
+            usage(tls_files(path("c.pem"), None, None)).starts_with("--tls-cert needs --tls-key")
+        );
+        assert!(
+            usage(tls_files(None, path("k.pem"), None)).starts_with("--tls-key needs --tls-cert")
+        );
+        assert!(usage(tls_files(None, None, path("ca.pem"))).starts_with("--tls-ca-cert needs"));
+        assert!(usage(tls_files(None, path("k.pem"), path("ca.pem"))).starts_with("--tls-key"));
+        assert!(matches!(tls_files(None, None, None), Ok(None)));
+        let Ok(Some(files)) = tls_files(path("c.pem"), path("k.pem"), path("ca.pem")) else {
+            panic!("cert, key and CA are a TLS setup");
+        };
+        assert_eq!(files.cert_chain, PathBuf::from("c.pem"));
+        assert_eq!(files.private_key, PathBuf::from("k.pem"));
+        assert_eq!(files.client_ca, path("ca.pem"));
+    }
 }
