@@ -21,6 +21,7 @@ use lidb_storage::Storage;
 use crate::error::{Error, Result};
 use crate::store::{CheckpointInfo, CheckpointTarget};
 use crate::wal::lock;
+use lidb_storage::bytes::ByteReader;
 
 const MAGIC: &[u8; 7] = b"BTMEMCK";
 const VERSION: u8 = 1;
@@ -155,7 +156,7 @@ fn decode(bytes: &[u8]) -> std::result::Result<Decoded, String> {
     if crc32c::crc32c(body) != crc {
         return Err("the snapshot fails its checksum".into());
     }
-    let mut r = Reader(body);
+    let mut r = ByteReader::new(body);
     if r.take(7)? != MAGIC.as_slice() || r.take(1)? != [VERSION] {
         return Err("not a MemTarget snapshot of version 1".into());
     }
@@ -169,29 +170,8 @@ fn decode(bytes: &[u8]) -> std::result::Result<Decoded, String> {
         let k = r.take(kl)?.to_vec();
         map.insert(k, r.take(vl)?.to_vec());
     }
-    if !r.0.is_empty() {
+    if r.remaining() != 0 {
         return Err(bad());
     }
     Ok((map, CheckpointInfo { lsn, extra }))
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
-        let (head, rest) = self
-            .0
-            .split_at_checked(n)
-            .ok_or_else(|| "the snapshot is truncated".to_string())?;
-        self.0 = rest;
-        Ok(head)
-    }
-    fn u32(&mut self) -> std::result::Result<u32, String> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes(b.try_into().map_err(|_| "short u32")?))
-    }
-    fn u64(&mut self) -> std::result::Result<u64, String> {
-        let b = self.take(8)?;
-        Ok(u64::from_le_bytes(b.try_into().map_err(|_| "short u64")?))
-    }
 }

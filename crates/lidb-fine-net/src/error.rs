@@ -22,7 +22,7 @@ pub enum WireError {
     /// The shard map is unusable (overlapping ranges, no servers).
     ShardMap { detail: String },
     /// The durable server's store refused a write or did not open.
-    Store(lidb_lsm::Error),
+    Store(lidb_storage::Error),
 }
 
 impl WireError {

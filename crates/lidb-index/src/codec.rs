@@ -135,7 +135,9 @@ impl PutLe for Vec<u8> {
     }
 }
 
-/// A bounds-checked little-endian reader over untrusted bytes.
+/// A bounds-checked little-endian reader over untrusted bytes. Every other decoder of lidb reads
+/// through lidb-storage's `bytes::ByteReader`; lidb-index sits below lidb-storage (whose error
+/// wraps this crate's), so the index codec keeps its own reader with its own error.
 #[derive(Debug)]
 pub struct Reader<'a> {
     bytes: &'a [u8],

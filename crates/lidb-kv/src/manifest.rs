@@ -8,8 +8,8 @@
 
 use std::path::{Path, PathBuf};
 
-use lidb_lsm::table::format::ByteReader;
 use lidb_storage::Storage;
+use lidb_storage::bytes::ByteReader;
 use lidb_storage::error::corruption;
 
 use crate::Result;
@@ -155,7 +155,7 @@ fn read_list(r: &mut ByteReader<'_>, name: &str) -> std::result::Result<Vec<u64>
             "{n} {name} numbers is above the limit {MAX_LIST_LEN}"
         ));
     }
-    (0..n).map(|_| r.u64()).collect()
+    (0..n).map(|_| r.u64().map_err(String::from)).collect()
 }
 
 /// Replaces `dir/KVSTATE` with `s` atomically and durably.

@@ -16,6 +16,7 @@
 //! the encoded payload fits one log record, and `first_seq + count - 1` does not overflow.
 
 use crate::types::EntryKind;
+use lidb_storage::bytes::{ByteReader, Truncated};
 use lidb_storage::error::{Error, Result};
 use lidb_storage::log::MAX_RECORD_BYTES;
 
@@ -150,50 +151,32 @@ impl WriteBatch {
     }
 }
 
-/// Reads fixed-width little-endian fields from a byte slice, failing with a message at the end.
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &str) -> std::result::Result<&'a [u8], String> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len());
-        let Some(s) = end.and_then(|e| self.bytes.get(self.pos..e)) else {
-            return Err(format!(
-                "batch ends inside {what} at byte {} (needs {n} bytes, {} left)",
-                self.pos,
-                self.bytes.len() - self.pos
-            ));
-        };
-        self.pos += n;
-        Ok(s)
-    }
-
-    fn array<const N: usize>(&mut self, what: &str) -> std::result::Result<[u8; N], String> {
-        let s = self.take(N, what)?;
-        s.try_into().map_err(|_| format!("{what}: bad width"))
-    }
-
-    fn left(&self) -> usize {
-        self.bytes.len() - self.pos
-    }
+/// Names what a short batch ended inside, for the error the caller puts beside the WAL's name.
+fn inside<T>(
+    read: std::result::Result<T, Truncated>,
+    what: &str,
+) -> std::result::Result<T, String> {
+    read.map_err(|t| {
+        format!(
+            "batch ends inside {what} at byte {} (needs {} bytes, {} left)",
+            t.at,
+            t.wanted,
+            t.len.saturating_sub(t.at)
+        )
+    })
 }
 
 /// Decodes a WAL record payload into its first sequence number and ops. Never panics; the
 /// error describes the first violation (the caller names the WAL file).
 pub fn decode(payload: &[u8]) -> std::result::Result<(u64, Vec<BatchOp>), String> {
-    let mut r = Reader {
-        bytes: payload,
-        pos: 0,
-    };
-    let first_seq = u64::from_le_bytes(r.array("the first sequence number")?);
-    let count = u32::from_le_bytes(r.array("the op count")?);
+    let mut r = ByteReader::new(payload);
+    let first_seq = inside(r.u64(), "the first sequence number")?;
+    let count = inside(r.u32(), "the op count")?;
     // Every op takes at least OP_OVERHEAD_BYTES, which bounds the allocation below.
-    if u64::from(count) * OP_OVERHEAD_BYTES > r.left() as u64 {
+    if u64::from(count) * OP_OVERHEAD_BYTES > r.remaining() as u64 {
         return Err(format!(
             "op count {count} does not fit in the {} bytes that follow",
-            r.left()
+            r.remaining()
         ));
     }
     if count > 0 && first_seq.checked_add(u64::from(count) - 1).is_none() {
@@ -203,17 +186,17 @@ pub fn decode(payload: &[u8]) -> std::result::Result<(u64, Vec<BatchOp>), String
     }
     let mut ops = Vec::with_capacity(count as usize);
     for i in 0..count {
-        let [kind] = r.array::<1>("an op kind")?;
+        let kind = inside(r.u8(), "an op kind")?;
         let kind =
             EntryKind::from_u8(kind).ok_or_else(|| format!("op {i}: unknown kind {kind}"))?;
-        let key_len = u32::from_le_bytes(r.array("a key length")?);
+        let key_len = inside(r.u32(), "a key length")?;
         if u64::from(key_len) > MAX_KEY_BYTES {
             return Err(format!(
                 "op {i}: key length {key_len} exceeds the limit of {MAX_KEY_BYTES}"
             ));
         }
-        let key = r.take(key_len as usize, "a key")?.to_vec();
-        let value_len = u32::from_le_bytes(r.array("a value length")?);
+        let key = inside(r.take(key_len as usize), "a key")?.to_vec();
+        let value_len = inside(r.u32(), "a value length")?;
         if u64::from(value_len) > MAX_VALUE_BYTES {
             return Err(format!(
                 "op {i}: value length {value_len} exceeds the limit of {MAX_VALUE_BYTES}"
@@ -224,11 +207,11 @@ pub fn decode(payload: &[u8]) -> std::result::Result<(u64, Vec<BatchOp>), String
                 "op {i}: a deletion carries a {value_len}-byte value"
             ));
         }
-        let value = r.take(value_len as usize, "a value")?.to_vec();
+        let value = inside(r.take(value_len as usize), "a value")?.to_vec();
         ops.push(BatchOp { kind, key, value });
     }
-    if r.left() != 0 {
-        return Err(format!("{} bytes follow the last op", r.left()));
+    if r.remaining() != 0 {
+        return Err(format!("{} bytes follow the last op", r.remaining()));
     }
     Ok((first_seq, ops))
 }

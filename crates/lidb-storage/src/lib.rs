@@ -7,7 +7,8 @@
 //!   from damage, and the [`RecoveryMode`]s that decide what each costs.
 //! - `cache`: the sharded page and entry cache table readers share; `hash`: the key hash it
 //!   shards by (also the hash of lidb-lsm's Bloom filters, so it is part of a file format).
-//! - `report`: what an open found and cut, and `lost/`; `size`: byte sizes as people write them.
+//! - `report`: what an open found and cut, and `lost/`; `size`: byte sizes as people write them;
+//!   `bytes`: the one bounds-checked cursor every decoder reads untrusted bytes with.
 //!
 //! Implementations of [`Storage`]: `fs::FsStorage` (the real file system, optional O_DIRECT reads) and
 //! `mem::MemStorage` (in memory; tracks which bytes are durable, can simulate a crash that drops
@@ -26,6 +27,7 @@
 //! - Every method may be called from any thread.
 //! - Errors are `Error::Io` naming the path.
 
+pub mod bytes;
 pub mod cache;
 pub mod error;
 pub mod fault;

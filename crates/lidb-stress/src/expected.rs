@@ -18,6 +18,7 @@
 //! to its own [`OpLog`] before and after every engine write, and [`Expected::replay`] folds the
 //! logs a killed child left into the state.
 
+use lidb_storage::bytes::ByteReader;
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -175,7 +176,7 @@ impl Expected {
         if crc32c::crc32c(body) != u32::from_le_bytes(*crc) {
             return Err("expected-state file fails its checksum".into());
         }
-        let mut r = Reader(body);
+        let mut r = ByteReader::new(body);
         if r.take(8)? != MAGIC {
             return Err("not an expected-state file (bad magic)".into());
         }
@@ -190,7 +191,7 @@ impl Expected {
         for _ in 0..len {
             let last_version = r.u32()?;
             let last_delete = r.u32()?;
-            let n = r.take(1)?.first().copied().unwrap_or(0);
+            let n = r.u8()?;
             let allowed = (0..n).map(|_| r.u32()).collect::<Result<Vec<_>, _>>()?;
             if allowed.is_empty() {
                 return Err("expected-state file has a key with no allowed state".into());
@@ -201,7 +202,7 @@ impl Expected {
                 allowed,
             }));
         }
-        if !r.0.is_empty() {
+        if r.remaining() != 0 {
             return Err("expected-state file has bytes after its last key".into());
         }
         Ok(Expected { keys })
@@ -288,29 +289,6 @@ pub struct Replayed {
     pub in_flight: u64,
     /// Operations (reads included) the progress records counted.
     pub operations: u64,
-}
-
-struct Reader<'a>(&'a [u8]);
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        if self.0.len() < n {
-            return Err("expected-state file ends inside a key".into());
-        }
-        let (head, rest) = self.0.split_at(n);
-        self.0 = rest;
-        Ok(head)
-    }
-
-    fn u32(&mut self) -> Result<u32, String> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([
-            b.first().copied().unwrap_or(0),
-            b.get(1).copied().unwrap_or(0),
-            b.get(2).copied().unwrap_or(0),
-            b.get(3).copied().unwrap_or(0),
-        ]))
-    }
 }
 
 /// Bytes of one op-log record.

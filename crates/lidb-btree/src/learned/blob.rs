@@ -7,6 +7,7 @@
 
 use super::table::Table;
 use crate::tree::LeafRef;
+use lidb_storage::bytes::ByteReader;
 
 /// The blob's first bytes. DO NOT CHANGE: files written with it exist.
 pub(crate) const MAGIC: [u8; 8] = *b"LIDBLRN\0";
@@ -52,7 +53,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Table, String> {
     if crc32c::crc32c(body) != stored {
         return Err("checksum mismatch".into());
     }
-    let mut r = Reader { rest: body };
+    let mut r = ByteReader::new(body);
     if r.take(8)? != MAGIC {
         return Err("not a learned-path blob (magic)".into());
     }
@@ -66,7 +67,7 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Table, String> {
     let prefix = r.take(prefix_len)?.to_vec();
     let count = r.u64()?;
     // Each slot takes at least 12 bytes: a count beyond what the blob holds is damage.
-    if count == 0 || count > (r.rest.len() / 12) as u64 {
+    if count == 0 || count > (r.remaining() / 12) as u64 {
         return Err(format!("slot count {count} does not fit the blob"));
     }
     let mut leaves = Vec::with_capacity(count as usize);
@@ -95,39 +96,11 @@ pub(crate) fn decode(bytes: &[u8]) -> Result<Table, String> {
     }
     let model_len = r.u64()?;
     let model_bytes = r.take(usize::try_from(model_len).map_err(|_| "model length")?)?;
-    if !r.rest.is_empty() {
-        return Err(format!("{} bytes after the model", r.rest.len()));
+    if r.remaining() != 0 {
+        return Err(format!("{} bytes after the model", r.remaining()));
     }
     let model = lidb_index::decode(model_bytes).map_err(|e| format!("model: {e}"))?;
     Table::with_model(leaves, prefix, model).map_err(|e| e.to_string())
-}
-
-struct Reader<'a> {
-    rest: &'a [u8],
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
-        if n > self.rest.len() {
-            return Err(format!(
-                "truncated: {n} bytes wanted, {} left",
-                self.rest.len()
-            ));
-        }
-        let (head, tail) = self.rest.split_at(n);
-        self.rest = tail;
-        Ok(head)
-    }
-
-    fn u32(&mut self) -> Result<u32, String> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes(b.try_into().map_err(|_| "u32")?))
-    }
-
-    fn u64(&mut self) -> Result<u64, String> {
-        let b = self.take(8)?;
-        Ok(u64::from_le_bytes(b.try_into().map_err(|_| "u64")?))
-    }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::io::{Read, Write};
 
 use super::consts::{FRAME_HEADER_BYTES, MAX_FRAME_BODY, MIN_FRAME_BODY};
 use crate::error::WireError;
+use lidb_storage::bytes::{ByteReader, Truncated};
 
 /// Appends a frame holding `body` to `out`.
 pub fn encode_frame(body: &[u8], out: &mut Vec<u8>) {
@@ -68,63 +69,55 @@ pub fn write_frame(w: &mut impl Write, frame: &[u8]) -> Result<(), WireError> {
     Ok(())
 }
 
-/// A checked little-endian reader over a body.
+/// A checked little-endian reader over a body: lidb-storage's cursor, with the wire's error.
 #[derive(Debug)]
 pub struct Cursor<'a> {
-    rest: &'a [u8],
+    r: ByteReader<'a>,
 }
 
 impl<'a> Cursor<'a> {
     pub fn new(bytes: &'a [u8]) -> Cursor<'a> {
-        Cursor { rest: bytes }
+        Cursor {
+            r: ByteReader::new(bytes),
+        }
     }
 
-    fn take<const N: usize>(&mut self, what: &str) -> Result<[u8; N], WireError> {
-        let Some((head, rest)) = self.rest.split_first_chunk::<N>() else {
-            return Err(WireError::malformed(format!("body ends inside {what}")));
-        };
-        self.rest = rest;
-        Ok(*head)
+    fn inside<T>(read: Result<T, Truncated>, what: &str) -> Result<T, WireError> {
+        read.map_err(|_| WireError::malformed(format!("body ends inside {what}")))
     }
 
     pub fn u8(&mut self, what: &str) -> Result<u8, WireError> {
-        self.take::<1>(what).map(|[b]| b)
+        Self::inside(self.r.u8(), what)
     }
 
     pub fn u16(&mut self, what: &str) -> Result<u16, WireError> {
-        self.take(what).map(u16::from_le_bytes)
+        Self::inside(self.r.u16(), what)
     }
 
     pub fn u32(&mut self, what: &str) -> Result<u32, WireError> {
-        self.take(what).map(u32::from_le_bytes)
+        Self::inside(self.r.u32(), what)
     }
 
     pub fn u64(&mut self, what: &str) -> Result<u64, WireError> {
-        self.take(what).map(u64::from_le_bytes)
+        Self::inside(self.r.u64(), what)
     }
 
     pub fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8], WireError> {
-        let Some((head, rest)) = self.rest.split_at_checked(n) else {
-            return Err(WireError::malformed(format!("body ends inside {what}")));
-        };
-        self.rest = rest;
-        Ok(head)
+        Self::inside(self.r.take(n), what)
     }
 
     /// Bytes not read yet.
     pub fn remaining(&self) -> usize {
-        self.rest.len()
+        self.r.remaining()
     }
 
     /// Fails unless the body was consumed exactly.
     pub fn finish(&self) -> Result<(), WireError> {
-        if self.rest.is_empty() {
-            Ok(())
-        } else {
-            Err(WireError::malformed(format!(
-                "{} trailing bytes after the payload",
-                self.rest.len()
-            )))
+        match self.r.remaining() {
+            0 => Ok(()),
+            left => Err(WireError::malformed(format!(
+                "{left} trailing bytes after the payload"
+            ))),
         }
     }
 }

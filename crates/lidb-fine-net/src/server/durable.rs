@@ -27,7 +27,7 @@ pub(crate) struct Durable {
     stripes: Box<[Mutex<()>]>,
 }
 
-fn store_err(e: lidb_lsm::Error) -> WireError {
+fn store_err(e: lidb_storage::Error) -> WireError {
     WireError::Store(e)
 }
 

@@ -6,7 +6,7 @@
 //! DO NOT CHANGE THE CONSTANTS OR LAYOUTS BELOW: they are on disk.
 
 use lidb_lsm::keys::KeyMap;
-use lidb_lsm::table::format::ByteReader;
+use lidb_storage::bytes::ByteReader;
 
 use super::page_model::SvlogModel;
 use crate::vlog::{RECORD_HEADER_BYTES, VLOG_HEADER_BYTES};

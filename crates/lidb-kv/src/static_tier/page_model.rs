@@ -8,7 +8,7 @@
 //! Decoders and `find_in_window` take untrusted bytes, never panic, and return a detail string
 //! the caller wraps into `Corruption` naming the file.
 
-use lidb_lsm::table::format::ByteReader;
+use lidb_storage::bytes::ByteReader;
 
 use super::format::PAGE_BYTES;
 use crate::vlog::{RECORD_HEADER_BYTES, RecordError, VLOG_HEADER_BYTES, decode_record};

@@ -16,6 +16,7 @@ use crate::db::state::TableHandle;
 use crate::keys::KeyMap;
 use crate::options::IndexOptions;
 use lidb_storage::Storage;
+use lidb_storage::bytes::ByteReader;
 use lidb_storage::error::{Result, corruption};
 
 const MAGIC: [u8; 4] = *b"LLVL";
@@ -127,31 +128,28 @@ impl LevelIndex {
         if crc32c::crc32c(body) != stored {
             return Err("checksum mismatch".into());
         }
-        let mut r = Cursor {
-            bytes: body,
-            pos: 0,
-        };
+        let mut r = ByteReader::new(body);
         if r.take(4)? != MAGIC {
             return Err("bad magic".into());
         }
-        let version = u16::from_le_bytes(r.array()?);
+        let version = r.u16()?;
         if version != VERSION {
             return Err(format!("unsupported level index version {version}"));
         }
-        let km_len = u32::from_le_bytes(r.array()?) as usize;
+        let km_len = r.u32()? as usize;
         let keymap = KeyMap::decode(r.take(km_len)?).map_err(|e| format!("key map: {e}"))?;
-        let count = u32::from_le_bytes(r.array()?) as usize;
+        let count = r.u32()? as usize;
         let mut tables = Vec::new();
         let mut starts = vec![0u64];
         for _ in 0..count {
-            tables.push(u64::from_le_bytes(r.array()?));
-            let entries = u64::from_le_bytes(r.array()?);
+            tables.push(r.u64()?);
+            let entries = r.u64()?;
             let next = starts.last().copied().unwrap_or(0).checked_add(entries);
             starts.push(next.ok_or("entry counts overflow")?);
         }
-        let idx_len = usize::try_from(u64::from_le_bytes(r.array()?)).map_err(|e| e.to_string())?;
+        let idx_len = usize::try_from(r.u64()?).map_err(|e| e.to_string())?;
         let index = decode(r.take(idx_len)?).map_err(|e| e.to_string())?;
-        if r.pos != body.len() {
+        if r.remaining() != 0 {
             return Err("trailing bytes".into());
         }
         if index.key_count() != starts.last().copied().unwrap_or(0) {
@@ -164,24 +162,5 @@ impl LevelIndex {
             tables,
             starts,
         })
-    }
-}
-
-struct Cursor<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Cursor<'a> {
-    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
-        let end = self.pos.checked_add(n).ok_or("length overflow")?;
-        let s = self.bytes.get(self.pos..end).ok_or("truncated")?;
-        self.pos = end;
-        Ok(s)
-    }
-    fn array<const N: usize>(&mut self) -> std::result::Result<[u8; N], String> {
-        self.take(N)?
-            .try_into()
-            .map_err(|_| "truncated".to_string())
     }
 }

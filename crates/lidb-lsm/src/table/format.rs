@@ -9,6 +9,8 @@
 //! wraps into `Error::Corruption` with the file name. Every function here is pure and may be
 //! called from any thread.
 
+pub use lidb_storage::bytes::ByteReader;
+
 use crate::keys::KeyMap;
 use crate::types::EntryKind;
 
@@ -385,71 +387,14 @@ pub fn decode_slot(slot: &[u8], index: u64) -> Result<SlotRef<'_>, String> {
     {
         return Err(bad("non-zero padding"));
     }
-    let key = r.bytes(u64::from(klen)).map_err(|e| bad(&e))?;
-    let value = r.bytes(u64::from(vlen)).map_err(|e| bad(&e))?;
+    let key = r.bytes(u64::from(klen)).map_err(|e| bad(&e.to_string()))?;
+    let value = r.bytes(u64::from(vlen)).map_err(|e| bad(&e.to_string()))?;
     Ok(SlotRef {
         kind,
         seq,
         key,
         value,
     })
-}
-
-/// A cursor over untrusted bytes; every read is bounds-checked.
-#[derive(Debug)]
-pub struct ByteReader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> ByteReader<'a> {
-    pub fn new(bytes: &'a [u8]) -> ByteReader<'a> {
-        ByteReader { bytes, pos: 0 }
-    }
-
-    pub fn bytes(&mut self, n: u64) -> Result<&'a [u8], String> {
-        let end = (self.pos as u64)
-            .checked_add(n)
-            .filter(|&e| e <= self.bytes.len() as u64)
-            .ok_or_else(|| {
-                format!(
-                    "truncated: {n} bytes wanted at offset {} of {}",
-                    self.pos,
-                    self.bytes.len()
-                )
-            })?;
-        let out = self.bytes.get(self.pos..end as usize).unwrap_or_default();
-        self.pos = end as usize;
-        Ok(out)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.bytes(N as u64)?);
-        Ok(out)
-    }
-
-    pub fn u8(&mut self) -> Result<u8, String> {
-        Ok(self.array::<1>()?[0])
-    }
-
-    pub fn u32(&mut self) -> Result<u32, String> {
-        Ok(u32::from_le_bytes(self.array()?))
-    }
-
-    pub fn u64(&mut self) -> Result<u64, String> {
-        Ok(u64::from_le_bytes(self.array()?))
-    }
-
-    /// Fails if bytes are left over.
-    pub fn finish(&self, what: &str) -> Result<(), String> {
-        let left = self.bytes.len().saturating_sub(self.pos);
-        if left == 0 {
-            Ok(())
-        } else {
-            Err(format!("{left} trailing bytes after the {what}"))
-        }
-    }
 }
 
 #[cfg(test)]
