@@ -9,14 +9,14 @@
 //!
 //! Runs on the calling thread. Invariants:
 //! 1. Every `pread` has a page-aligned offset, length and buffer (the buffer is a window of a
-//!    heap allocation found with `align_offset`, as lidb-lsm's direct reads do, no `unsafe`).
+//!    heap allocation: lidb-storage's `direct::AlignedBuf`, as every direct reader uses).
 //! 2. A file system that refuses O_DIRECT yields an error of kind `Unsupported`, never a silent
 //!    buffered probe (which would measure the OS page cache).
 //! 3. The file is removed when the `ProbeFile` is dropped.
 
+use lidb_storage::direct;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -100,19 +100,12 @@ impl ProbeFile {
             }
             out.sync_all()?;
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(&path)
-            .map_err(|e| {
-                if e.raw_os_error() == Some(libc::EINVAL) {
-                    unsupported(&path)
-                } else {
-                    e
-                }
-            });
-        let file = match file {
-            Ok(f) => f,
+        let file = match direct::open_direct(OpenOptions::new().read(true), &path) {
+            Ok(Some(f)) => f,
+            Ok(None) => {
+                let _ = std::fs::remove_file(&path);
+                return Err(unsupported(&path));
+            }
             Err(e) => {
                 let _ = std::fs::remove_file(&path);
                 return Err(e);
@@ -125,13 +118,8 @@ impl ProbeFile {
     /// short untimed warm-up.
     pub fn probe(&self, read_bytes: u64, reads: usize, seed: u64) -> std::io::Result<Probe> {
         let read_bytes = whole_pages(read_bytes).min(self.len);
-        let page = PAGE_BYTES as usize;
-        let span = read_bytes as usize;
-        let mut raw = vec![0u8; span + page];
-        let shift = raw.as_ptr().align_offset(page);
-        let window = raw
-            .get_mut(shift..shift + span)
-            .ok_or_else(|| std::io::Error::other("cannot align a direct I/O buffer"))?;
+        let mut buf = direct::AlignedBuf::zeroed(read_bytes as usize)?;
+        let window = buf.as_mut_slice();
         let slots = (self.len - read_bytes) / PAGE_BYTES + 1;
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let mut us = Vec::with_capacity(reads);
@@ -153,20 +141,12 @@ impl ProbeFile {
     }
 
     fn read_exact_at(&self, window: &mut [u8], offset: u64) -> std::io::Result<()> {
-        let mut got = 0usize;
-        while got < window.len() {
-            let rest = window.get_mut(got..).unwrap_or_default();
-            match self.file.read_at(rest, offset + got as u64) {
-                Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                    return Err(unsupported(&self.path));
-                }
-                Err(e) => return Err(e),
-            }
+        match direct::read_aligned(&self.file, offset, window) {
+            Ok(filled) if filled.bytes == window.len() => Ok(()),
+            Ok(_) => Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Err(e) if direct::is_refusal(&e) => Err(unsupported(&self.path)),
+            Err(e) => Err(e),
         }
-        Ok(())
     }
 }
 

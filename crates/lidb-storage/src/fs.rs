@@ -3,11 +3,8 @@
 //!
 //! Callers: every part of the engine, from any thread (handles are `Send`, readers `Sync`).
 //!
-//! Direct I/O (`ReadMode::Direct`): the file is opened with O_DIRECT, so the kernel requires the
-//! offset, the length and the buffer address of every read to be multiples of the logical block
-//! size. [`FsDirect::read_at`] widens each request to whole `PAGE_SIZE` pages (offset rounded
-//! down, end rounded up), reads into a page-aligned window of a heap buffer (found with the safe
-//! `align_offset`, no `unsafe`), and copies the asked bytes out. Invariants:
+//! Direct I/O (`ReadMode::Direct`): the file is opened with O_DIRECT and every read goes through
+//! `direct.rs`, which widens it to whole aligned pages in an aligned bounce buffer. Invariants:
 //! - every `pread` issued on a direct handle has a page-aligned offset, length and buffer;
 //! - a file system that refuses O_DIRECT (EINVAL at open or at the first read) yields
 //!   `Error::InvalidOption` naming the path, never a silent fallback to buffered reads. `open`
@@ -15,12 +12,13 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::direct;
 use crate::error::{Error, Result, io_err};
-use crate::{PAGE_SIZE, RandomAccessFile, ReadMode, Storage, WritableFile};
+use crate::{RandomAccessFile, ReadMode, Storage, WritableFile};
 
 /// Files on the local file system.
 #[derive(Debug, Default, Clone)]
@@ -88,47 +86,31 @@ fn direct_unsupported(path: &Path) -> Error {
     ))
 }
 
-fn round_up(x: u64) -> u64 {
-    x.div_ceil(PAGE_SIZE) * PAGE_SIZE
-}
-
 impl FsDirect {
     fn open(path: &Path) -> Result<FsDirect> {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_DIRECT)
-            .open(path)
-            .map_err(|e| {
-                if e.raw_os_error() == Some(libc::EINVAL) {
-                    direct_unsupported(path)
-                } else {
-                    io_err(path)(e)
-                }
-            })?;
+        // `open_direct` probes the first block: some file systems accept O_DIRECT at open and
+        // refuse the reads.
+        let file = direct::open_direct(OpenOptions::new().read(true), path)
+            .map_err(io_err(path))?
+            .ok_or_else(|| direct_unsupported(path))?;
         let len = file.metadata().map_err(io_err(path))?.len();
-        let direct = FsDirect {
+        Ok(FsDirect {
             path: path.to_path_buf(),
             file,
             len,
-        };
-        // Probe: some file systems accept O_DIRECT at open and refuse the reads.
-        if len > 0 {
-            let mut first = [0u8; 1];
-            direct.read_at(0, &mut first)?;
-        }
-        Ok(direct)
+        })
     }
 }
 
 impl RandomAccessFile for FsDirect {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let asked = buf.len();
         let eof = || Error::Io {
             file: self.path.clone(),
             source: std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
                 format!(
-                    "read of {} bytes at offset {offset} is past the end ({} bytes)",
-                    buf.len(),
+                    "read of {asked} bytes at offset {offset} is past the end ({} bytes)",
                     self.len
                 ),
             ),
@@ -137,44 +119,13 @@ impl RandomAccessFile for FsDirect {
         if end > self.len {
             return Err(eof());
         }
-        if buf.is_empty() {
-            return Ok(());
+        match direct::read_exact_at(&self.file, offset, buf) {
+            Ok(_) => Ok(()),
+            Err(e) if direct::is_refusal(&e) => Err(direct_unsupported(&self.path)),
+            // The file shrank under us.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => Err(eof()),
+            Err(e) => Err(io_err(&self.path)(e)),
         }
-        let start = offset / PAGE_SIZE * PAGE_SIZE;
-        // `end <= len`, so rounding `end` up never passes `len` rounded up.
-        let span = (round_up(end).min(round_up(self.len)) - start) as usize;
-        let page = PAGE_SIZE as usize;
-        let mut raw = vec![0u8; span + page];
-        let shift = raw.as_ptr().align_offset(page);
-        let window = raw.get_mut(shift..shift + span).ok_or_else(|| Error::Io {
-            file: self.path.clone(),
-            source: std::io::Error::other("cannot align a direct I/O buffer"),
-        })?;
-        // Bytes of the window that must be filled to cover the request.
-        let need = (end - start) as usize;
-        let mut got = 0usize;
-        while got < need {
-            let rest = window.get_mut(got..).unwrap_or_default();
-            let n = match self.file.read_at(rest, start + got as u64) {
-                Ok(n) => n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                    return Err(direct_unsupported(&self.path));
-                }
-                Err(e) => return Err(io_err(&self.path)(e)),
-            };
-            // A short read happens only at the end of the file; reading on from an unaligned
-            // offset would be refused, so a short read that does not cover the request means
-            // the file shrank.
-            if n == 0 || (got + n < need && n % page != 0) {
-                return Err(eof());
-            }
-            got += n;
-        }
-        let from = (offset - start) as usize;
-        let asked = window.get(from..from + buf.len()).ok_or_else(eof)?;
-        buf.copy_from_slice(asked);
-        Ok(())
     }
 
     fn len(&self) -> u64 {
@@ -305,6 +256,7 @@ impl Storage for FsStorage {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::PAGE_SIZE;
 
     /// A scratch directory under `parent`, removed on drop.
     struct Scratch(PathBuf);

@@ -8,7 +8,8 @@
 //! - `cache`: the sharded page and entry cache table readers share; `hash`: the key hash it
 //!   shards by (also the hash of lidb-lsm's Bloom filters, so it is part of a file format).
 //! - `report`: what an open found and cut, and `lost/`; `size`: byte sizes as people write them;
-//!   `bytes`: the one bounds-checked cursor every decoder reads untrusted bytes with.
+//!   `bytes`: the one bounds-checked cursor every decoder reads untrusted bytes with; `direct`:
+//!   O_DIRECT opens, aligned buffers and reads, for every direct reader of the workspace.
 //!
 //! Implementations of [`Storage`]: `fs::FsStorage` (the real file system, optional O_DIRECT reads) and
 //! `mem::MemStorage` (in memory; tracks which bytes are durable, can simulate a crash that drops
@@ -29,6 +30,7 @@
 
 pub mod bytes;
 pub mod cache;
+pub mod direct;
 pub mod error;
 pub mod fault;
 pub mod fs;

@@ -4,8 +4,8 @@
 //!
 //! redb asks for arbitrary offsets and lengths; `O_DIRECT` needs the buffer, the offset and the
 //! length aligned to the logical block size. Every request is therefore widened to whole
-//! [`ALIGN`]-byte blocks in a bounce buffer of `#[repr(align(4096))]` blocks (safe Rust, through
-//! bytemuck): a read reads the covering blocks and copies the middle out; a write that does not
+//! [`ALIGN`]-byte blocks in an aligned bounce buffer (lidb-storage's `direct`, which every
+//! direct reader of the workspace shares): a read reads the covering blocks and copies the middle out; a write that does not
 //! cover whole blocks first reads the covering blocks, patches them and writes them back
 //! (read-modify-write).
 //!
@@ -21,20 +21,15 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytemuck::{Pod, Zeroable};
+use lidb_storage::direct::{self, AlignedBuf};
 
 /// Alignment of offsets, lengths and buffers for `O_DIRECT` (covers 512 and 4096-byte sectors).
-pub const ALIGN: u64 = 4096;
-
-/// One aligned block of a bounce buffer.
-#[repr(C, align(4096))]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct Block([u8; ALIGN as usize]);
+pub use lidb_storage::direct::ALIGN;
 
 /// Counters shared between a backend and whoever reports on it (they outlive a reopen).
 #[derive(Debug, Default)]
@@ -55,20 +50,12 @@ pub struct DirectBackend {
     counters: Arc<IoCounters>,
 }
 
-fn is_einval(e: &io::Error) -> bool {
-    e.raw_os_error() == Some(libc::EINVAL)
-}
-
 impl DirectBackend {
     /// Opens (creating) `path`, with `O_DIRECT` where the file system allows it.
     pub fn open(path: &Path, counters: Arc<IoCounters>) -> io::Result<DirectBackend> {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(true).truncate(false);
-        let direct_file = match options.clone().custom_flags(libc::O_DIRECT).open(path) {
-            Ok(file) => probe_direct(file)?,
-            Err(e) if is_einval(&e) => None,
-            Err(e) => return Err(e),
-        };
+        let direct_file = direct::open_direct(&options, path)?;
         let (file, direct) = match direct_file {
             Some(file) => (file, true),
             None => (options.open(path)?, false),
@@ -91,49 +78,27 @@ impl DirectBackend {
     /// Reads the aligned range starting at `start` into `buf`; bytes past the end of the file
     /// stay as they were (zero in a fresh bounce buffer).
     fn read_aligned(&self, start: u64, buf: &mut [u8]) -> io::Result<()> {
-        let mut done = 0usize;
-        while let Some(rest) = buf.get_mut(done..) {
-            if rest.is_empty() {
-                break;
-            }
-            let got = self.file.read_at(rest, start + done as u64)?;
-            self.counters.reads.fetch_add(1, Ordering::Relaxed);
-            self.counters
-                .read_bytes
-                .fetch_add(got as u64, Ordering::Relaxed);
-            // A short O_DIRECT read is the end of the file; the next offset would be unaligned.
-            if got == 0 || (self.direct && got < rest.len()) {
-                break;
-            }
-            done += got;
-        }
+        let filled = direct::read_aligned(&self.file, start, buf)?;
+        self.counters
+            .reads
+            .fetch_add(filled.preads, Ordering::Relaxed);
+        self.counters
+            .read_bytes
+            .fetch_add(filled.bytes as u64, Ordering::Relaxed);
         Ok(())
-    }
-}
-
-/// `Some(file)` if an aligned `O_DIRECT` read works on it, `None` if the file system refuses.
-fn probe_direct(file: File) -> io::Result<Option<File>> {
-    let mut block = [Block::zeroed()];
-    match file.read_at(bytemuck::cast_slice_mut(&mut block), 0) {
-        Ok(_) => Ok(Some(file)),
-        Err(e) if is_einval(&e) => Ok(None),
-        Err(e) => Err(e),
     }
 }
 
 /// The aligned range `[start, end)` that covers `offset .. offset + len`.
 fn covering(offset: u64, len: u64) -> io::Result<(u64, u64)> {
-    let end = offset
-        .checked_add(len)
-        .and_then(|e| e.checked_next_multiple_of(ALIGN))
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "offset overflows u64"))?;
-    Ok((offset / ALIGN * ALIGN, end))
+    direct::covering(offset, len)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "offset overflows u64"))
 }
 
-fn bounce(start: u64, end: u64) -> io::Result<Vec<Block>> {
-    let blocks = usize::try_from((end - start) / ALIGN)
+fn bounce(start: u64, end: u64) -> io::Result<AlignedBuf> {
+    let len = usize::try_from(end - start)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "request too large"))?;
-    Ok(vec![Block::zeroed(); blocks])
+    AlignedBuf::zeroed(len)
 }
 
 fn out_of_range(what: &str) -> io::Error {
@@ -162,8 +127,8 @@ impl redb::StorageBackend for DirectBackend {
             return self.file.read_exact_at(out, offset);
         }
         let (start, end) = covering(offset, len)?;
-        let mut blocks = bounce(start, end)?;
-        let buf: &mut [u8] = bytemuck::cast_slice_mut(&mut blocks);
+        let mut bounce = bounce(start, end)?;
+        let buf = bounce.as_mut_slice();
         self.read_aligned(start, buf)?;
         let from = (offset - start) as usize;
         let src = buf
@@ -199,8 +164,8 @@ impl redb::StorageBackend for DirectBackend {
             return Ok(());
         }
         let (start, end) = covering(offset, len)?;
-        let mut blocks = bounce(start, end)?;
-        let buf: &mut [u8] = bytemuck::cast_slice_mut(&mut blocks);
+        let mut bounce = bounce(start, end)?;
+        let buf = bounce.as_mut_slice();
         if offset != start || offset + len != end {
             // Read-modify-write: keep the bytes of the edge blocks that redb is not writing.
             self.read_aligned(start, buf)?;
