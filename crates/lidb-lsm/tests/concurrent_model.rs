@@ -18,8 +18,9 @@
 //! range it did not return. At the end, after a full compaction, the files on storage must be
 //! exactly the live tables: no pin kept an obsolete table alive.
 //!
-//! Bounded in operations and in seconds; the seed is printed, and `LIDB_SEED=<n>` replays a
-//! seed's operation sequences (the thread interleaving is the scheduler's).
+//! Bounded in operations and in seconds. One seeded case (lidb-testkit's runner): a failure prints
+//! the `LIDB_SEED=<n> LIDB_CASES=1 cargo test ...` line that replays the seed's operation
+//! sequences (the thread interleaving is the scheduler's).
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -32,6 +33,7 @@ use lidb_index::{Family, Params};
 use lidb_lsm::{Db, IndexOptions, Options};
 use lidb_storage::Storage;
 use lidb_storage::mem::MemStorage;
+use lidb_testkit::Cases;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -219,11 +221,13 @@ fn worker(db: &Db, h: &History, seed: u64, thread: u64, deadline: Instant) -> u6
 
 #[test]
 fn concurrent_reads_see_only_values_their_keys_could_hold() {
-    let seed = std::env::var("LIDB_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5EED_0001_u64);
-    eprintln!("seed {seed} (replay with LIDB_SEED={seed})");
+    Cases::new("concurrent model", 1)
+        .base_seed(0x5EED_0001)
+        .run(|_, seed| run(seed));
+}
+
+/// One case: the workers' generators derive from `seed` (each thread its own).
+fn run(seed: u64) {
     let storage = MemStorage::new();
     let dir = Path::new("/db");
     let db = ok(

@@ -12,9 +12,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-mod engine_model_support {
-    include!("support/options.rs");
-}
+mod support;
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -23,7 +21,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use engine_model_support::small_options;
 use lidb_index::Family;
 use lidb_lsm::batch::WriteBatch;
 use lidb_lsm::{Db, Options};
@@ -32,6 +29,7 @@ use lidb_storage::{Error, Result};
 use lidb_storage::{RandomAccessFile, ReadMode, Storage, WritableFile};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use support::small_options;
 
 /// Writer threads: above the core count of any machine these tests run on in CI.
 const WRITERS: u32 = 16;

@@ -9,15 +9,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-mod engine_model_support {
-    include!("support/options.rs");
-}
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use engine_model_support::small_options;
 use lidb_index::Family;
 use lidb_lsm::{Db, Options};
 use lidb_storage::Result;
@@ -25,6 +22,7 @@ use lidb_storage::mem::{Fault, MemStorage};
 use lidb_storage::powercut::PowerCut;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use support::small_options;
 
 /// What the database may hold for each key: the acknowledged value, or (for the one write that
 /// failed when the power went) that write's value too.

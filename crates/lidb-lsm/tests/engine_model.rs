@@ -1,6 +1,7 @@
 //! Model-based tests of the engine against a BTreeMap: random puts, overwrites, deletes, batches,
 //! gets, scans, flushes, compactions and reopens, for every index family, on in-memory storage.
-//! Each failure message names the seed; `LIDB_SEED=<n>` replays one seed.
+//! Each test runs seeded cases (lidb-testkit's runner): a failure prints the command that replays
+//! its case alone (`LIDB_SEED=<seed> LIDB_CASES=1 cargo test ...`); `LIDB_CASES=<n>` runs more.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -12,22 +13,14 @@ use lidb_index::{Family, Params};
 use lidb_lsm::batch::WriteBatch;
 use lidb_lsm::{Db, Granularity, IndexKind, IndexOptions, Options, Unclustered};
 use lidb_storage::mem::MemStorage;
+use lidb_testkit::{Cases, cases};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-mod support {
-    include!("support/options.rs");
-}
+mod support;
 use support::small_options;
-
-fn seeds(default: std::ops::Range<u64>) -> Vec<u64> {
-    match std::env::var("LIDB_SEED").ok().and_then(|s| s.parse().ok()) {
-        Some(s) => vec![s],
-        None => default.collect(),
-    }
-}
 
 fn key(rng: &mut ChaCha8Rng) -> Vec<u8> {
     // A small key space so overwrites and deletes hit existing keys; varied lengths.
@@ -87,17 +80,23 @@ pub fn check_all(db: &Db, model: &Model, ctx: &str) {
     check_scan(db, model, b"", None, ctx);
 }
 
-fn run_model(seed: u64, opts: Options, steps: usize) {
-    run_model_with(seed, opts, steps, key);
+fn run_model(rng: &mut ChaCha8Rng, seed: u64, opts: Options, steps: usize) {
+    run_model_with(rng, seed, opts, steps, key);
 }
 
-fn run_model_with(seed: u64, opts: Options, steps: usize, key: fn(&mut ChaCha8Rng) -> Vec<u8>) {
+/// `steps` random operations drawn from `rng` (the generator of `seed`, which messages name).
+fn run_model_with(
+    rng: &mut ChaCha8Rng,
+    seed: u64,
+    opts: Options,
+    steps: usize,
+    key: fn(&mut ChaCha8Rng) -> Vec<u8>,
+) {
     let storage = MemStorage::new();
     let dir = Path::new("/db");
     let open = |o: &Options| Db::open_with_storage(Arc::new(storage.clone()), dir, o.clone());
     let mut db = open(&opts).unwrap();
     let mut model = Model::new();
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let ctx = format!(
         "seed {seed} family {} kind {:?} B {}",
         opts.index.family, opts.index.kind, opts.index.params.boundary
@@ -106,12 +105,12 @@ fn run_model_with(seed: u64, opts: Options, steps: usize, key: fn(&mut ChaCha8Rn
         let ctx = format!("{ctx} step {step}");
         match rng.gen_range(0..100) {
             0..=49 => {
-                let (k, v) = (key(&mut rng), value(&mut rng));
+                let (k, v) = (key(rng), value(rng));
                 db.put(&k, &v).unwrap_or_else(|e| panic!("{ctx}: put: {e}"));
                 model.insert(k, v);
             }
             50..=59 => {
-                let k = key(&mut rng);
+                let k = key(rng);
                 db.delete(&k)
                     .unwrap_or_else(|e| panic!("{ctx}: delete: {e}"));
                 model.remove(&k);
@@ -119,9 +118,9 @@ fn run_model_with(seed: u64, opts: Options, steps: usize, key: fn(&mut ChaCha8Rn
             60..=64 => {
                 let mut b = WriteBatch::new();
                 for _ in 0..rng.gen_range(1..20) {
-                    let k = key(&mut rng);
+                    let k = key(rng);
                     if rng.gen_bool(0.8) {
-                        let v = value(&mut rng);
+                        let v = value(rng);
                         b.put(&k, &v);
                         model.insert(k, v);
                     } else {
@@ -132,12 +131,12 @@ fn run_model_with(seed: u64, opts: Options, steps: usize, key: fn(&mut ChaCha8Rn
                 db.write(b).unwrap_or_else(|e| panic!("{ctx}: batch: {e}"));
             }
             65..=84 => {
-                let k = key(&mut rng);
+                let k = key(rng);
                 let got = db.get(&k).unwrap_or_else(|e| panic!("{ctx}: get: {e}"));
                 assert_eq!(got.as_ref(), model.get(&k), "{ctx}: get {k:?}");
             }
             85..=89 => {
-                let (a, b) = (key(&mut rng), key(&mut rng));
+                let (a, b) = (key(rng), key(rng));
                 let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
                 check_scan(&db, &model, &lo, Some(&hi), &ctx);
             }
@@ -162,9 +161,9 @@ fn run_model_with(seed: u64, opts: Options, steps: usize, key: fn(&mut ChaCha8Rn
 #[test]
 fn every_family_matches_a_btreemap() {
     for family in Family::ALL {
-        for seed in seeds(0..2) {
-            run_model(seed, small_options(family, 16), 3_000);
-        }
+        cases(&format!("{family}"), 2, |rng, seed| {
+            run_model(rng, seed, small_options(family, 16), 3_000);
+        });
     }
 }
 
@@ -178,11 +177,11 @@ fn other_kinds() -> Vec<IndexKind> {
 #[test]
 fn every_index_kind_matches_a_btreemap() {
     for kind in other_kinds() {
-        for seed in seeds(0..1) {
+        cases(&format!("{kind:?}"), 1, |rng, seed| {
             let mut opts = small_options(Family::Pgm, 16);
             opts.index.kind = kind;
-            run_model(seed, opts, 3_000);
-        }
+            run_model(rng, seed, opts, 3_000);
+        });
     }
 }
 
@@ -191,11 +190,11 @@ fn variable_length_keys_with_equal_images_match_a_btreemap() {
     let mut kinds = vec![IndexKind::Clustered];
     kinds.extend(other_kinds());
     for kind in kinds {
-        for seed in seeds(0..1) {
+        cases(&format!("{kind:?} variable-length keys"), 1, |rng, seed| {
             let mut opts = small_options(Family::Pgm, 8);
             opts.index.kind = kind;
-            run_model_with(seed, opts, 3_000, varlen_key);
-        }
+            run_model_with(rng, seed, opts, 3_000, varlen_key);
+        });
     }
 }
 
@@ -207,22 +206,24 @@ fn small_and_large_boundaries_match_a_btreemap() {
         (Family::Rmi, 256),
         (Family::Rs, 4096),
     ] {
-        for seed in seeds(10..12) {
-            run_model(seed, small_options(family, b), 2_000);
-        }
+        let name = format!("{family} B {b}");
+        Cases::new(name, 2).base_seed(10).run(|rng, seed| {
+            run_model(rng, seed, small_options(family, b), 2_000);
+        });
     }
 }
 
 #[test]
 fn level_granularity_matches_a_btreemap() {
     for family in [Family::Pgm, Family::Fp, Family::Plr] {
-        for seed in seeds(20..22) {
+        let name = format!("{family} level granularity");
+        Cases::new(name, 2).base_seed(20).run(|rng, seed| {
             let opts = Options {
                 granularity: Granularity::Level,
                 ..small_options(family, 16)
             };
-            run_model(seed, opts, 3_000);
-        }
+            run_model(rng, seed, opts, 3_000);
+        });
     }
 }
 
@@ -260,13 +261,15 @@ fn level_granularity_serves_deeper_levels_from_one_model_per_level() {
 
 #[test]
 fn background_compaction_matches_a_btreemap() {
-    for seed in seeds(30..32) {
-        let opts = Options {
-            background_compaction: true,
-            ..small_options(Family::Pgm, 16)
-        };
-        run_model(seed, opts, 4_000);
-    }
+    Cases::new("background compaction", 2)
+        .base_seed(30)
+        .run(|rng, seed| {
+            let opts = Options {
+                background_compaction: true,
+                ..small_options(Family::Pgm, 16)
+            };
+            run_model(rng, seed, opts, 4_000);
+        });
 }
 
 #[test]

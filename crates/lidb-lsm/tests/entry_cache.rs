@@ -21,18 +21,14 @@ use lidb_storage::{PAGE_SIZE, ReadMode};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-mod support {
-    include!("support/scratch.rs");
-}
+use lidb_testkit::{Cases, Scratch};
 
-use support::TempDir;
-
-fn seed() -> u64 {
-    support::seed(0x0005_107c_ac4e)
-}
-
-fn temp_dir(name: &str) -> TempDir {
-    TempDir::new("entrycache", name)
+/// Runs `test` once with this file's seed; `LIDB_SEED=<n>` replaces it, and a failure prints
+/// the command that replays it (lidb-testkit's seeded cases).
+fn with_seed(test: impl FnMut(&mut ChaCha8Rng, u64)) {
+    Cases::new("entry cache", 1)
+        .base_seed(0x0005_107c_ac4e)
+        .run(test);
 }
 
 const ENTRIES: u64 = 300;
@@ -48,8 +44,8 @@ fn table_value(i: u64) -> Vec<u8> {
 
 /// A table of `ENTRIES` entries (every seventh a tombstone) with a PGM index at boundary 4,
 /// opened with an entries-only cache of 1 MiB.
-fn open_table(dir: &TempDir) -> (Table, Arc<PageCache>) {
-    let path = dir.path("000007.sst");
+fn open_table(dir: &Scratch) -> (Table, Arc<PageCache>) {
+    let path = dir.join("000007.sst");
     let opts = TableOptions {
         index: Some((Family::Pgm, Params::new(4))),
         bloom_bits_per_key: 10,
@@ -96,7 +92,7 @@ fn want(i: u64) -> Option<(EntryKind, Vec<u8>)> {
 
 #[test]
 fn an_entry_answers_its_key_again_with_no_read_and_no_page() {
-    let dir = temp_dir("hit");
+    let dir = Scratch::new("entrycache-hit");
     let (table, cache) = open_table(&dir);
     for i in 0..ENTRIES {
         let (cold, st) = get(&table, &table_key(i));
@@ -126,7 +122,7 @@ fn an_entry_answers_its_key_again_with_no_read_and_no_page() {
 
 #[test]
 fn an_absent_key_is_cached_as_absent_in_a_few_bytes() {
-    let dir = temp_dir("absent");
+    let dir = Scratch::new("entrycache-absent");
     let (table, cache) = open_table(&dir);
     let mut checked = 0;
     for i in 0..ENTRIES - 1 {
@@ -156,7 +152,7 @@ fn an_absent_key_is_cached_as_absent_in_a_few_bytes() {
 
 #[test]
 fn an_entry_never_answers_another_key_of_the_same_hash() {
-    let dir = temp_dir("collision");
+    let dir = Scratch::new("entrycache-collision");
     let (table, cache) = open_table(&dir);
     let n = table.number();
     for (a, b) in [(1u64, 2u64), (3, 4), (10, 9), (20, 3)] {
@@ -215,21 +211,22 @@ fn options(boundary: u64, direct_io: bool, mode: CacheMode) -> Options {
 
 #[test]
 fn engine_with_a_tiny_cache_matches_a_btreemap_in_every_cache_mode() {
-    let seed = seed();
-    let dir = temp_dir("engine");
-    for mode in CacheMode::ALL {
-        for boundary in [2u64, 4, 16] {
-            for direct_io in [false, true] {
-                let ctx = format!(
-                    "{} B={boundary} direct={direct_io} seed {seed}",
-                    mode.name()
-                );
-                let path = dir.path(&format!("db-{}-{boundary}-{direct_io}", mode.name()));
-                let opts = options(boundary, direct_io, mode);
-                run_engine(&path, opts, seed ^ boundary, &ctx);
+    with_seed(|_, seed| {
+        let dir = Scratch::new("entrycache-engine");
+        for mode in CacheMode::ALL {
+            for boundary in [2u64, 4, 16] {
+                for direct_io in [false, true] {
+                    let ctx = format!(
+                        "{} B={boundary} direct={direct_io} seed {seed}",
+                        mode.name()
+                    );
+                    let path = dir.join(format!("db-{}-{boundary}-{direct_io}", mode.name()));
+                    let opts = options(boundary, direct_io, mode);
+                    run_engine(&path, opts, seed ^ boundary, &ctx);
+                }
             }
         }
-    }
+    });
 }
 
 fn run_engine(path: &Path, opts: Options, seed: u64, ctx: &str) {
@@ -302,8 +299,8 @@ fn run_engine(path: &Path, opts: Options, seed: u64, ctx: &str) {
 
 #[test]
 fn a_deleted_key_cached_as_a_tombstone_entry_reads_as_absent() {
-    let dir = temp_dir("tombstone");
-    let db = Db::open(dir.path("db"), options(4, false, CacheMode::Entries)).unwrap();
+    let dir = Scratch::new("entrycache-tombstone");
+    let db = Db::open(dir.join("db"), options(4, false, CacheMode::Entries)).unwrap();
     for i in 0..50u32 {
         db.put(format!("k{i:04}").as_bytes(), &[i as u8; 900])
             .unwrap();

@@ -2,20 +2,18 @@
 //! with sync on: a fault gives an error and no panic, a failed WAL sync stops the database from
 //! taking writes, and every write that returned Ok is found after a reopen.
 
-mod engine_model_support {
-    include!("support/options.rs");
-}
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use engine_model_support::small_options;
 use lidb_index::Family;
 use lidb_lsm::{Db, Options};
 use lidb_storage::Error;
 use lidb_storage::fault::{FaultSpec, FaultStorage};
 use lidb_storage::mem::MemStorage;
+use support::small_options;
 
 const DIR: &str = "/db";
 

@@ -4,9 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-mod support {
-    include!("support/options.rs");
-}
+mod support;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -12,9 +12,7 @@ use lidb_index::Family;
 use lidb_lsm::{Db, Options};
 use lidb_storage::mem::MemStorage;
 
-mod support {
-    include!("support/options.rs");
-}
+mod support;
 use support::small_options;
 
 fn key(i: u64) -> Vec<u8> {

@@ -15,15 +15,7 @@ use lidb_lsm::{EntryKind, IndexKind, ReadStats};
 use lidb_storage::fs::FsStorage;
 use lidb_storage::{PAGE_SIZE, ReadMode};
 
-mod support {
-    include!("support/scratch.rs");
-}
-
-use support::TempDir;
-
-fn temp_dir(name: &str) -> TempDir {
-    TempDir::new("pagecache", name)
-}
+use lidb_testkit::Scratch;
 
 const ENTRIES: u64 = 600;
 const VALUE_LEN: usize = 1000;
@@ -38,8 +30,8 @@ fn table_value(i: u64) -> Vec<u8> {
 
 /// A table of `ENTRIES` 1000-byte values (slots of about a quarter page, some straddling two
 /// pages) with a PGM index at boundary `b`, opened with a cache of 1 MiB.
-fn open_table(dir: &TempDir, b: u64) -> (Table, Arc<PageCache>, Vec<u8>) {
-    let path = dir.path(&format!("{b:06}.sst"));
+fn open_table(dir: &Scratch, b: u64) -> (Table, Arc<PageCache>, Vec<u8>) {
+    let path = dir.join(format!("{b:06}.sst"));
     let opts = TableOptions {
         index: Some((Family::Pgm, Params::new(b))),
         bloom_bits_per_key: 10,
@@ -116,7 +108,7 @@ fn get(table: &Table, i: u64) -> ReadStats {
 
 #[test]
 fn a_get_caches_only_the_pages_of_the_answer_and_they_answer_again() {
-    let dir = temp_dir("answer-only");
+    let dir = Scratch::new("pagecache-answer-only");
     let (table, cache, _) = open_table(&dir, 16);
     let mut wider = 0;
     for i in 0..ENTRIES {
@@ -165,7 +157,7 @@ fn a_get_caches_only_the_pages_of_the_answer_and_they_answer_again() {
 
 #[test]
 fn cached_pages_on_both_sides_leave_only_the_gap_to_read() {
-    let dir = temp_dir("gap");
+    let dir = Scratch::new("pagecache-gap");
     let (table, cache, file) = open_table(&dir, 16);
     let mut checked = 0;
     for i in 0..ENTRIES {
@@ -198,7 +190,7 @@ fn cached_pages_on_both_sides_leave_only_the_gap_to_read() {
 
 #[test]
 fn a_slot_straddling_two_pages() {
-    let dir = temp_dir("straddle");
+    let dir = Scratch::new("pagecache-straddle");
     let (table, cache, file) = open_table(&dir, 4);
     let mut checked = 0;
     for i in 0..ENTRIES {
@@ -244,7 +236,7 @@ fn a_slot_straddling_two_pages() {
 
 #[test]
 fn absent_keys_cache_the_slot_that_proves_them_absent() {
-    let dir = temp_dir("absent");
+    let dir = Scratch::new("pagecache-absent");
     let (table, cache, _) = open_table(&dir, 16);
     let mut checked = 0;
     for i in 0..ENTRIES - 1 {

@@ -5,9 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-mod support {
-    include!("support/options.rs");
-}
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -5,9 +5,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-mod support {
-    include!("support/options.rs");
-}
+mod support;
 
 use std::path::PathBuf;
 use std::sync::Arc;

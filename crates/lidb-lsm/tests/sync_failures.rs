@@ -7,20 +7,18 @@
 //! the memtable switch synced the WAL, so the first sync that fails is the flush's own), and just
 //! before `Db::compact` for a compaction (no WAL sync on that path).
 
-mod engine_model_support {
-    include!("support/options.rs");
-}
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use engine_model_support::small_options;
 use lidb_index::Family;
 use lidb_lsm::manifest::Manifest;
 use lidb_lsm::{Db, FlushHook, Options};
 use lidb_storage::fault::{FaultSpec, FaultStorage};
 use lidb_storage::mem::MemStorage;
+use support::small_options;
 
 const DIR: &str = "/db";
 

@@ -21,18 +21,12 @@ use rand_chacha::ChaCha8Rng;
 
 type Model = BTreeMap<Vec<u8>, (u64, EntryKind, Vec<u8>)>;
 
-mod support {
-    include!("support/scratch.rs");
-}
+use lidb_testkit::{Cases, Scratch};
 
-use support::TempDir;
-
-fn seed() -> u64 {
-    support::seed(0x5eed_7ab1e)
-}
-
-fn temp_dir(name: &str) -> TempDir {
-    TempDir::new("table", name)
+/// Runs `test` once with this file's seed; `LIDB_SEED=<n>` replaces it, and a failure prints
+/// the command that replays it (lidb-testkit's seeded cases).
+fn with_seed(test: impl FnMut(&mut ChaCha8Rng, u64)) {
+    Cases::new("table", 1).base_seed(0x5eed_7ab1e).run(test);
 }
 
 fn random_key(rng: &mut ChaCha8Rng) -> Vec<u8> {
@@ -153,159 +147,160 @@ fn implemented(family: Family) -> bool {
 
 #[test]
 fn round_trip_every_family_and_boundary() {
-    let seed = seed();
-    let dir = temp_dir("round-trip");
-    let mut number = 0;
-    let mut total_tie_second_reads = 0;
-    for family in Family::ALL {
-        if !implemented(family) {
-            eprintln!("skipping {family}: not implemented in this build of lidb-index");
-            continue;
-        }
-        for b in [2u64, 16, 256] {
-            number += 1;
-            let ctx = format!("family {family} B={b} seed {seed}");
-            let mut rng = ChaCha8Rng::seed_from_u64(seed ^ number);
-            let model = random_model(&mut rng, 2000);
-            let path = dir.path(&format!("{number:06}.sst"));
-            let opts = TableOptions {
-                index: Some((family, Params::new(b))),
-                bloom_bits_per_key: 10,
-                kind: IndexKind::Clustered,
-            };
-            let built = build(&path, number, &model, opts);
-            assert_eq!(built.meta.entries, 2000);
-            assert_eq!(
-                built.meta.file_size,
-                std::fs::metadata(&path).expect("size").len()
-            );
-            let cache = Arc::new(PageCache::new(64 << 20));
-            let table = Arc::new(
-                Table::open(
-                    &FsStorage,
-                    &path,
-                    number,
-                    ReadMode::Buffered,
-                    Some(cache.clone()),
-                )
-                .expect("open"),
-            );
-            assert_eq!(table.family(), Some(family), "{ctx}");
-            assert_eq!(table.boundary(), Some(b), "{ctx}");
-            assert_eq!(table.index_bytes(), built.index_bytes);
-            assert_eq!(table.filter_bytes(), built.filter_bytes);
-            let map = table.keymap();
-            let mut image_count: HashMap<u64, u64> = HashMap::new();
-            for k in model.keys() {
-                *image_count.entry(map.image(k)).or_default() += 1;
+    with_seed(|_, seed| {
+        let dir = Scratch::new("table-round-trip");
+        let mut number = 0;
+        let mut total_tie_second_reads = 0;
+        for family in Family::ALL {
+            if !implemented(family) {
+                eprintln!("skipping {family}: not implemented in this build of lidb-index");
+                continue;
             }
-            let max_run = image_count.values().copied().max().unwrap_or(0);
-            assert_eq!(table.max_image_run(), max_run, "{ctx}");
-            let log2 = 64 - (model.len() as u64).leading_zeros() as u64;
-            assert!(max_run > 1, "{ctx}: the keys should exercise image ties");
-            let mut tie_second_reads = 0;
-
-            for k in model.keys() {
-                // Cold.
-                cache.remove_table(number);
-                let mut st = ReadStats::default();
-                let got = table.get(k, &mut st).expect("get");
-                assert_eq!(got, found(&model, k), "{ctx} key {k:?}");
-                if family.is_bounded() {
-                    let image = map.image(k);
-                    let bound = table.index().expect("index").search(image);
-                    if image_count[&image] == 1 {
-                        assert_eq!(st.data_reads, 1, "{ctx} key {k:?}");
-                        assert_eq!(
-                            st.bytes_read,
-                            page_span(&table, bound.lo, bound.hi),
-                            "{ctx}"
-                        );
-                    } else {
-                        assert!((1..=2).contains(&st.data_reads), "{ctx} {st:?}");
-                        tie_second_reads += st.data_reads - 1;
-                    }
-                } else {
-                    assert!(st.data_reads <= log2 + 1, "{ctx} {st:?}");
-                }
-                // Warm.
-                let mut st = ReadStats::default();
-                assert_eq!(table.get(k, &mut st).expect("get"), found(&model, k));
-                assert_eq!(st.data_reads, 0, "{ctx} warm {st:?}");
-                assert_eq!(st.bytes_read, 0);
-                assert!(st.cache_hits >= 1);
-            }
-            assert!(cache.usage_bytes() <= cache.capacity_bytes());
-            total_tie_second_reads += tie_second_reads;
-
-            let mut negatives = 0;
-            for i in 0..2000 {
-                let k = match i {
-                    0 => b"a".to_vec(),
-                    1 => b"zzzz".to_vec(),
-                    2 => Vec::new(),
-                    _ => random_key(&mut rng),
+            for b in [2u64, 16, 256] {
+                number += 1;
+                let ctx = format!("family {family} B={b} seed {seed}");
+                let mut rng = ChaCha8Rng::seed_from_u64(seed ^ number);
+                let model = random_model(&mut rng, 2000);
+                let path = dir.join(format!("{number:06}.sst"));
+                let opts = TableOptions {
+                    index: Some((family, Params::new(b))),
+                    bloom_bits_per_key: 10,
+                    kind: IndexKind::Clustered,
                 };
-                let mut st = ReadStats::default();
+                let built = build(&path, number, &model, opts);
+                assert_eq!(built.meta.entries, 2000);
                 assert_eq!(
-                    table.get(&k, &mut st).expect("get"),
-                    found(&model, &k),
-                    "{ctx}"
+                    built.meta.file_size,
+                    std::fs::metadata(&path).expect("size").len()
                 );
-                negatives += st.filter_negatives;
+                let cache = Arc::new(PageCache::new(64 << 20));
+                let table = Arc::new(
+                    Table::open(
+                        &FsStorage,
+                        &path,
+                        number,
+                        ReadMode::Buffered,
+                        Some(cache.clone()),
+                    )
+                    .expect("open"),
+                );
+                assert_eq!(table.family(), Some(family), "{ctx}");
+                assert_eq!(table.boundary(), Some(b), "{ctx}");
+                assert_eq!(table.index_bytes(), built.index_bytes);
+                assert_eq!(table.filter_bytes(), built.filter_bytes);
+                let map = table.keymap();
+                let mut image_count: HashMap<u64, u64> = HashMap::new();
+                for k in model.keys() {
+                    *image_count.entry(map.image(k)).or_default() += 1;
+                }
+                let max_run = image_count.values().copied().max().unwrap_or(0);
+                assert_eq!(table.max_image_run(), max_run, "{ctx}");
+                let log2 = 64 - (model.len() as u64).leading_zeros() as u64;
+                assert!(max_run > 1, "{ctx}: the keys should exercise image ties");
+                let mut tie_second_reads = 0;
+
+                for k in model.keys() {
+                    // Cold.
+                    cache.remove_table(number);
+                    let mut st = ReadStats::default();
+                    let got = table.get(k, &mut st).expect("get");
+                    assert_eq!(got, found(&model, k), "{ctx} key {k:?}");
+                    if family.is_bounded() {
+                        let image = map.image(k);
+                        let bound = table.index().expect("index").search(image);
+                        if image_count[&image] == 1 {
+                            assert_eq!(st.data_reads, 1, "{ctx} key {k:?}");
+                            assert_eq!(
+                                st.bytes_read,
+                                page_span(&table, bound.lo, bound.hi),
+                                "{ctx}"
+                            );
+                        } else {
+                            assert!((1..=2).contains(&st.data_reads), "{ctx} {st:?}");
+                            tie_second_reads += st.data_reads - 1;
+                        }
+                    } else {
+                        assert!(st.data_reads <= log2 + 1, "{ctx} {st:?}");
+                    }
+                    // Warm.
+                    let mut st = ReadStats::default();
+                    assert_eq!(table.get(k, &mut st).expect("get"), found(&model, k));
+                    assert_eq!(st.data_reads, 0, "{ctx} warm {st:?}");
+                    assert_eq!(st.bytes_read, 0);
+                    assert!(st.cache_hits >= 1);
+                }
+                assert!(cache.usage_bytes() <= cache.capacity_bytes());
+                total_tie_second_reads += tie_second_reads;
+
+                let mut negatives = 0;
+                for i in 0..2000 {
+                    let k = match i {
+                        0 => b"a".to_vec(),
+                        1 => b"zzzz".to_vec(),
+                        2 => Vec::new(),
+                        _ => random_key(&mut rng),
+                    };
+                    let mut st = ReadStats::default();
+                    assert_eq!(
+                        table.get(&k, &mut st).expect("get"),
+                        found(&model, &k),
+                        "{ctx}"
+                    );
+                    negatives += st.filter_negatives;
+                }
+                assert!(
+                    negatives > 1000,
+                    "{ctx}: the filter rejected only {negatives}"
+                );
+                check_iter(&table, &model, &mut rng);
             }
-            assert!(
-                negatives > 1000,
-                "{ctx}: the filter rejected only {negatives}"
-            );
-            check_iter(&table, &model, &mut rng);
         }
-    }
-    assert!(
-        total_tie_second_reads > 0,
-        "the tie fallback was never exercised"
-    );
+        assert!(
+            total_tie_second_reads > 0,
+            "the tie fallback was never exercised"
+        );
+    });
 }
 
 #[test]
 fn table_without_index_or_filter_probes() {
-    let seed = seed();
-    let dir = temp_dir("no-index");
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let model = random_model(&mut rng, 1500);
-    let path = dir.path("000001.sst");
-    let opts = TableOptions {
-        index: None,
-        bloom_bits_per_key: 0,
-        kind: IndexKind::Clustered,
-    };
-    let built = build(&path, 1, &model, opts);
-    assert_eq!((built.index_bytes, built.filter_bytes), (0, 0));
-    let table =
-        Arc::new(Table::open(&FsStorage, &path, 1, ReadMode::Buffered, None).expect("open"));
-    assert_eq!(table.family(), None);
-    assert_eq!(table.boundary(), None);
-    for (i, k) in model.keys().enumerate() {
-        let mut st = ReadStats::default();
-        assert_eq!(table.get(k, &mut st).expect("get"), found(&model, k));
-        assert!(st.data_reads <= 12, "{st:?}");
-        // A level model supplies the range: exactly one read.
-        let mut st = ReadStats::default();
-        let i = i as u64;
-        let got = table
-            .get_in_range(k, i.saturating_sub(3), i + 5, &mut st)
-            .expect("get_in_range");
-        assert_eq!(got, found(&model, k));
-        assert_eq!(st.data_reads, 1);
-    }
-    for _ in 0..500 {
-        let k = random_key(&mut rng);
-        assert_eq!(
-            table.get(&k, &mut ReadStats::default()).expect("get"),
-            found(&model, &k)
-        );
-    }
-    check_iter(&table, &model, &mut rng);
+    with_seed(|rng, _| {
+        let dir = Scratch::new("table-no-index");
+        let model = random_model(rng, 1500);
+        let path = dir.join("000001.sst");
+        let opts = TableOptions {
+            index: None,
+            bloom_bits_per_key: 0,
+            kind: IndexKind::Clustered,
+        };
+        let built = build(&path, 1, &model, opts);
+        assert_eq!((built.index_bytes, built.filter_bytes), (0, 0));
+        let table =
+            Arc::new(Table::open(&FsStorage, &path, 1, ReadMode::Buffered, None).expect("open"));
+        assert_eq!(table.family(), None);
+        assert_eq!(table.boundary(), None);
+        for (i, k) in model.keys().enumerate() {
+            let mut st = ReadStats::default();
+            assert_eq!(table.get(k, &mut st).expect("get"), found(&model, k));
+            assert!(st.data_reads <= 12, "{st:?}");
+            // A level model supplies the range: exactly one read.
+            let mut st = ReadStats::default();
+            let i = i as u64;
+            let got = table
+                .get_in_range(k, i.saturating_sub(3), i + 5, &mut st)
+                .expect("get_in_range");
+            assert_eq!(got, found(&model, k));
+            assert_eq!(st.data_reads, 1);
+        }
+        for _ in 0..500 {
+            let k = random_key(rng);
+            assert_eq!(
+                table.get(&k, &mut ReadStats::default()).expect("get"),
+                found(&model, &k)
+            );
+        }
+        check_iter(&table, &model, rng);
+    });
 }
 
 fn decimal_model(n: u64, value_len: usize, rng: &mut ChaCha8Rng, dense: bool) -> Model {
@@ -326,43 +321,43 @@ fn decimal_model(n: u64, value_len: usize, rng: &mut ChaCha8Rng, dense: bool) ->
 
 #[test]
 fn decimal_keys_use_the_decimal_map() {
-    let seed = seed();
-    let dir = temp_dir("decimal");
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    for (number, dense) in [(1u64, true), (2, false)] {
-        let model = decimal_model(3000, 100, &mut rng, dense);
-        let path = dir.path(&format!("{number:06}.sst"));
-        let opts = TableOptions {
-            index: Some((Family::Pgm, Params::new(16))),
-            bloom_bits_per_key: 10,
-            kind: IndexKind::Clustered,
-        };
-        build(&path, number, &model, opts);
-        let cache = Arc::new(PageCache::new(1 << 20));
-        let table = Table::open(
-            &FsStorage,
-            &path,
-            number,
-            ReadMode::Buffered,
-            Some(cache.clone()),
-        )
-        .expect("open");
-        assert!(
-            matches!(table.keymap(), KeyMap::Decimal { .. }),
-            "{:?}",
-            table.keymap()
-        );
-        assert_eq!(table.max_image_run(), 1);
-        assert_eq!(table.padding_bytes(), 0);
-        let images: Vec<u64> = model.keys().map(|k| table.keymap().image(k)).collect();
-        assert!(images.windows(2).all(|w| matches!(w, [a, b] if a < b)));
-        for k in model.keys() {
-            cache.remove_table(number);
-            let mut st = ReadStats::default();
-            assert_eq!(table.get(k, &mut st).expect("get"), found(&model, k));
-            assert_eq!(st.data_reads, 1);
+    with_seed(|rng, _| {
+        let dir = Scratch::new("table-decimal");
+        for (number, dense) in [(1u64, true), (2, false)] {
+            let model = decimal_model(3000, 100, rng, dense);
+            let path = dir.join(format!("{number:06}.sst"));
+            let opts = TableOptions {
+                index: Some((Family::Pgm, Params::new(16))),
+                bloom_bits_per_key: 10,
+                kind: IndexKind::Clustered,
+            };
+            build(&path, number, &model, opts);
+            let cache = Arc::new(PageCache::new(1 << 20));
+            let table = Table::open(
+                &FsStorage,
+                &path,
+                number,
+                ReadMode::Buffered,
+                Some(cache.clone()),
+            )
+            .expect("open");
+            assert!(
+                matches!(table.keymap(), KeyMap::Decimal { .. }),
+                "{:?}",
+                table.keymap()
+            );
+            assert_eq!(table.max_image_run(), 1);
+            assert_eq!(table.padding_bytes(), 0);
+            let images: Vec<u64> = model.keys().map(|k| table.keymap().image(k)).collect();
+            assert!(images.windows(2).all(|w| matches!(w, [a, b] if a < b)));
+            for k in model.keys() {
+                cache.remove_table(number);
+                let mut st = ReadStats::default();
+                assert_eq!(table.get(k, &mut st).expect("get"), found(&model, k));
+                assert_eq!(st.data_reads, 1);
+            }
         }
-    }
+    });
 }
 
 fn corrupted(err: &Error, path: &Path) -> bool {
@@ -406,79 +401,80 @@ fn probe_damaged(path: &Path, model: &Model) -> bool {
 
 #[test]
 fn bit_flips_in_every_region_are_detected() {
-    let seed = seed();
-    let dir = temp_dir("flips");
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let model = random_model(&mut rng, 150);
-    let good = dir.path("good.sst");
-    let opts = TableOptions {
-        index: Some((Family::Pgm, Params::new(8))),
-        bloom_bits_per_key: 10,
-        kind: IndexKind::Clustered,
-    };
-    build(&good, 1, &model, opts);
-    let bytes = std::fs::read(&good).expect("read");
-    let table = Table::open(&FsStorage, &good, 1, ReadMode::Buffered, None).expect("open");
-    let data_len = table.entries() * table.slot_width();
-    let w = table.slot_width() as usize;
-    drop(table);
-    // Every byte of the tail; every byte of the first, a middle and the last slot; one random
-    // byte of every other slot.
-    let mut offsets: Vec<usize> = (data_len as usize..bytes.len()).collect();
-    let n = model.len();
-    for s in [0, n / 2, n - 1] {
-        offsets.extend(s * w..(s + 1) * w);
-    }
-    for s in 0..n {
-        offsets.push(s * w + rng.gen_range(0..w));
-    }
-    let bad = dir.path("bad.sst");
-    for off in offsets {
-        let mut b = bytes.clone();
-        b[off] ^= 1 << rng.gen_range(0..8);
-        std::fs::write(&bad, &b).expect("write");
-        assert!(
-            probe_damaged(&bad, &model),
-            "flip at byte {off} of {} went unnoticed (seed {seed})",
-            bytes.len()
-        );
-    }
-    // Truncations of every interesting length fail at open.
-    for len in [
-        0,
-        1,
-        63,
-        64,
-        data_len as usize,
-        bytes.len() - 64,
-        bytes.len() - 1,
-    ]
-    .into_iter()
-    .chain((0..50).map(|_| rng.gen_range(0..bytes.len())))
-    {
-        std::fs::write(&bad, &bytes[..len]).expect("write");
-        let e = Table::open(&FsStorage, &bad, 1, ReadMode::Buffered, None).expect_err("truncated");
-        assert!(corrupted(&e, &bad), "{e}");
-    }
-    // A missing file is an I/O error naming it.
-    let e = Table::open(
-        &FsStorage,
-        &dir.path("nope.sst"),
-        1,
-        ReadMode::Buffered,
-        None,
-    )
-    .expect_err("missing");
-    assert!(matches!(e, Error::Io { .. }), "{e}");
-    // The wrong table number is a corruption.
-    let e = Table::open(&FsStorage, &good, 2, ReadMode::Buffered, None).expect_err("number");
-    assert!(corrupted(&e, &good), "{e}");
+    with_seed(|rng, seed| {
+        let dir = Scratch::new("table-flips");
+        let model = random_model(rng, 150);
+        let good = dir.join("good.sst");
+        let opts = TableOptions {
+            index: Some((Family::Pgm, Params::new(8))),
+            bloom_bits_per_key: 10,
+            kind: IndexKind::Clustered,
+        };
+        build(&good, 1, &model, opts);
+        let bytes = std::fs::read(&good).expect("read");
+        let table = Table::open(&FsStorage, &good, 1, ReadMode::Buffered, None).expect("open");
+        let data_len = table.entries() * table.slot_width();
+        let w = table.slot_width() as usize;
+        drop(table);
+        // Every byte of the tail; every byte of the first, a middle and the last slot; one random
+        // byte of every other slot.
+        let mut offsets: Vec<usize> = (data_len as usize..bytes.len()).collect();
+        let n = model.len();
+        for s in [0, n / 2, n - 1] {
+            offsets.extend(s * w..(s + 1) * w);
+        }
+        for s in 0..n {
+            offsets.push(s * w + rng.gen_range(0..w));
+        }
+        let bad = dir.join("bad.sst");
+        for off in offsets {
+            let mut b = bytes.clone();
+            b[off] ^= 1 << rng.gen_range(0..8);
+            std::fs::write(&bad, &b).expect("write");
+            assert!(
+                probe_damaged(&bad, &model),
+                "flip at byte {off} of {} went unnoticed (seed {seed})",
+                bytes.len()
+            );
+        }
+        // Truncations of every interesting length fail at open.
+        for len in [
+            0,
+            1,
+            63,
+            64,
+            data_len as usize,
+            bytes.len() - 64,
+            bytes.len() - 1,
+        ]
+        .into_iter()
+        .chain((0..50).map(|_| rng.gen_range(0..bytes.len())))
+        {
+            std::fs::write(&bad, &bytes[..len]).expect("write");
+            let e =
+                Table::open(&FsStorage, &bad, 1, ReadMode::Buffered, None).expect_err("truncated");
+            assert!(corrupted(&e, &bad), "{e}");
+        }
+        // A missing file is an I/O error naming it.
+        let e = Table::open(
+            &FsStorage,
+            &dir.join("nope.sst"),
+            1,
+            ReadMode::Buffered,
+            None,
+        )
+        .expect_err("missing");
+        assert!(matches!(e, Error::Io { .. }), "{e}");
+        // The wrong table number is a corruption.
+        let e = Table::open(&FsStorage, &good, 2, ReadMode::Buffered, None).expect_err("number");
+        assert!(corrupted(&e, &good), "{e}");
+    });
 }
 
 #[test]
 fn builder_rejects_bad_input() {
-    let dir = temp_dir("builder");
-    let path = dir.path("000001.sst");
+    let dir = Scratch::new("table-builder");
+    let path = dir.join("000001.sst");
     let opts = TableOptions {
         index: Some((Family::Fp, Params::new(16))),
         bloom_bits_per_key: 10,
@@ -517,72 +513,72 @@ fn builder_rejects_bad_input() {
 
 #[test]
 fn small_cache_stays_within_capacity() {
-    let seed = seed();
-    let dir = temp_dir("cache");
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let model = decimal_model(2000, 300, &mut rng, false);
-    let path = dir.path("000001.sst");
-    let opts = TableOptions {
-        index: Some((Family::Fiting, Params::new(16))),
-        bloom_bits_per_key: 10,
-        kind: IndexKind::Clustered,
-    };
-    build(&path, 1, &model, opts);
-    let cache = Arc::new(PageCache::new(8 * PAGE_SIZE));
-    let table = Table::open(
-        &FsStorage,
-        &path,
-        1,
-        ReadMode::Buffered,
-        Some(cache.clone()),
-    )
-    .expect("open");
-    let keys: Vec<&Vec<u8>> = model.keys().collect();
-    for _ in 0..3000 {
-        let k = keys[rng.gen_range(0..keys.len())];
-        assert_eq!(
-            table.get(k, &mut ReadStats::default()).expect("get"),
-            found(&model, k)
-        );
-        assert!(cache.usage_bytes() <= cache.capacity_bytes());
-    }
-    assert!(cache.usage_bytes() > 0);
+    with_seed(|rng, _| {
+        let dir = Scratch::new("table-cache");
+        let model = decimal_model(2000, 300, rng, false);
+        let path = dir.join("000001.sst");
+        let opts = TableOptions {
+            index: Some((Family::Fiting, Params::new(16))),
+            bloom_bits_per_key: 10,
+            kind: IndexKind::Clustered,
+        };
+        build(&path, 1, &model, opts);
+        let cache = Arc::new(PageCache::new(8 * PAGE_SIZE));
+        let table = Table::open(
+            &FsStorage,
+            &path,
+            1,
+            ReadMode::Buffered,
+            Some(cache.clone()),
+        )
+        .expect("open");
+        let keys: Vec<&Vec<u8>> = model.keys().collect();
+        for _ in 0..3000 {
+            let k = keys[rng.gen_range(0..keys.len())];
+            assert_eq!(
+                table.get(k, &mut ReadStats::default()).expect("get"),
+                found(&model, k)
+            );
+            assert!(cache.usage_bytes() <= cache.capacity_bytes());
+        }
+        assert!(cache.usage_bytes() > 0);
+    });
 }
 
 #[test]
 fn reindex_replaces_the_tail() {
-    let seed = seed();
-    let dir = temp_dir("reindex");
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let model = random_model(&mut rng, 1000);
-    let path = dir.path("000007.sst");
-    let opts = TableOptions {
-        index: Some((Family::Fp, Params::new(16))),
-        bloom_bits_per_key: 10,
-        kind: IndexKind::Clustered,
-    };
-    let before = build(&path, 7, &model, opts);
-    let opts = TableOptions {
-        index: Some((Family::Pgm, Params::new(64))),
-        bloom_bits_per_key: 0,
-        kind: IndexKind::Clustered,
-    };
-    let after = reindex(&FsStorage, &path, opts).expect("reindex");
-    assert_eq!(after.meta.entries, before.meta.entries);
-    assert_eq!(after.meta.smallest, before.meta.smallest);
-    assert_eq!(after.filter_bytes, 0);
-    let table =
-        Arc::new(Table::open(&FsStorage, &path, 7, ReadMode::Buffered, None).expect("open"));
-    assert_eq!(table.family(), Some(Family::Pgm));
-    assert_eq!(table.boundary(), Some(64));
-    for k in model.keys() {
-        assert_eq!(
-            table.get(k, &mut ReadStats::default()).expect("get"),
-            found(&model, k)
-        );
-    }
-    check_iter(&table, &model, &mut rng);
-    assert!(!dir.path("000007.sst.reindex").exists());
+    with_seed(|rng, _| {
+        let dir = Scratch::new("table-reindex");
+        let model = random_model(rng, 1000);
+        let path = dir.join("000007.sst");
+        let opts = TableOptions {
+            index: Some((Family::Fp, Params::new(16))),
+            bloom_bits_per_key: 10,
+            kind: IndexKind::Clustered,
+        };
+        let before = build(&path, 7, &model, opts);
+        let opts = TableOptions {
+            index: Some((Family::Pgm, Params::new(64))),
+            bloom_bits_per_key: 0,
+            kind: IndexKind::Clustered,
+        };
+        let after = reindex(&FsStorage, &path, opts).expect("reindex");
+        assert_eq!(after.meta.entries, before.meta.entries);
+        assert_eq!(after.meta.smallest, before.meta.smallest);
+        assert_eq!(after.filter_bytes, 0);
+        let table =
+            Arc::new(Table::open(&FsStorage, &path, 7, ReadMode::Buffered, None).expect("open"));
+        assert_eq!(table.family(), Some(Family::Pgm));
+        assert_eq!(table.boundary(), Some(64));
+        for k in model.keys() {
+            assert_eq!(
+                table.get(k, &mut ReadStats::default()).expect("get"),
+                found(&model, k)
+            );
+        }
+        check_iter(&table, &model, rng);
+        assert!(!dir.join("000007.sst.reindex").exists());
+    });
 }
 
 /// Index and filter bytes per entry for 100K 24-byte zero-padded decimal keys with 1000-byte
@@ -591,12 +587,12 @@ fn reindex_replaces_the_tail() {
 #[test]
 #[ignore = "writes 200 MB; run on demand for the figures"]
 fn index_bytes_per_entry() {
-    let dir = temp_dir("figures");
+    let dir = Scratch::new("table-figures");
     let mut rng = ChaCha8Rng::seed_from_u64(42);
     for dense in [true, false] {
         let model = decimal_model(100_000, 1000, &mut rng, dense);
         for family in [Family::Fp, Family::Pgm] {
-            let path = dir.path("000001.sst");
+            let path = dir.join("000001.sst");
             let opts = TableOptions {
                 index: Some((family, Params::new(16))),
                 bloom_bits_per_key: 10,

@@ -8,7 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use lidb_index::{Family, Params};
@@ -18,35 +18,16 @@ use lidb_lsm::{EntryKind, IndexKind, ReadStats, SortedIter, Unclustered};
 use lidb_storage::Error;
 use lidb_storage::ReadMode;
 use lidb_storage::fs::FsStorage;
-use rand::{Rng, SeedableRng};
+use lidb_testkit::{Cases, Scratch};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-fn seed() -> u64 {
-    let s = std::env::var("LIDB_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x6b1d5);
-    eprintln!("seed {s}");
-    s
-}
-
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> TempDir {
-        let dir = std::env::temp_dir().join(format!("lidb-kinds-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// Runs `test` once with this file's seed; `LIDB_SEED=<n>` replaces it, and a failure prints
+/// the command that replays it (lidb-testkit's seeded cases).
+fn with_seed(test: impl FnMut(&mut ChaCha8Rng, u64)) {
+    Cases::new("table kinds", 1).base_seed(0x6b1d5).run(test);
 }
 
 fn kinds() -> Vec<IndexKind> {
@@ -149,71 +130,66 @@ fn check(table: &Arc<Table>, model: &Model, rng: &mut ChaCha8Rng, ctx: &str) -> 
 
 #[test]
 fn one_data_read_per_lookup_on_distinct_images_and_reopen_keeps_answers() {
-    let seed = seed();
-    let dir = TempDir::new("one-read");
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let model = distinct_image_model(&mut rng, 3_000);
-    let path = dir.0.join("plain.sst");
-    build(&path, &model, options(IndexKind::Clustered));
-    let plain_bytes = open(&path).index_bytes();
-    for kind in kinds() {
-        let path = dir.0.join(format!("{kind:?}.sst"));
-        build(&path, &model, options(kind));
-        let table = open(&path);
-        assert_eq!(table.index_kind(), kind);
-        let ctx = format!("seed {seed} {kind:?}");
-        let reads = check(&table, &model, &mut rng, &ctx);
-        assert_eq!(reads, model.len() as u64, "{ctx}: one read per lookup");
-        // The in-memory structure is counted: at least the 8-byte image (or key) per entry.
-        assert!(
-            table.index_bytes() >= 8 * model.len() as u64,
-            "{ctx}: index bytes {} for {} entries",
-            table.index_bytes(),
-            model.len()
-        );
-        if kind == IndexKind::MappedKeys {
+    with_seed(|rng, seed| {
+        let dir = Scratch::new("kinds-one-read");
+        let model = distinct_image_model(rng, 3_000);
+        let path = dir.join("plain.sst");
+        build(&path, &model, options(IndexKind::Clustered));
+        let plain_bytes = open(&path).index_bytes();
+        for kind in kinds() {
+            let path = dir.join(format!("{kind:?}.sst"));
+            build(&path, &model, options(kind));
+            let table = open(&path);
+            assert_eq!(table.index_kind(), kind);
+            let ctx = format!("seed {seed} {kind:?}");
+            let reads = check(&table, &model, rng, &ctx);
+            assert_eq!(reads, model.len() as u64, "{ctx}: one read per lookup");
+            // The in-memory structure is counted: at least the 8-byte image (or key) per entry.
             assert!(
-                table.index_bytes() > plain_bytes,
-                "{ctx}: images beside the model"
+                table.index_bytes() >= 8 * model.len() as u64,
+                "{ctx}: index bytes {} for {} entries",
+                table.index_bytes(),
+                model.len()
+            );
+            if kind == IndexKind::MappedKeys {
+                assert!(
+                    table.index_bytes() > plain_bytes,
+                    "{ctx}: images beside the model"
+                );
+            }
+            // Opening trains an unclustered index (compaction charges it to learning time); the
+            // other kinds decode theirs.
+            assert_eq!(
+                table.unclustered_build_time() > std::time::Duration::ZERO,
+                matches!(kind, IndexKind::Unclustered(_)),
+                "{ctx}: build time {:?}",
+                table.unclustered_build_time()
+            );
+            drop(table);
+            let again = open(&path);
+            let reads = check(&again, &model, rng, &format!("{ctx} reopened"));
+            assert_eq!(
+                reads,
+                model.len() as u64,
+                "{ctx}: one read per lookup after reopen"
             );
         }
-        // Opening trains an unclustered index (compaction charges it to learning time); the
-        // other kinds decode theirs.
-        assert_eq!(
-            table.unclustered_build_time() > std::time::Duration::ZERO,
-            matches!(kind, IndexKind::Unclustered(_)),
-            "{ctx}: build time {:?}",
-            table.unclustered_build_time()
-        );
-        drop(table);
-        let again = open(&path);
-        let reads = check(&again, &model, &mut rng, &format!("{ctx} reopened"));
-        assert_eq!(
-            reads,
-            model.len() as u64,
-            "{ctx}: one read per lookup after reopen"
-        );
-    }
+    });
 }
 
 #[test]
 fn tied_images_and_variable_length_keys_answer_right() {
-    let seed = seed();
-    let dir = TempDir::new("ties");
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let model = tied_image_model(&mut rng, 2_000);
-    for kind in kinds() {
-        let path = dir.0.join(format!("{kind:?}.sst"));
-        build(&path, &model, options(kind));
-        let table = open(&path);
-        assert!(table.max_image_run() > 1, "the model has image ties");
-        check(
-            &table,
-            &model,
-            &mut rng,
-            &format!("seed {seed} {kind:?} ties"),
-        );
-    }
+    with_seed(|rng, seed| {
+        let dir = Scratch::new("kinds-ties");
+        let model = tied_image_model(rng, 2_000);
+        for kind in kinds() {
+            let path = dir.join(format!("{kind:?}.sst"));
+            build(&path, &model, options(kind));
+            let table = open(&path);
+            assert!(table.max_image_run() > 1, "the model has image ties");
+            check(&table, &model, rng, &format!("seed {seed} {kind:?} ties"));
+        }
+    });
 }
 
 fn is_corruption_of(err: &Error, path: &Path) -> bool {
@@ -222,57 +198,59 @@ fn is_corruption_of(err: &Error, path: &Path) -> bool {
 
 #[test]
 fn a_damaged_mapped_keys_block_is_corruption_naming_the_file() {
-    let dir = TempDir::new("damage");
-    let mut rng = ChaCha8Rng::seed_from_u64(seed());
-    let model = distinct_image_model(&mut rng, 300);
-    for kind in kinds() {
-        let path = dir.0.join(format!("{kind:?}.sst"));
-        build(&path, &model, options(kind));
-        let bytes = std::fs::read(&path).unwrap();
-        let size = bytes.len() as u64;
-        let footer = Footer::decode(&bytes[(size - FOOTER_LEN) as usize..], size).unwrap();
-        let meta_raw =
-            &bytes[footer.meta_offset as usize..(footer.meta_offset + footer.meta_len) as usize];
-        let meta = MetaBlock::decode(&meta_raw[..meta_raw.len() - 4]).unwrap();
-        let keys_start = footer.meta_offset - meta.keys_len;
-        // Flip a bit in several places of the mapped-keys block, its CRC included.
-        for off in [keys_start, keys_start + 9, footer.meta_offset - 1] {
-            let mut b = bytes.clone();
-            b[off as usize] ^= 0x10;
-            std::fs::write(&path, &b).unwrap();
-            let err = Table::open(&FsStorage, &path, 1, ReadMode::Buffered, None)
-                .expect_err("a damaged mapped-keys block must not open");
-            assert!(is_corruption_of(&err, &path), "{kind:?} at {off}: {err}");
+    let dir = Scratch::new("kinds-damage");
+    with_seed(|rng, _| {
+        let model = distinct_image_model(rng, 300);
+        for kind in kinds() {
+            let path = dir.join(format!("{kind:?}.sst"));
+            build(&path, &model, options(kind));
+            let bytes = std::fs::read(&path).unwrap();
+            let size = bytes.len() as u64;
+            let footer = Footer::decode(&bytes[(size - FOOTER_LEN) as usize..], size).unwrap();
+            let meta_raw = &bytes
+                [footer.meta_offset as usize..(footer.meta_offset + footer.meta_len) as usize];
+            let meta = MetaBlock::decode(&meta_raw[..meta_raw.len() - 4]).unwrap();
+            let keys_start = footer.meta_offset - meta.keys_len;
+            // Flip a bit in several places of the mapped-keys block, its CRC included.
+            for off in [keys_start, keys_start + 9, footer.meta_offset - 1] {
+                let mut b = bytes.clone();
+                b[off as usize] ^= 0x10;
+                std::fs::write(&path, &b).unwrap();
+                let err = Table::open(&FsStorage, &path, 1, ReadMode::Buffered, None)
+                    .expect_err("a damaged mapped-keys block must not open");
+                assert!(is_corruption_of(&err, &path), "{kind:?} at {off}: {err}");
+            }
         }
-    }
+    });
 }
 
 /// A version-1 table (no index kind, no mapped-keys block) still opens and answers: the tail of
 /// a version-2 clustered table rewritten the way version 1 wrote it.
 #[test]
 fn a_version_1_table_still_opens() {
-    let dir = TempDir::new("v1");
-    let mut rng = ChaCha8Rng::seed_from_u64(seed());
-    let model = distinct_image_model(&mut rng, 500);
-    let path = dir.0.join("v1.sst");
-    build(&path, &model, options(IndexKind::Clustered));
-    let bytes = std::fs::read(&path).unwrap();
-    let size = bytes.len() as u64;
-    let footer = Footer::decode(&bytes[(size - FOOTER_LEN) as usize..], size).unwrap();
-    let meta_raw =
-        &bytes[footer.meta_offset as usize..(footer.meta_offset + footer.meta_len) as usize];
-    let meta = MetaBlock::decode(&meta_raw[..meta_raw.len() - 4]).unwrap();
-    let v1_meta = frame_block(&meta.encode_for(FORMAT_VERSION_V1));
-    let mut v1 = bytes[..footer.meta_offset as usize].to_vec();
-    v1.extend_from_slice(&v1_meta);
-    let v1_footer = Footer {
-        version: FORMAT_VERSION_V1,
-        meta_len: v1_meta.len() as u64,
-        ..footer
-    };
-    v1.extend_from_slice(&v1_footer.encode());
-    std::fs::write(&path, &v1).unwrap();
-    let table = open(&path);
-    assert_eq!(table.index_kind(), IndexKind::Clustered);
-    check(&table, &model, &mut rng, "version 1");
+    let dir = Scratch::new("kinds-v1");
+    with_seed(|rng, _| {
+        let model = distinct_image_model(rng, 500);
+        let path = dir.join("v1.sst");
+        build(&path, &model, options(IndexKind::Clustered));
+        let bytes = std::fs::read(&path).unwrap();
+        let size = bytes.len() as u64;
+        let footer = Footer::decode(&bytes[(size - FOOTER_LEN) as usize..], size).unwrap();
+        let meta_raw =
+            &bytes[footer.meta_offset as usize..(footer.meta_offset + footer.meta_len) as usize];
+        let meta = MetaBlock::decode(&meta_raw[..meta_raw.len() - 4]).unwrap();
+        let v1_meta = frame_block(&meta.encode_for(FORMAT_VERSION_V1));
+        let mut v1 = bytes[..footer.meta_offset as usize].to_vec();
+        v1.extend_from_slice(&v1_meta);
+        let v1_footer = Footer {
+            version: FORMAT_VERSION_V1,
+            meta_len: v1_meta.len() as u64,
+            ..footer
+        };
+        v1.extend_from_slice(&v1_footer.encode());
+        std::fs::write(&path, &v1).unwrap();
+        let table = open(&path);
+        assert_eq!(table.index_kind(), IndexKind::Clustered);
+        check(&table, &model, rng, "version 1");
+    });
 }
