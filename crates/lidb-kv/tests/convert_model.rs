@@ -1,7 +1,8 @@
 //! Range-query-assisted conversion (the LearnedKV paper, section 4.5.1): the store against a BTreeMap
 //! with conversions interleaved with GCs, deletes and reopens; conversion moves no values; reads
-//! during background conversions; the size threshold fires; lsm+ refuses it. Failure messages
-//! name the seed.
+//! during background conversions; the size threshold fires; lsm+ refuses it. The model test runs
+//! seeded cases (lidb-testkit's runner): a failure prints the `LIDB_SEED=<n> LIDB_CASES=1 cargo
+//! test ...` line that replays its case alone.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -14,12 +15,11 @@ use std::time::{Duration, Instant};
 use lidb_kv::{Error, ReadSource, Store, StoreOptions, TierKind};
 use lidb_storage::Storage;
 use lidb_storage::mem::MemStorage;
+use lidb_testkit::cases;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-mod support {
-    include!("support/store_options.rs");
-}
+mod support;
 use support::{learned, small};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
@@ -51,11 +51,11 @@ fn check(store: &Store, model: &Model, ctx: &str) {
     assert_eq!(n, model.len(), "{ctx}: scan length");
 }
 
-fn run(seed: u64, steps: usize) {
+/// `steps` random operations drawn from `rng` (the generator of `seed`, which messages name).
+fn run(rng: &mut ChaCha8Rng, seed: u64, steps: usize) {
     let storage = MemStorage::new();
     let mut store = open(&storage, small(learned()));
     let mut model = Model::new();
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let ctx = format!("seed {seed}");
     for step in 0..steps {
         let ctx = format!("{ctx} step {step}");
@@ -99,9 +99,7 @@ fn run(seed: u64, steps: usize) {
 
 #[test]
 fn conversions_gcs_deletes_and_reopens_match_a_btreemap() {
-    for seed in 0..3 {
-        run(seed, 2_500);
-    }
+    cases("conversions", 3, |rng, seed| run(rng, seed, 2_500));
 }
 
 fn files_with(storage: &MemStorage, ext: &str) -> Vec<PathBuf> {

@@ -16,13 +16,11 @@ use lidb_storage::mem::MemStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-mod support {
-    include!("support/store_options.rs");
-    include!("support/damage.rs");
-}
-use support::{
-    CAMPAIGN_ENGINES, Damage, ENGINES, Engine, Model, Open, damage, is_corruption_in_store, key,
-    restore, snapshot, tail_writes, values_ever, workload,
+mod support;
+use lidb_testkit::mem::{Damage, damage, restore, snapshot};
+use support::damage::{
+    CAMPAIGN_ENGINES, ENGINES, Engine, Model, Open, is_corruption_in_store, key, tail_writes,
+    values_ever, workload,
 };
 
 /// Every answer of `db` equals `model`, or is a Corruption error naming a store file.
@@ -197,7 +195,7 @@ fn unflushed_logs(s: &MemStorage, engine: Engine, vlog_len: u64) -> Vec<(std::pa
             .max()
             .map(|n| dir.join(n))
     };
-    let root = support::root();
+    let root = support::damage::root();
     match engine {
         Engine::Lsm => vec![(newest(&root, ".log").unwrap(), 0)],
         _ => {
@@ -211,8 +209,8 @@ fn unflushed_logs(s: &MemStorage, engine: Engine, vlog_len: u64) -> Vec<(std::pa
 
 /// The active value log: the first KVSTATE names.
 fn active_vlog(s: &MemStorage) -> std::path::PathBuf {
-    let state = read_state(s, &support::root()).unwrap().unwrap();
-    vlog_path(&support::root(), state.vlogs[0])
+    let state = read_state(s, &support::damage::root()).unwrap().unwrap();
+    vlog_path(&support::damage::root(), state.vlogs[0])
 }
 
 fn vlog_len(s: &MemStorage, engine: Engine) -> u64 {

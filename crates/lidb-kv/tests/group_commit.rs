@@ -5,9 +5,7 @@
 //! its last acknowledged value, or a write attempted after it that failed. With `sync-fail`
 //! injected, the first failed group stops every later write, across threads.
 
-mod support {
-    include!("support/store_options.rs");
-}
+mod support;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -15,15 +15,10 @@ use lidb_storage::RecoveryMode;
 use lidb_storage::Storage;
 use lidb_storage::mem::MemStorage;
 
-#[expect(
-    dead_code,
-    reason = "the shared support module serves several test files"
-)]
-mod support {
-    include!("support/store_options.rs");
-    include!("support/damage.rs");
-}
-use support::{Engine, Model, damage, key, root, small, values_ever, workload};
+mod support;
+use lidb_testkit::mem::{Damage, damage, restore, snapshot};
+use support::damage::{Engine, Model, key, root, values_ever, workload};
+use support::small;
 
 const TIERED: [Engine; 3] = [Engine::LearnedKv, Engine::LsmPlus, Engine::LsmTier];
 
@@ -104,13 +99,13 @@ fn a_lost_kvstate_is_rebuilt_and_every_key_is_exact() {
             if how == "deleted" {
                 s.remove(&path).unwrap();
             } else {
-                damage(&s, &path, 10, support::Damage::Flip, 3);
+                damage(&s, &path, 10, Damage::Flip, 3);
             }
             // Not a new store to create over the old one's files: a loud failure, nothing swept.
-            let before = support::snapshot(&s);
+            let before = snapshot(&s);
             assert!(engine.open(&s, RecoveryMode::default()).is_err(), "{ctx}");
             assert!(
-                support::snapshot(&s) == before,
+                snapshot(&s) == before,
                 "{ctx}: the failed open changed files"
             );
             let r = repair(engine, &s);
@@ -201,10 +196,10 @@ fn a_crash_during_repair_leaves_a_store_that_opens_or_repairs() {
     for engine in TIERED {
         let (base, models) = build(engine);
         base.remove(&state_path(&root())).unwrap();
-        let clean = support::snapshot(&base);
+        let clean = snapshot(&base);
         let opts = small(tier(engine));
         let total = {
-            let p = PowerCut::new(support::restore(&clean), u64::MAX, 0);
+            let p = PowerCut::new(restore(&clean), u64::MAX, 0);
             let st: Arc<dyn Storage> = Arc::new(p.clone());
             repair_store(&st, &root(), &opts).unwrap();
             p.ops()
@@ -212,7 +207,7 @@ fn a_crash_during_repair_leaves_a_store_that_opens_or_repairs() {
         let step = (total / 60).max(1) as usize;
         for cut_at in (1..=total).step_by(step) {
             let ctx = format!("{engine:?}: power cut at operation {cut_at} of {total}");
-            let mem = support::restore(&clean);
+            let mem = restore(&clean);
             let p = PowerCut::new(mem.clone(), cut_at, cut_at);
             let st: Arc<dyn Storage> = Arc::new(p.clone());
             // The last operations' errors may be ignored (a removal of an obsolete file).

@@ -18,9 +18,7 @@ use rand_chacha::ChaCha8Rng;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-mod support {
-    include!("support/store_options.rs");
-}
+mod support;
 use support::{learned, small};
 
 fn key(i: u32) -> Vec<u8> {

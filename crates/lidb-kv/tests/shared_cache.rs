@@ -19,9 +19,7 @@ use rand_chacha::ChaCha8Rng;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-mod support {
-    include!("support/store_options.rs");
-}
+mod support;
 use support::{learned, small};
 
 /// The cache's invariants with no reader holding an old view: within capacity, and pages of at

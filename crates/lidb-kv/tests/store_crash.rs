@@ -6,10 +6,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-mod support {
-    include!("support/store_options.rs");
-    include!("support/power_cut.rs");
-}
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,9 +15,10 @@ use std::sync::Arc;
 use lidb_kv::{Store, StoreOptions, TierKind};
 use lidb_storage::Result;
 use lidb_storage::mem::MemStorage;
+use lidb_testkit::mem::each_power_cut;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use support::{each_power_cut, learned, open_on, small};
+use support::{learned, open_on, open_shared, small};
 
 /// What the workload runs every 150 steps besides puts and deletes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,19 +122,24 @@ fn power_cuts(tier: TierKind, jobs: Jobs) {
     } else {
         120
     };
-    each_power_cut(&opts, cuts, run, |store, expect, ctx| {
-        verify(store, expect, ctx);
-        if jobs == Jobs::ConvertAndGc {
+    each_power_cut(
+        |s| open_shared(s, &opts),
+        cuts,
+        run,
+        |store, expect, ctx| {
+            verify(store, expect, ctx);
+            if jobs == Jobs::ConvertAndGc {
+                store
+                    .convert()
+                    .unwrap_or_else(|e| panic!("{ctx}: conversion after recovery: {e}"));
+                verify(store, expect, &format!("{ctx}, after a conversion"));
+            }
             store
-                .convert()
-                .unwrap_or_else(|e| panic!("{ctx}: conversion after recovery: {e}"));
-            verify(store, expect, &format!("{ctx}, after a conversion"));
-        }
-        store
-            .gc()
-            .unwrap_or_else(|e| panic!("{ctx}: GC after recovery: {e}"));
-        verify(store, expect, &format!("{ctx}, after a GC"));
-    });
+                .gc()
+                .unwrap_or_else(|e| panic!("{ctx}: GC after recovery: {e}"));
+            verify(store, expect, &format!("{ctx}, after a GC"));
+        },
+    );
 }
 
 #[test]

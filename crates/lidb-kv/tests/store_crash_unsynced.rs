@@ -6,18 +6,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-mod support {
-    include!("support/store_options.rs");
-    include!("support/power_cut.rs");
-}
+mod support;
 
 use std::collections::BTreeMap;
 
 use lidb_kv::{Store, StoreOptions, TierKind};
 use lidb_storage::Result;
+use lidb_testkit::mem::each_power_cut;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use support::{each_power_cut, learned, small};
+use support::{learned, open_shared, small};
 
 const KEYS: u32 = 300;
 
@@ -134,7 +132,7 @@ fn power_cuts(tier: TierKind, background: bool, shape: Shape) {
         ..small(tier)
     };
     each_power_cut(
-        &opts,
+        |s| open_shared(s, &opts),
         120,
         |store, h: &mut History| workload(store, h, shape),
         |store, h, ctx| {

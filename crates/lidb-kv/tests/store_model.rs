@@ -1,5 +1,7 @@
 //! Model-based tests of the tiered store against a BTreeMap across GC cycles and reopens, for
-//! LearnedKV and for lsm+, on in-memory storage. Failure messages name the seed.
+//! LearnedKV and for lsm+, on in-memory storage. The model tests run seeded cases (lidb-testkit's
+//! runner): a failure prints the `LIDB_SEED=<n> LIDB_CASES=1 cargo test ...` line that replays
+//! its case alone.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -10,14 +12,13 @@ use std::sync::Arc;
 use lidb_index::{Family, Params};
 use lidb_kv::{ReadSource, Store, StoreOptions, TierKind};
 use lidb_storage::mem::MemStorage;
+use lidb_testkit::{Cases, cases};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-mod support {
-    include!("support/store_options.rs");
-}
+mod support;
 use support::{learned, small};
 
 fn check(store: &Store, model: &Model, ctx: &str) {
@@ -42,7 +43,8 @@ fn check(store: &Store, model: &Model, ctx: &str) {
     assert!(got == want, "{ctx}: scan differs");
 }
 
-fn run(seed: u64, tier: TierKind, steps: usize) {
+/// `steps` random operations drawn from `rng` (the generator of `seed`, which messages name).
+fn run(rng: &mut ChaCha8Rng, seed: u64, tier: TierKind, steps: usize) {
     let storage = MemStorage::new();
     let open = || {
         Store::open_with_storage(
@@ -53,7 +55,6 @@ fn run(seed: u64, tier: TierKind, steps: usize) {
     };
     let mut store = open().unwrap();
     let mut model = Model::new();
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let ctx = format!("seed {seed} tier {tier:?}");
     for step in 0..steps {
         let ctx = format!("{ctx} step {step}");
@@ -114,23 +115,21 @@ fn run(seed: u64, tier: TierKind, steps: usize) {
 
 #[test]
 fn learnedkv_matches_a_btreemap_across_gc_and_reopens() {
-    for seed in 0..3 {
-        run(seed, learned(), 3_000);
-    }
+    cases("learnedkv", 3, |rng, seed| run(rng, seed, learned(), 3_000));
 }
 
 #[test]
 fn lsm_plus_tier_matches_a_btreemap_across_gc_and_reopens() {
-    for seed in 10..12 {
-        run(seed, TierKind::Lsm, 3_000);
-    }
+    Cases::new("lsm+tier", 2)
+        .base_seed(10)
+        .run(|rng, seed| run(rng, seed, TierKind::Lsm, 3_000));
 }
 
 #[test]
 fn write_back_lsm_plus_matches_a_btreemap_across_gc_and_reopens() {
-    for seed in 20..22 {
-        run(seed, TierKind::WriteBack, 3_000);
-    }
+    Cases::new("lsm+", 2)
+        .base_seed(20)
+        .run(|rng, seed| run(rng, seed, TierKind::WriteBack, 3_000));
 }
 
 #[test]

@@ -4,9 +4,7 @@
 //! directory) when the GC runs through `Store::gc`. Reads go on, and a reopen on clean storage
 //! finds every acknowledged write and takes writes again.
 
-mod support {
-    include!("support/store_options.rs");
-}
+mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -16,6 +16,7 @@ use lidb_index::{Family, Params};
 use lidb_kv::static_tier::{StaticTier, StaticTierBuilder, TierOptions};
 use lidb_storage::fs::FsStorage;
 use lidb_storage::{ReadMode, Storage};
+use lidb_testkit::Scratch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -29,9 +30,9 @@ fn tweetids_1m_figures() {
     let mut keys = lidb_data::sosd::read_u64(DATASET).expect("dataset");
     keys.truncate(KEYS);
     keys.dedup();
-    let dir = std::env::temp_dir().join(format!("lidb-tier-measure-{}", std::process::id()));
+    let scratch = Scratch::new("tier-measure");
+    let dir = scratch.path();
     let storage: Arc<dyn Storage> = Arc::new(FsStorage);
-    storage.create_dir_all(&dir).expect("dir");
     let value = vec![0x5au8; VALUE_BYTES];
     let configs = [
         (Family::Plr, 2),
@@ -49,13 +50,13 @@ fn tweetids_1m_figures() {
         };
         let started = Instant::now();
         let mut builder =
-            StaticTierBuilder::new(Arc::clone(&storage), &dir, g as u64, opts).expect("builder");
+            StaticTierBuilder::new(Arc::clone(&storage), dir, g as u64, opts).expect("builder");
         for k in &keys {
             builder.add(&k.to_be_bytes(), &value).expect("add");
         }
         let meta = builder.finish().expect("finish");
         let build_ms = started.elapsed().as_millis();
-        let tier = StaticTier::open(Arc::clone(&storage), &dir, g as u64, ReadMode::Buffered)
+        let tier = StaticTier::open(Arc::clone(&storage), dir, g as u64, ReadMode::Buffered)
             .expect("open");
         let mut rng = ChaCha8Rng::seed_from_u64(42);
         let lookups = 20_000u64;
@@ -87,5 +88,4 @@ fn tweetids_1m_figures() {
             storage.remove(&f).expect("remove");
         }
     }
-    std::fs::remove_dir_all(&dir).ok();
 }

@@ -23,8 +23,7 @@ use lidb_storage::{ReadMode, Storage};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-#[path = "support/store_options.rs"]
-mod store_options;
+mod support;
 
 type Map = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -264,7 +263,7 @@ fn a_damaged_or_tampered_svlog_page_model_is_refused_or_bypassed_never_wrong() {
 #[test]
 fn a_store_reopened_after_gc_answers_settled_gets_in_one_read() {
     let storage = MemStorage::new();
-    let mut opts = store_options::small(store_options::learned());
+    let mut opts = support::small(support::learned());
     // No page cache, so every get reaches the device and the count is exact.
     opts.lsm.block_cache_bytes = 0;
     let open = || {

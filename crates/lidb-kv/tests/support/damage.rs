@@ -1,21 +1,23 @@
-// Shared by the damage test files (included): every engine behind one small enum, a seeded
-// workload with its model, file snapshots, and the three kinds of damage.
+//! What the damage and repair tests share: every engine `lidb kv` serves behind one small enum
+//! (`Engine`, and `Open` for an opened one), and a seeded workload with the model after each
+//! write. The snapshots and the kinds of damage are lidb-testkit's (`lidb_testkit::mem`).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use lidb_fine::{FineStore, FineStoreOptions};
-use lidb_kv::{Error, Store};
-use lidb_storage::Storage;
-use lidb_storage::mem::MemStorage;
+use lidb_kv::{Error, Store, TierKind};
 use lidb_lsm::Db;
 use lidb_storage::RecoveryMode;
+use lidb_storage::Storage;
+use lidb_storage::mem::MemStorage;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::{learned, small};
+
 pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-pub type Files = BTreeMap<PathBuf, Vec<u8>>;
 pub type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,10 +30,20 @@ pub enum Engine {
     Fine,
 }
 
-pub const ENGINES: [Engine; 4] = [Engine::Lsm, Engine::LearnedKv, Engine::LsmPlus, Engine::LsmTier];
+pub const ENGINES: [Engine; 4] = [
+    Engine::Lsm,
+    Engine::LearnedKv,
+    Engine::LsmPlus,
+    Engine::LsmTier,
+];
 /// The engines of the corruption campaign: every engine `lidb kv` serves.
-pub const CAMPAIGN_ENGINES: [Engine; 5] =
-    [Engine::Lsm, Engine::LearnedKv, Engine::LsmPlus, Engine::LsmTier, Engine::Fine];
+pub const CAMPAIGN_ENGINES: [Engine; 5] = [
+    Engine::Lsm,
+    Engine::LearnedKv,
+    Engine::LsmPlus,
+    Engine::LsmTier,
+    Engine::Fine,
+];
 
 pub fn root() -> PathBuf {
     PathBuf::from("/store")
@@ -56,7 +68,10 @@ impl Engine {
     pub fn open(self, storage: &MemStorage, mode: RecoveryMode) -> Result<Open, Error> {
         let s: Arc<dyn Storage> = Arc::new(storage.clone());
         if self == Engine::Fine {
-            let opts = FineStoreOptions { recovery_mode: mode, ..FineStoreOptions::default() };
+            let opts = FineStoreOptions {
+                recovery_mode: mode,
+                ..FineStoreOptions::default()
+            };
             return FineStore::open_with_storage(s, &root(), opts).map(|f| Open::Fine(Box::new(f)));
         }
         match self.tier() {
@@ -179,7 +194,10 @@ impl Open {
             Open::Kv(s) => s.recovery_report().cuts().cloned().collect(),
             Open::Fine(s) => {
                 let r = s.recovery_report();
-                r.cut.iter().map(|t| lidb_lsm::LogCut::of_tail(r.log.clone(), t)).collect()
+                r.cut
+                    .iter()
+                    .map(|t| lidb_lsm::LogCut::of_tail(r.log.clone(), t))
+                    .collect()
             }
         }
     }
@@ -208,21 +226,25 @@ pub fn workload(db: &Open, seed: u64, ops: usize) -> (Vec<Model>, usize) {
     for i in 0..ops {
         let k = key(rng.gen_range(0..300));
         if rng.gen_bool(0.2) {
-            db.delete(&k).unwrap_or_else(|e| panic!("seed {seed}: delete: {e}"));
+            db.delete(&k)
+                .unwrap_or_else(|e| panic!("seed {seed}: delete: {e}"));
             model.remove(&k);
         } else {
             let len = rng.gen_range(0..300);
             let v: Vec<u8> = (0..len).map(|_| rng.r#gen()).collect();
-            db.put(&k, &v).unwrap_or_else(|e| panic!("seed {seed}: put: {e}"));
+            db.put(&k, &v)
+                .unwrap_or_else(|e| panic!("seed {seed}: put: {e}"));
             model.insert(k, v);
         }
         models.push(model.clone());
         if (i + 1) % 120 == 0 {
-            db.flush().unwrap_or_else(|e| panic!("seed {seed}: flush: {e}"));
+            db.flush()
+                .unwrap_or_else(|e| panic!("seed {seed}: flush: {e}"));
             flushed = i + 1;
         }
         if i + 1 == ops / 2 {
-            db.settle().unwrap_or_else(|e| panic!("seed {seed}: settle: {e}"));
+            db.settle()
+                .unwrap_or_else(|e| panic!("seed {seed}: settle: {e}"));
             flushed = i + 1;
         }
     }
@@ -236,66 +258,10 @@ pub fn tail_writes(db: &Open, models: &mut Vec<Model>, seed: u64, n: usize) {
     for _ in 0..n {
         let k = key(rng.gen_range(0..300));
         let v: Vec<u8> = (0..rng.gen_range(1..200)).map(|_| rng.r#gen()).collect();
-        db.put(&k, &v).unwrap_or_else(|e| panic!("seed {seed}: put: {e}"));
+        db.put(&k, &v)
+            .unwrap_or_else(|e| panic!("seed {seed}: put: {e}"));
         model.insert(k, v);
         models.push(model.clone());
-    }
-}
-
-/// Every file of the storage with its bytes.
-pub fn snapshot(s: &MemStorage) -> Files {
-    s.files()
-        .into_iter()
-        .filter(|p| !p.ends_with("LOCK"))
-        .map(|p| {
-            let b = s.read_all(&p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()));
-            (p, b)
-        })
-        .collect()
-}
-
-/// A fresh storage holding `files`.
-pub fn restore(files: &Files) -> MemStorage {
-    let s = MemStorage::new();
-    for (p, b) in files {
-        if let Some(dir) = p.parent() {
-            s.create_dir_all(dir).unwrap_or_else(|e| panic!("mkdir: {e}"));
-        }
-        let mut f = s.create(p).unwrap_or_else(|e| panic!("create: {e}"));
-        f.append(b).unwrap_or_else(|e| panic!("append: {e}"));
-        f.sync().unwrap_or_else(|e| panic!("sync: {e}"));
-    }
-    for p in files.keys() {
-        if let Some(dir) = p.parent() {
-            s.sync_dir(dir).unwrap_or_else(|e| panic!("sync dir: {e}"));
-        }
-    }
-    s
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Damage {
-    /// One bit flipped.
-    Flip,
-    /// 512 bytes zeroed (fewer where the file ends first).
-    Zeros,
-    /// The file cut at the offset.
-    Truncate,
-}
-
-/// Damages `path` at `offset` (the file must be non-empty).
-pub fn damage(s: &MemStorage, path: &Path, offset: u64, kind: Damage, bit: u8) {
-    let bytes = s.read_all(path).unwrap_or_else(|e| panic!("read: {e}"));
-    match kind {
-        Damage::Flip => s.corrupt(path, offset, 1 << (bit % 8)).unwrap_or_else(|e| panic!("{e}")),
-        Damage::Zeros => {
-            for (i, &b) in bytes.iter().enumerate().skip(offset as usize).take(512) {
-                if b != 0 {
-                    s.corrupt(path, i as u64, b).unwrap_or_else(|e| panic!("{e}"));
-                }
-            }
-        }
-        Damage::Truncate => s.truncate(path, offset).unwrap_or_else(|e| panic!("{e}")),
     }
 }
 
