@@ -11,6 +11,7 @@ use lidb_stress::expected::Expected;
 use lidb_stress::run::{self, Harness};
 use lidb_stress::target::{Rows, Target};
 use lidb_stress::{Config, EngineHarness};
+use lidb_testkit::Scratch;
 
 /// Every engine but rocksdb, which keeps its files outside lidb's storage layer.
 fn engines() -> Vec<&'static str> {
@@ -34,13 +35,9 @@ fn config(engine: &str, dir: &std::path::Path, seed: u64) -> Config {
     }
 }
 
-fn tempdir() -> tempfile::TempDir {
-    tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"))
-}
-
 #[test]
 fn every_engine_passes_eight_threads_in_one_process() {
-    let dir = tempdir();
+    let dir = Scratch::new("stress-threads");
     for engine in engines() {
         let report = lidb_stress::stress_engine(&config(engine, dir.path(), 11))
             .unwrap_or_else(|e| panic!("{engine}: {e}"));
@@ -66,7 +63,7 @@ fn every_engine_passes_eight_threads_in_one_process() {
 
 #[test]
 fn every_engine_keeps_its_contract_under_faults() {
-    let dir = tempdir();
+    let dir = Scratch::new("stress-faults");
     let spec = "read-eio=0.002,write-eio=0.001,short-write=0.001,sync-fail=0.001,enospc=64MiB";
     for engine in engines() {
         let mut cfg = config(engine, dir.path(), 21);
@@ -90,7 +87,7 @@ fn every_engine_keeps_its_contract_under_faults() {
 #[test]
 fn deterministic_runs_survive_power_cuts_and_replay_exactly() {
     for engine in ["lsm", "learnedkv", "lsm+", "lsm+tier", "finedex"] {
-        let dir = tempdir();
+        let dir = Scratch::new("stress-power-cuts");
         let mut cfg = config(engine, dir.path(), 5);
         cfg.keys = 300;
         cfg.duration = Duration::from_secs(60);
@@ -111,7 +108,7 @@ fn deterministic_runs_survive_power_cuts_and_replay_exactly() {
 
 #[test]
 fn deterministic_mode_refuses_engines_a_power_cut_cannot_reach() {
-    let dir = tempdir();
+    let dir = Scratch::new("stress-refuses");
     let err =
         lidb_stress::deterministic::stress_deterministic(&config("btree", dir.path(), 1), 100)
             .err()
@@ -164,7 +161,7 @@ impl Harness for LossyHarness {
 
 #[test]
 fn a_lost_write_is_a_mismatch() {
-    let dir = tempdir();
+    let dir = Scratch::new("stress-lost-write");
     let cfg = config("lsm", dir.path(), 3);
     lidb_stress::kill::prepare_dir(&cfg.db).unwrap_or_else(|e| panic!("{e}"));
     let mut harness = LossyHarness(EngineHarness::new(&cfg));
