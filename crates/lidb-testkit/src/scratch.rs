@@ -11,7 +11,7 @@
 //! Called by the integration tests of lidb-lsm, lidb-kv, lidb-stress and lidb-cli, from any test
 //! thread. Invariant: while a `Scratch` lives, its directory exists and nothing else created it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tempfile::TempDir;
 
@@ -56,10 +56,22 @@ impl Scratch {
             None => unreachable!("a Scratch has its directory until it drops"),
         }
     }
+}
 
-    /// `name` inside the directory (not created).
-    pub fn join(&self, name: impl AsRef<Path>) -> PathBuf {
-        self.path().join(name)
+/// A `Scratch` stands for its path wherever a `&Path` or an `AsRef<Path>` is taken
+/// (`scratch.join("db")`, `Command::arg(&scratch)`), so a test's helper that returned a bare
+/// `PathBuf` can return a `Scratch` and keep its call sites.
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        self.path()
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self.path()
     }
 }
 
