@@ -3,9 +3,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use lidb_testkit::Scratch;
 use serde_json::Value;
 
 fn lidb(args: &[&str]) -> Output {
@@ -13,13 +13,6 @@ fn lidb(args: &[&str]) -> Output {
         .args(args)
         .output()
         .expect("run lidb")
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lidb-bench-lsm-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// Runs `lidb bench lsm --json` with the tiny data set, options in `extra` (pairs of option and
@@ -74,7 +67,7 @@ fn has_fields(row: &Value, names: &[&str]) {
 
 #[test]
 fn pareto_reports_memory_and_on_disk_lookups_and_plots() {
-    let dir = scratch("pareto");
+    let dir = Scratch::new("bench-lsm-pareto");
     let svg = dir.join("pareto.svg");
     let db = dir.join("db");
     // 20K entries of 1 KB: 20 MB, beyond the 8 MiB cache, so lookups read from disk.
@@ -134,7 +127,6 @@ fn pareto_reports_memory_and_on_disk_lookups_and_plots() {
     assert!(err.contains("reused"), "{err}");
     let sizes = |rs: &[Value]| rs.iter().map(|r| num(r, "index_bytes")).collect::<Vec<_>>();
     assert_eq!(sizes(&rows), sizes(&again));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -6,9 +6,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use lidb_testkit::Scratch;
 use serde_json::Value;
 
 /// Runs `lidb ARGS` as this package built it: `--index all` and `--engine all` are not handed to
@@ -22,24 +22,15 @@ fn lidb(args: &[&str]) -> Output {
         .expect("run lidb")
 }
 
-/// A fresh directory of this test process; each call its own (tests run in parallel).
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lidb-scaling-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Runs lidb with `args` and `--json --dir DIR`; the JSON rows of stdout.
 fn rows(name: &str, args: &[&str]) -> Vec<Value> {
-    let dir = scratch(name);
+    let dir = Scratch::new(&format!("scaling-{name}"));
     let d = dir.display().to_string();
     let mut all = args.to_vec();
     all.extend(["--json", "--dir", &d]);
     let o = lidb(&all);
     let err = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "lidb {all:?} failed: {err}");
-    let _ = std::fs::remove_dir_all(&dir);
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON line"))
@@ -211,7 +202,7 @@ fn one_line_error(args: &[&str], needle: &str) {
 
 #[test]
 fn bad_thread_lists_are_refused_with_one_line() {
-    let dir = scratch("refused");
+    let dir = Scratch::new("scaling-refused");
     let d = dir.display().to_string();
     for (list, why) in [
         ("1,0", "0 is out of range"),
@@ -255,12 +246,11 @@ fn bad_thread_lists_are_refused_with_one_line() {
         0,
         "nothing left behind"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn plot_scaling_draws_one_series_per_engine() {
-    let dir = scratch("plot");
+    let dir = Scratch::new("scaling-plot");
     let input = dir.join("rows.jsonl");
     let output = dir.join("scaling.svg");
     let mut text = String::new();
@@ -292,5 +282,4 @@ fn plot_scaling_draws_one_series_per_engine() {
         &["bench", "plot-scaling", "--input", &i, "--output", &o],
         "line 2: not JSON",
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,9 +5,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use lidb_testkit::Scratch;
 use serde_json::Value;
 
 const ENGINES: [&str; 5] = ["lsm", "learnedkv", "lsm+", "lsm+tier", "finedex"];
@@ -66,16 +66,9 @@ fn lidb(args: &[&str]) -> Output {
         .expect("run lidb")
 }
 
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lidb-bench-ycsb-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Runs `lidb` with `args` plus `--json --dir <scratch>`; returns the rows and stderr.
 fn rows(name: &str, args: &[&str]) -> (Vec<Value>, String) {
-    let dir = scratch(name);
+    let dir = Scratch::new(&format!("bench-ycsb-{name}"));
     let mut all: Vec<&str> = args.to_vec();
     let d = dir.display().to_string();
     all.extend(["--json", "--dir", &d]);
@@ -95,7 +88,6 @@ fn rows(name: &str, args: &[&str]) -> (Vec<Value>, String) {
         0,
         "engine directories left behind"
     );
-    let _ = std::fs::remove_dir_all(&dir);
     (rows, err)
 }
 
@@ -229,9 +221,7 @@ fn scan_rows_for_every_set() {
 fn one_line_error(args: &[&str], needle: &str) {
     // A directory per call: tests run in parallel threads of one process, and a shared one let
     // calls interfere (CI once saw an entry in the directory one call expected empty).
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = scratch(&format!("err{n}"));
+    let dir = Scratch::new("bench-ycsb-err");
     let d = dir.display().to_string();
     let mut all = args.to_vec();
     all.extend(["--dir", &d, "--records", "100", "--value-size", "100"]);
@@ -241,7 +231,6 @@ fn one_line_error(args: &[&str], needle: &str) {
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains(needle), "{err}");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

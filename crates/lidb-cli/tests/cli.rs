@@ -3,9 +3,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
+use lidb_testkit::Scratch;
 use serde_json::Value;
 
 fn lidb(args: &[&str]) -> Output {
@@ -21,14 +22,6 @@ fn stdout(o: &Output) -> String {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A fresh scratch directory per test.
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lidb-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn p(path: &Path) -> &str {
@@ -178,7 +171,7 @@ fn bench_table_names_every_column() {
 
 #[test]
 fn query_writes_lo_hi_pairs_that_hold_the_answer() {
-    let dir = scratch("query");
+    let dir = Scratch::new("cli-query");
     let data = dir.join("keys.sosd");
     let queries = dir.join("queries.sosd");
     let out = dir.join("out.bin");
@@ -235,7 +228,7 @@ fn stats_reports_size_and_structure_as_one_json_object() {
 
 #[test]
 fn gen_then_info_describes_the_file() {
-    let dir = scratch("gen");
+    let dir = Scratch::new("cli-gen");
     let out = dir.join("k.zst");
     let o = lidb(&[
         "data",
@@ -263,7 +256,7 @@ fn gen_then_info_describes_the_file() {
 
 #[test]
 fn errors_are_one_line_and_non_zero() {
-    let dir = scratch("errors");
+    let dir = Scratch::new("cli-errors");
     let missing = dir.join("missing.sosd");
     let o = lidb(&[
         "index",
@@ -358,7 +351,7 @@ fn kv_session(args: &[&str], input: &str) -> Output {
 
 #[test]
 fn kv_convert_answers_ok_and_the_tier_serves_reads() {
-    let dir = scratch("kv-convert");
+    let dir = Scratch::new("cli-kv-convert");
     let db = dir.join("db");
     let o = kv_session(
         &[
@@ -426,8 +419,7 @@ fn kv_convert_answers_ok_and_the_tier_serves_reads() {
 /// reads, are accepted. An LSM engine still takes them.
 #[test]
 fn finedex_refuses_the_options_it_would_ignore() {
-    let dir = std::env::temp_dir().join(format!("lidb-cli-finedex-opts-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = Scratch::new("cli-finedex-opts");
     let p = |d: &std::path::Path| d.to_str().unwrap().to_string();
     let fine = p(&dir.join("fine"));
     for extra in [
@@ -480,7 +472,6 @@ fn finedex_refuses_the_options_it_would_ignore() {
         "put a 1\nget a\n",
     );
     assert_eq!(stdout(&o), "OK\n1\n", "{}", stderr(&o));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--checkpoint-log-bytes` reaches FineStore: with 1KiB, 2000 puts (about 60 KiB of log) leave
@@ -489,7 +480,7 @@ fn finedex_refuses_the_options_it_would_ignore() {
 /// checkpoint file appears and the log holds every write. The LSM engines refuse the option.
 #[test]
 fn finedex_checkpoints_by_itself_at_checkpoint_log_bytes() {
-    let dir = scratch("kv-finedex-autockpt");
+    let dir = Scratch::new("cli-kv-finedex-autockpt");
     let names = |db: &Path| -> Vec<(String, u64)> {
         let mut v: Vec<(String, u64)> = std::fs::read_dir(db)
             .unwrap()

@@ -10,6 +10,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use lidb_testkit::Scratch;
 use support::{lidb_kv, write_and_kill};
 
 fn files(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
@@ -40,8 +41,9 @@ fn log_of(dir: &Path, engine: &str) -> PathBuf {
 }
 
 fn damaged_log_is_loud(engine: &str) {
-    let dir = std::env::temp_dir().join(format!("lidb-damage-cli-{engine}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = Scratch::new(&format!("damage-cli-{engine}"));
+    // `--db` names a directory that does not exist yet.
+    let dir = scratch.join("db");
     write_and_kill(&dir, engine);
     let log = log_of(&dir, engine);
     let mut bytes = std::fs::read(&log).unwrap();
@@ -98,7 +100,6 @@ fn damaged_log_is_loud(engine: &str) {
         "{engine}: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -113,7 +114,9 @@ fn a_flipped_bit_mid_value_log_fails_lidb_kv_and_point_in_time_serves_the_prefix
 
 #[test]
 fn an_unknown_recovery_mode_is_a_clear_error() {
-    let dir = std::env::temp_dir().join(format!("lidb-damage-cli-mode-{}", std::process::id()));
+    let scratch = Scratch::new("damage-cli-mode");
+    // `--db` names a directory that does not exist yet.
+    let dir = scratch.join("db");
     let out = lidb_kv(&dir, "lsm", &["--recovery-mode", "lenient"], "");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success());
@@ -121,15 +124,15 @@ fn an_unknown_recovery_mode_is_a_clear_error() {
         stderr.contains("point-in-time") && stderr.contains("lenient"),
         "{stderr}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// finedex (FineStore): the same loud failure naming the log and offset; point-in-time serves
 /// the prefix, prints the cut and saves the cut bytes under lost/.
 #[test]
 fn a_flipped_bit_mid_finedex_log_fails_lidb_kv_and_point_in_time_serves_the_prefix() {
-    let dir = std::env::temp_dir().join(format!("lidb-damage-cli-finedex-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = Scratch::new("damage-cli-finedex");
+    // `--db` names a directory that does not exist yet.
+    let dir = scratch.join("db");
     write_and_kill(&dir, "finedex");
     let log = dir.join("log-000001");
     let mut bytes = std::fs::read(&log).unwrap();
@@ -163,15 +166,15 @@ fn a_flipped_bit_mid_finedex_log_fails_lidb_kv_and_point_in_time_serves_the_pref
     );
     let out = lidb_kv(&dir, "finedex", &[], "get k000\n");
     assert!(out.status.success() && out.stderr.is_empty());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// finedex closed cleanly (stdin ended), then its log cut by a few bytes: not a torn tail to cut
 /// in silence but damage naming the log; point-in-time serves the intact prefix and reports it.
 #[test]
 fn a_finedex_log_shortened_after_a_clean_close_fails_lidb_kv() {
-    let dir = std::env::temp_dir().join(format!("lidb-damage-cli-closed-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = Scratch::new("damage-cli-closed");
+    // `--db` names a directory that does not exist yet.
+    let dir = scratch.join("db");
     let puts: String = (0..20)
         .map(|i| format!("put k{i:03} value-{i}\n"))
         .collect();
@@ -207,5 +210,4 @@ fn a_finedex_log_shortened_after_a_clean_close_fails_lidb_kv() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "value-0\n(nil)\n");
     assert!(dir.join("lost").is_dir(), "the cut bytes were not saved");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -14,6 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use lidb_fine_net::{Client, Mode};
+use lidb_testkit::Scratch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -78,9 +79,7 @@ fn a_killed_shard_restarted_from_its_log_loses_no_acknowledged_write() {
     let seed: u64 = rand::random();
     println!("seed {seed}");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let dir = std::env::temp_dir().join(format!("lidb-fine-kill-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("fine-kill");
     let mut server = durable(&dir, "127.0.0.1:0");
     let addr = server.addr.clone();
     let mut c = Client::connect(
@@ -129,7 +128,6 @@ fn a_killed_shard_restarted_from_its_log_loses_no_acknowledged_write() {
         assert_eq!(fresh.get(*k).unwrap(), Some(*v), "seed {seed}: get {k}");
     }
     drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -296,9 +294,7 @@ fn writer_run(
 fn clients_running_through_a_shard_kill_and_restart_lose_no_acknowledged_write() {
     let seed: u64 = rand::random();
     println!("seed {seed}");
-    let dir = std::env::temp_dir().join(format!("lidb-fine-kill2-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("fine-kill2");
     let mut server = durable(&dir, "127.0.0.1:0");
     let addr = server.addr.clone();
     let ops = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -333,7 +329,6 @@ fn clients_running_through_a_shard_kill_and_restart_lose_no_acknowledged_write()
     let want: Vec<(u64, u64)> = model.into_iter().collect();
     assert_eq!(all, want, "seed {seed}");
     drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -11,11 +11,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use lidb_fine_net::{Client, Mode, WireError};
+use lidb_testkit::Scratch;
 
 /// A `lidb serve` child with its RESP and fine-wire addresses.
 struct Shard {
@@ -29,12 +30,6 @@ impl Drop for Shard {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lidb-fine-resp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
 }
 
 /// Starts `lidb serve --engine finedex --fine-listen 127.0.0.1:0 --sync` on `dir`; reads the
@@ -88,7 +83,9 @@ fn resp_error(c: &mut redis::Connection, args: &[&str]) -> String {
 
 #[test]
 fn a_shard_serves_the_same_data_over_resp_and_fine_wire() {
-    let dir = temp_dir("both");
+    let scratch = Scratch::new("fine-resp-both");
+    // `--db` names a directory that does not exist yet.
+    let dir = scratch.join("db");
     let mut shard = serve(&dir, "0-1000000");
     let mut r = resp(&shard.resp);
     // RESP writes, fine-wire reads (both client modes).
@@ -146,12 +143,13 @@ fn a_shard_serves_the_same_data_over_resp_and_fine_wire() {
     assert_eq!(fine(&shard.fine, Mode::Pipeline).get(9).unwrap(), Some(1));
     assert_eq!(fine(&shard.fine, Mode::OnServer).get(1000).unwrap(), None);
     drop(shard);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn fine_listen_and_shard_are_refused_where_they_do_not_apply() {
-    let dir = temp_dir("usage");
+    let scratch = Scratch::new("fine-resp-usage");
+    // `--db` names a directory that does not exist yet.
+    let dir = scratch.join("db");
     let d = dir.to_str().unwrap();
     for (args, want) in [
         (
@@ -183,7 +181,6 @@ fn fine_listen_and_shard_are_refused_where_they_do_not_apply() {
         assert!(!out.status.success(), "{args:?} succeeded");
         assert!(err.contains(want), "{args:?}: {err}");
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn bench(args: &[&str]) -> std::process::Output {

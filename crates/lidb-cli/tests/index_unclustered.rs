@@ -8,18 +8,10 @@
 
 mod support;
 
-use std::path::PathBuf;
-
+use lidb_testkit::Scratch;
 use serde_json::Value;
 
 const UNCLUSTERED: [&str; 4] = ["alex", "lipp", "dili", "lits"];
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lidb-uncl-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// Sorted keys with duplicate runs (i * i / 3 repeats near 0; every 97th key three times) and
 /// the top of the domain.
@@ -36,7 +28,7 @@ fn keys_with_duplicates() -> Vec<u64> {
 
 #[test]
 fn query_answers_the_exact_lower_bound_one_position_wide() {
-    let dir = scratch("query");
+    let dir = Scratch::new("uncl-query");
     let data = dir.join("keys.sosd");
     let queries = dir.join("queries.sosd");
     let keys = keys_with_duplicates();

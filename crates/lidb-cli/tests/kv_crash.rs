@@ -64,6 +64,7 @@ impl Reopened {
         }
     }
 }
+use lidb_testkit::Scratch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -125,8 +126,9 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn sigkill_rounds(engine: &str, gc_every: Option<u64>) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = std::env::temp_dir().join(format!("lidb-kv-crash-{engine}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = Scratch::new(&format!("kv-crash-{engine}"));
+    // `--db` names a directory that does not exist yet.
+    let dir = scratch.join("db");
     // The latest acknowledged value of every key, over all rounds.
     let mut acked: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut tables_seen = 0u64;
@@ -258,5 +260,4 @@ fn sigkill_rounds(engine: &str, gc_every: Option<u64>) {
         "too few writes were acknowledged to test anything: {}",
         acked.len()
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

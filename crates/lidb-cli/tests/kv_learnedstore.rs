@@ -7,18 +7,11 @@
 
 mod support;
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use lidb_testkit::Scratch;
 use serde_json::Value;
 use support::lidb;
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lidb-cli-tree-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn kv(engine: &str, db: &std::path::Path, extra: &[&str], input: &str) -> Output {
     let db = db.to_str().unwrap();
@@ -52,7 +45,7 @@ fn assert_one_line_error(o: &Output, needles: &[&str]) {
 #[test]
 fn the_line_protocol_and_checkpoint_on_both_engines_and_a_reopen_keeps_the_data() {
     for engine in ["learnedstore", "btree"] {
-        let dir = scratch(&format!("protocol-{engine}"));
+        let dir = Scratch::new(&format!("cli-tree-protocol-{engine}"));
         let db = dir.join("db");
         let extra = ["--pool", "256KiB", "--sync"];
         let puts: String = (0..300)
@@ -106,7 +99,6 @@ fn the_line_protocol_and_checkpoint_on_both_engines_and_a_reopen_keeps_the_data(
             "{engine}: {}",
             stderr(&o)
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -115,7 +107,7 @@ fn the_line_protocol_and_checkpoint_on_both_engines_and_a_reopen_keeps_the_data(
 /// bad values are one-line errors; `lidb repair` says what to do instead.
 #[test]
 fn options_it_would_ignore_and_bad_values_are_one_line_errors() {
-    let dir = scratch("options");
+    let dir = Scratch::new("cli-tree-options");
     let tree = dir.join("tree");
     for (engine, extra, needles) in [
         (
@@ -226,5 +218,4 @@ fn options_it_would_ignore_and_bad_values_are_one_line_errors() {
         .output()
         .unwrap();
     assert_one_line_error(&o, &["--pool", "not lsm"]);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -9,6 +9,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
+use lidb_testkit::Scratch;
 use support::{lidb, write_and_kill};
 
 /// The largest file of `dir` (not recursing) ending in `suffix`.
@@ -22,12 +23,9 @@ fn biggest(dir: &Path, suffix: &str) -> PathBuf {
 }
 
 fn repair_makes_a_damaged_store_open(engine: &str) {
-    let dir = std::env::temp_dir().join(format!(
-        "lidb-repair-cli-{}-{}",
-        engine.replace('+', "p"),
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = Scratch::new(&format!("repair-cli-{}", engine.replace('+', "p")));
+    // `--db` names a directory that does not exist yet.
+    let dir = scratch.join("db");
     write_and_kill(&dir, engine);
     let log = if engine == "lsm" || engine == "learnedstore" {
         biggest(&dir, ".log")
@@ -79,7 +77,6 @@ fn repair_makes_a_damaged_store_open(engine: &str) {
         served_values > 0,
         "{engine}: no key kept a value:\n{stdout}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -114,8 +111,9 @@ fn lidb_repair_makes_a_damaged_learnedstore_open() {
 
 #[test]
 fn lidb_repair_refuses_another_engine_with_a_clear_error() {
-    let dir = std::env::temp_dir().join(format!("lidb-repair-cli-engine-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = Scratch::new("repair-cli-engine");
+    // `--db` names a directory that does not exist yet.
+    let dir = scratch.join("db");
     let d = dir.to_str().unwrap();
     let out = lidb(&["kv", "--engine", "learnedkv", "--db", d], "put a b\n");
     assert!(out.status.success());
@@ -138,5 +136,4 @@ fn lidb_repair_refuses_another_engine_with_a_clear_error() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "lsm on finedex: {stderr}");
     assert!(stderr.contains("finedex"), "lsm on finedex: {stderr}");
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -10,10 +10,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use lidb_testkit::Scratch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -77,16 +78,12 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
     panic!("lidb serve did not exit within 20 s");
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lidb-serve-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
 #[test]
 fn sigterm_exits_zero_and_keeps_every_write() {
     for engine in ["lsm", "learnedkv", "finedex", "learnedstore"] {
-        let dir = temp_dir(&format!("term-{engine}"));
+        let scratch = Scratch::new(&format!("serve-term-{engine}"));
+        // `--db` names a directory that does not exist yet.
+        let dir = scratch.join("db");
         let mut s = serve(&dir, engine, &[]);
         let mut c = connect(&s.addr);
         let mut pipe = redis::pipe();
@@ -111,7 +108,6 @@ fn sigterm_exits_zero_and_keeps_every_write() {
         assert_eq!(v, "value499", "{engine}");
         s.child.kill().unwrap();
         s.child.wait().unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -123,7 +119,9 @@ fn sigterm_mid_pipeline_answers_whole_replies_for_kept_writes() {
     use std::io::{Read, Write};
     const N: usize = 20_000;
     for engine in ["lsm", "finedex"] {
-        let dir = temp_dir(&format!("term-mid-{engine}"));
+        let scratch = Scratch::new(&format!("serve-term-mid-{engine}"));
+        // `--db` names a directory that does not exist yet.
+        let dir = scratch.join("db");
         let mut s = serve(&dir, engine, &[]);
         let mut stream = std::net::TcpStream::connect(&s.addr).unwrap();
         stream
@@ -185,7 +183,6 @@ fn sigterm_mid_pipeline_answers_whole_replies_for_kept_writes() {
         }
         s.child.kill().unwrap();
         s.child.wait().unwrap();
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -239,7 +236,9 @@ fn sigkill_under_sync_loses_no_acknowledged_write() {
     eprintln!("seed {seed}");
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     for engine in ["lsm", "learnedkv", "finedex", "learnedstore"] {
-        let dir = temp_dir(&format!("kill-{engine}"));
+        let scratch = Scratch::new(&format!("serve-kill-{engine}"));
+        // `--db` names a directory that does not exist yet.
+        let dir = scratch.join("db");
         // A small memtable makes the LSM engines flush under the load; the others have none
         // and refuse the option.
         let extra: &[&str] = match engine {
@@ -305,13 +304,14 @@ fn sigkill_under_sync_loses_no_acknowledged_write() {
                 "{engine} round {round}: no write was acknowledged"
             );
         }
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
 #[test]
 fn protected_mode_refuses_the_network_without_a_password_at_start() {
-    let dir = temp_dir("protected");
+    let scratch = Scratch::new("serve-protected");
+    // `--db` names a directory that does not exist yet.
+    let dir = scratch.join("db");
     let out = Command::new(env!("CARGO_BIN_EXE_lidb"))
         .args(["serve", "--listen", "0.0.0.0:0", "--db"])
         .arg(&dir)
@@ -331,8 +331,7 @@ fn protected_mode_refuses_the_network_without_a_password_at_start() {
 
 #[test]
 fn a_password_file_opens_the_network_and_is_asked_for() {
-    let dir = temp_dir("password");
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new("serve-password");
     let file = dir.join("password");
     std::fs::write(&file, "s3cret\n").unwrap();
     let db = dir.join("db");
@@ -376,7 +375,6 @@ fn a_password_file_opens_the_network_and_is_asked_for() {
     let v: String = redis::cmd("GET").arg("k").query(&mut c).unwrap();
     assert_eq!(v, "v");
     drop(s);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `--metrics-listen` on port 0: the line after `listening on` names the metrics address, and a
@@ -385,7 +383,9 @@ fn a_password_file_opens_the_network_and_is_asked_for() {
 #[test]
 fn metrics_listen_prints_its_address_and_is_scraped() {
     use std::io::{Read, Write};
-    let dir = temp_dir("metrics");
+    let scratch = Scratch::new("serve-metrics");
+    // `--db` names a directory that does not exist yet.
+    let dir = scratch.join("db");
     let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
         .args(["serve", "--listen", "127.0.0.1:0", "--db"])
         .arg(&dir)
@@ -429,7 +429,7 @@ fn metrics_listen_prints_its_address_and_is_scraped() {
     );
     drop(c);
     drop(s);
-    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
 
     let out = Command::new(env!("CARGO_BIN_EXE_lidb"))
         .args(["serve", "--listen", "127.0.0.1:0", "--db"])

@@ -4,17 +4,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
+use lidb_testkit::Scratch;
 use std::fs::File;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lidb-stress-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// The number after `name=` in the summary line.
 fn field(summary: &str, name: &str) -> u64 {
@@ -28,7 +21,7 @@ fn field(summary: &str, name: &str) -> u64 {
 
 #[test]
 fn serve_under_kills_loses_no_acknowledged_write() {
-    let base = temp_dir("serve");
+    let base = Scratch::new("stress-serve");
     let (out, err) = (base.join("stdout"), base.join("stderr"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
         .args(["stress", "--serve", "--engine", "lsm", "--threads", "4"])
@@ -72,5 +65,4 @@ fn serve_under_kills_loses_no_acknowledged_write() {
         field(&summary, "verified_keys") >= 500 * (field(&summary, "kills") + 1),
         "{summary}"
     );
-    let _ = std::fs::remove_dir_all(&base);
 }
