@@ -201,7 +201,13 @@ impl RecordFraming {
     ) -> std::result::Result<RecordsEnd, String> {
         let mut pos = start;
         loop {
-            let rest = bytes.get(pos as usize..).unwrap_or_default();
+            // Only `start` can be past the end: every step below moves over a whole record.
+            let Some(rest) = bytes.get(pos as usize..) else {
+                return Err(format!(
+                    "the records start at offset {pos}, past the end of the {} bytes",
+                    bytes.len()
+                ));
+            };
             if rest.is_empty() {
                 return Ok(RecordsEnd {
                     valid_len: pos,
@@ -243,6 +249,10 @@ impl RecordFraming {
     /// The bad tail of `bytes` from `offset` on (`detail`: why the record there is bad),
     /// classified as torn or damage by this framing.
     pub fn bad_tail(&self, bytes: &[u8], offset: u64, detail: &str) -> BadTail {
+        debug_assert!(
+            offset <= bytes.len() as u64,
+            "a bad record starts inside the bytes it was found in"
+        );
         let tail = bytes.get(offset as usize..).unwrap_or_default();
         classify(self, tail, offset, bytes.len() as u64, detail)
     }
@@ -287,6 +297,7 @@ pub fn parse_log(bytes: &[u8]) -> std::result::Result<LogContents, String> {
     match header {
         Some(h) if h == expected => {}
         Some(h) if h.get(..LOG_MAGIC.len()) == Some(LOG_MAGIC.as_slice()) => {
+            debug_assert!(!h.is_empty(), "the header slice is LOG_HEADER_BYTES long");
             let version = h.last().copied().unwrap_or_default();
             if version != 0 {
                 return Err(format!(
@@ -332,5 +343,24 @@ fn bad_at(bytes: &[u8], offset: u64, detail: &str) -> LogContents {
         records: Vec::new(),
         valid_len: offset,
         bad_tail: Some(LOG_FRAMING.bad_tail(bytes, offset, detail)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_walk_that_starts_past_the_end_is_an_error_not_an_empty_log() {
+        let framing = RecordFraming { max_payload: 64 };
+        let mut seen = 0;
+        let end = framing.walk(b"short", 8, |_, _| {
+            seen += 1;
+            Ok(())
+        });
+        assert!(end.is_err_and(|e| e.contains("offset 8")));
+        assert_eq!(seen, 0);
+        let at_end = framing.walk(b"12345678", 8, |_, _| Ok(()));
+        assert!(at_end.is_ok_and(|e| e.valid_len == 8 && e.bad_tail.is_none()));
     }
 }

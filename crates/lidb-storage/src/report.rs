@@ -133,6 +133,18 @@ pub fn refused(file: &Path, t: &BadTail, mode: RecoveryMode) -> Error {
 /// Copies the bytes of `file` from `offset` on to `dir/lost/{name}@{offset}`, durably.
 pub fn save_lost(storage: &dyn Storage, dir: &Path, file: &Path, offset: u64) -> Result<PathBuf> {
     let bytes = storage.read_all(file)?;
+    // The offset came from a scan of this file; a file that shrank since is damage, not an
+    // empty tail to set aside.
+    let tail = bytes.get(offset as usize..).ok_or_else(|| {
+        corruption(
+            file,
+            format!(
+                "the bytes to set aside start at offset {offset}, past the end of the file \
+                 ({} bytes)",
+                bytes.len()
+            ),
+        )
+    })?;
     let lost = dir.join(LOST_DIR);
     storage.create_dir_all(&lost)?;
     let name = file
@@ -141,9 +153,43 @@ pub fn save_lost(storage: &dyn Storage, dir: &Path, file: &Path, offset: u64) ->
         .unwrap_or_default();
     let to = lost.join(format!("{name}@{offset}"));
     let mut out = storage.create(&to)?;
-    out.append(bytes.get(offset as usize..).unwrap_or_default())?;
+    out.append(tail)?;
     out.sync()?;
     storage.sync_dir(&lost)?;
     storage.sync_dir(dir)?;
     Ok(to)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mem::MemStorage;
+
+    fn file_of(storage: &MemStorage, path: &Path, bytes: &[u8]) {
+        let mut f = storage.create(path).unwrap_or_else(|e| panic!("{e}"));
+        f.append(bytes).unwrap_or_else(|e| panic!("{e}"));
+        f.sync().unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    #[test]
+    fn the_tail_from_the_offset_is_set_aside_and_an_offset_past_the_end_is_damage() {
+        let storage = MemStorage::new();
+        let dir = Path::new("/db");
+        storage
+            .create_dir_all(dir)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let wal = dir.join("000001.log");
+        file_of(&storage, &wal, b"0123456789");
+        let to = save_lost(&storage, dir, &wal, 4).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(to, dir.join("lost/000001.log@4"));
+        assert_eq!(storage.read_all(&to).ok().as_deref(), Some(&b"456789"[..]));
+        match save_lost(&storage, dir, &wal, 11) {
+            Err(Error::Corruption { file, detail }) => {
+                assert_eq!(file, wal);
+                assert!(detail.contains("offset 11"), "{detail}");
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+        assert!(!storage.exists(&dir.join("lost/000001.log@11")));
+    }
 }

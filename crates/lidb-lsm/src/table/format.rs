@@ -90,6 +90,10 @@ impl Footer {
                  {FORMAT_VERSION_V1} and {FORMAT_VERSION})"
             ));
         }
+        debug_assert!(
+            bytes.len() >= FOOTER_CRC_COVERS,
+            "finish() above checked the footer is whole"
+        );
         let covered = bytes.get(..FOOTER_CRC_COVERS).unwrap_or_default();
         if crc32c::crc32c(covered) != crc {
             return Err("footer checksum mismatch".into());
@@ -374,6 +378,10 @@ pub fn decode_slot(slot: &[u8], index: u64) -> Result<SlotRef<'_>, String> {
     if end > slot.len() as u64 {
         return Err(bad("key and value lengths exceed the slot width"));
     }
+    debug_assert!(
+        end <= slot.len() as u64,
+        "checked against the slot width above"
+    );
     let body = slot.get(4..end as usize).unwrap_or_default();
     if slot_crc(index, body) != crc {
         return Err(bad("checksum mismatch"));
