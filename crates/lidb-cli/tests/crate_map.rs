@@ -84,3 +84,60 @@ fn the_crate_map_is_the_manifests_in_dependency_order() {
         }
     }
 }
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// lidb-lsm exports its engine API and keeps its internals to itself: the modules it marks
+/// `#[doc(hidden)]` (public only for its own component tests and the fuzz targets) are named by
+/// no other crate of the workspace, in its code or its tests.
+#[test]
+fn no_other_crate_reaches_into_the_lsm_internals() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let lib = std::fs::read_to_string(root.join("crates/lidb-lsm/src/lib.rs")).unwrap();
+    let mut hidden = Vec::new();
+    let mut lines = lib.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line.trim() == "#[doc(hidden)]"
+            && let Some(next) = lines.peek()
+            && let Some(name) = next.trim().strip_prefix("pub mod ")
+        {
+            hidden.push(name.trim_end_matches(';').to_string());
+        }
+    }
+    assert!(
+        hidden.iter().any(|m| m == "table") && hidden.iter().any(|m| m == "memtable"),
+        "the internals are marked in lidb-lsm's lib.rs: {hidden:?}"
+    );
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        if entry.file_name() != "lidb-lsm" {
+            rust_files(&entry.path(), &mut files);
+        }
+    }
+    assert!(files.len() > 100, "the workspace's sources were found");
+    let mut reaching = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for module in &hidden {
+            if text.contains(&format!("lidb_lsm::{module}::"))
+                || text.contains(&format!("lidb_lsm::{module};"))
+            {
+                reaching.push(format!("{} uses lidb_lsm::{module}", file.display()));
+            }
+        }
+    }
+    assert!(reaching.is_empty(), "{reaching:#?}");
+}
