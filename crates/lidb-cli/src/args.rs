@@ -68,15 +68,23 @@ pub fn parse_threads(list: &str) -> Result<Vec<usize>, CliError> {
     Ok(out)
 }
 
-/// The options of subcommand `name` the user gave on the command line, as `--long-name` (an
-/// option left to its default is not among them), in the order the subcommand defines them.
-pub fn given_options(definition: &clap::Command, matches: &ArgMatches, name: &str) -> Vec<String> {
-    let (Some(cmd), Some(m)) = (
-        definition.find_subcommand(name),
-        matches.subcommand_matches(name),
-    ) else {
-        return Vec::new();
-    };
+/// The options of the subcommand at `path` (`["kv"]`, `["fine", "serve"]`) the user gave on the
+/// command line, as `--long-name` (an option left to its default is not among them), in the
+/// order the subcommand defines them.
+pub fn given_options(
+    definition: &clap::Command,
+    matches: &ArgMatches,
+    path: &[&str],
+) -> Vec<String> {
+    let mut cmd = definition;
+    let mut m = matches;
+    for name in path {
+        let (Some(c), Some(sub)) = (cmd.find_subcommand(name), m.subcommand_matches(name)) else {
+            return Vec::new();
+        };
+        cmd = c;
+        m = sub;
+    }
     cmd.get_arguments()
         .filter(|a| m.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine))
         .filter_map(|a| a.get_long().map(|l| format!("--{l}")))

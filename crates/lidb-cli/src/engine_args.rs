@@ -1,5 +1,5 @@
 //! The engine options every command that opens an engine takes (`lidb kv`, `lidb serve`, `lidb
-//! repair`), flattened into each from one [`EngineArgs`], so an option is spelled, parsed and
+//! repair`, `lidb fine serve`), flattened into each from one [`EngineArgs`], so an option is spelled, parsed and
 //! documented once; and the one table of which engines read which option ([`readers_of`]) and
 //! which commands use it ([`CommandUse`]). An option given where it would be ignored is refused
 //! with one line naming the option and the engine or command; an option left to its default
@@ -184,6 +184,9 @@ pub enum CommandUse {
     /// `lidb repair`: the engine and how new tables are written (--index, --boundary,
     /// --sst-size); it replays nothing live, so the rest do not apply.
     Repair,
+    /// `lidb fine serve`: finedex only, and what its durable store reads (--sync,
+    /// --recovery-mode, --checkpoint-log-bytes).
+    FineServe,
 }
 
 impl CommandUse {
@@ -191,6 +194,7 @@ impl CommandUse {
         match self {
             CommandUse::Serve => "this command",
             CommandUse::Repair => "lidb repair",
+            CommandUse::FineServe => "lidb fine serve",
         }
     }
 
@@ -203,6 +207,10 @@ impl CommandUse {
                     "--engine" | "--db" | "--index" | "--boundary" | "--sst-size"
                 )
             }
+            CommandUse::FineServe => matches!(
+                opt,
+                "--engine" | "--sync" | "--recovery-mode" | "--checkpoint-log-bytes"
+            ),
         }
     }
 }

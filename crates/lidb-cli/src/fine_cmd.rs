@@ -8,12 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use lidb_fine::{Config, FineIndex};
+use lidb_engines::EngineKind;
+use lidb_fine::{Config, FineIndex, FineStoreOptions};
 use lidb_fine_net::bench::{self, BenchConfig, BenchWorkload};
 use lidb_fine_net::server::{Server, ServerConfig};
 use lidb_fine_net::{Mode, WireError, twemproxy};
 
 use crate::args::count;
+use crate::engine_args::{CommandUse, EngineArgs};
 use crate::error::{CliError, io};
 
 #[derive(Debug, Subcommand)]
@@ -39,9 +41,11 @@ pub struct ServeArgs {
     /// recovers from it. Without it the server is in memory only.
     #[arg(long)]
     dir: Option<PathBuf>,
-    /// With --dir: acknowledge a write only once it is synced to the log.
-    #[arg(long)]
-    sync: bool,
+    /// The engine options of every engine-opening command; this one serves finedex only, so
+    /// it reads --sync, --recovery-mode and --checkpoint-log-bytes (each with --dir) and refuses
+    /// the rest in one line.
+    #[command(flatten)]
+    engine: EngineArgs,
     /// Bulk-load the first N YCSB records whose keys fall in --range (values as `lidb fine
     /// bench` checks them), so they are trained data; in memory only (not with --dir).
     #[arg(long)]
@@ -94,9 +98,10 @@ pub struct BenchArgs {
     json: bool,
 }
 
-pub fn run(cmd: FineCommand) -> Result<(), CliError> {
+/// Runs `cmd`; `serve_given` are the options given to `lidb fine serve`, as `--long-name`.
+pub fn run(cmd: FineCommand, serve_given: &[String]) -> Result<(), CliError> {
     match cmd {
-        FineCommand::Serve(a) => serve(a),
+        FineCommand::Serve(a) => serve(a, serve_given),
         FineCommand::Bench(a) => bench_run(a),
     }
 }
@@ -123,7 +128,29 @@ pub(crate) fn parse_range(option: &str, text: &str) -> Result<(u64, u64), CliErr
     Ok((lo, hi))
 }
 
-fn serve(a: ServeArgs) -> Result<(), CliError> {
+fn serve(mut a: ServeArgs, given: &[String]) -> Result<(), CliError> {
+    // --engine defaults to lsm for the commands that serve any engine; here the engine is
+    // finedex whatever the default, and naming another is refused.
+    if given.iter().any(|o| o == "--engine") && a.engine.engine != EngineKind::Finedex {
+        return Err(CliError::Usage(format!(
+            "--engine {}: lidb fine serve serves finedex only",
+            a.engine.engine
+        )));
+    }
+    a.engine.engine = EngineKind::Finedex;
+    a.engine.refuse_ignored(CommandUse::FineServe, given)?;
+    if a.dir.is_none()
+        && let Some(opt) = given.iter().find(|o| {
+            matches!(
+                o.as_str(),
+                "--sync" | "--recovery-mode" | "--checkpoint-log-bytes"
+            )
+        })
+    {
+        return Err(CliError::Usage(format!(
+            "{opt} is for a durable server: it needs --dir"
+        )));
+    }
     let (lo, hi) = parse_range("--range", &a.range)?;
     if !(a.client_timeout.is_finite() && a.client_timeout > 0.0 && a.client_timeout < 1e6) {
         return Err(CliError::Usage("--client-timeout must be above 0".into()));
@@ -145,8 +172,7 @@ fn serve(a: ServeArgs) -> Result<(), CliError> {
                 "--preload-ycsb is for in-memory servers (no --dir)".into(),
             ));
         }
-        Some(dir) => Server::start_durable(dir, a.sync, Config::default(), &a.listen, cfg),
-        None if a.sync => return Err(CliError::Usage("--sync needs --dir".into())),
+        Some(dir) => Server::start_durable(dir, store_options(&a.engine), &a.listen, cfg),
         None => {
             let entries = bench::preload_entries(preload.unwrap_or(0), lo, hi);
             let ix = FineIndex::bulk_load(&entries, Config::default())
@@ -161,6 +187,16 @@ fn serve(a: ServeArgs) -> Result<(), CliError> {
     drop(out);
     loop {
         std::thread::park();
+    }
+}
+
+/// What a durable fine-wire server's FineStore reads of the engine options.
+pub(crate) fn store_options(engine: &EngineArgs) -> FineStoreOptions {
+    FineStoreOptions {
+        sync: engine.sync,
+        recovery_mode: engine.recovery_mode,
+        checkpoint_log_bytes: engine.checkpoint_log_bytes,
+        index: Config::default(),
     }
 }
 

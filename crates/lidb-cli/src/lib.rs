@@ -104,15 +104,15 @@ pub fn run_cli(name: &'static str, peers: &Peers) -> ExitCode {
     let definition = Cli::command().name(name);
     let matches = definition.clone().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    let given = |name| args::given_options(&definition, &matches, name);
+    let given = |path: &[&str]| args::given_options(&definition, &matches, path);
     let result = match cli.command {
         Command::Index(cmd) => index_cmd::run(cmd),
         Command::Data(cmd) => data_cmd::run(cmd),
-        Command::Kv(args) => kv_cmd::run(args, &given("kv")),
+        Command::Kv(args) => kv_cmd::run(args, &given(&["kv"])),
         Command::Bench(cmd) => bench_cmd::run(cmd, peers),
-        Command::Repair(args) => repair_cmd::run(args, &given("repair")),
-        Command::Serve(args) => serve_cmd::run(args, &given("serve")),
-        Command::Fine(cmd) => fine_cmd::run(cmd),
+        Command::Repair(args) => repair_cmd::run(args, &given(&["repair"])),
+        Command::Serve(args) => serve_cmd::run(args, &given(&["serve"])),
+        Command::Fine(cmd) => fine_cmd::run(cmd, &given(&["fine", "serve"])),
         Command::Stress(args) => stress_cmd::run(args),
         Command::Manual => {
             use std::io::Write;

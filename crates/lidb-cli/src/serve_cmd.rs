@@ -277,8 +277,7 @@ fn open_shard(
     };
     let server = lidb_fine_net::Server::start_durable(
         &args.db,
-        args.engine.sync,
-        lidb_fine::Config::default(),
+        crate::fine_cmd::store_options(&args.engine),
         fine_listen,
         cfg,
     )

@@ -1,6 +1,6 @@
 //! Every engine option through every command that opens an engine (`lidb kv`, `lidb serve`,
-//! `lidb repair`), for every engine of lidb: each is either accepted or refused with one line
-//! that names the option. Which engines read which option is written out here by hand, apart
+//! `lidb repair`, and `lidb fine serve`, which serves finedex only), for every engine of lidb:
+//! each is either accepted or refused with one line that names the option. Which engines read which option is written out here by hand, apart
 //! from the table the CLI keeps, so a change to either shows.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
@@ -155,4 +155,52 @@ fn a_wrong_engine_or_index_lists_every_name() {
         refusal_lists(cmd, "--index", &indexes, dir.path());
         refusal_lists(cmd, "--engine", &ENGINES, dir.path());
     }
+}
+
+/// `lidb fine serve` uses only these of the engine options (its durable FineStore's).
+const FINE_SERVE_USES: [&str; 3] = ["--sync", "--recovery-mode", "--checkpoint-log-bytes"];
+
+/// `lidb fine serve --dir DIR --listen 127.0.0.1:0 ARGS`: its stderr, and whether it listened
+/// (then it is killed).
+fn fine_serve(dir: &Path, args: &[&str]) -> (String, bool) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
+        .args(["fine", "serve", "--listen", "127.0.0.1:0", "--dir"])
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let _ = child.kill();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    child.wait().unwrap();
+    (err, line.starts_with("listening on "))
+}
+
+#[test]
+fn fine_serve_takes_the_options_of_its_durable_store_and_refuses_the_rest() {
+    let root = tempfile::tempdir().unwrap();
+    for (i, (opt, value, _)) in options().into_iter().enumerate() {
+        let dir = root.path().join(format!("fine-{i}"));
+        let args: Vec<&str> = std::iter::once(opt).chain(value).collect();
+        let (err, listened) = fine_serve(&dir, &args);
+        let accepted = FINE_SERVE_USES.contains(&opt);
+        assert_eq!(refused(&err, opt), !accepted, "fine serve {args:?}: {err}");
+        assert_eq!(listened, accepted, "fine serve {args:?}: {err}");
+    }
+    let (err, listened) = fine_serve(&root.path().join("finedex"), &["--engine", "finedex"]);
+    assert!(listened, "{err}");
+    let (err, listened) = fine_serve(&root.path().join("lsm"), &["--engine", "lsm"]);
+    assert!(!listened && err.contains("finedex only"), "{err}");
 }

@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use lidb_fine::{BinAnswer, BinOp, Config, FineIndex, FineStore, FineStoreOptions, TrainedRegion};
+use lidb_fine::{BinAnswer, BinOp, FineIndex, FineStore, FineStoreOptions, TrainedRegion};
 
 use crate::error::WireError;
 
@@ -32,17 +32,13 @@ fn store_err(e: lidb_storage::Error) -> WireError {
 }
 
 impl Durable {
-    /// Opens (or creates) the store in `dir` and builds the index over its entries.
+    /// Opens (or creates) the store in `dir` with `opts` and builds the index over its entries
+    /// (with `opts.index`).
     pub fn open(
         dir: &Path,
-        sync: bool,
-        cfg: Config,
+        opts: FineStoreOptions,
     ) -> Result<(Durable, Arc<FineIndex>), WireError> {
-        let opts = FineStoreOptions {
-            sync,
-            index: cfg.clone(),
-            ..FineStoreOptions::default()
-        };
+        let cfg = opts.index.clone();
         let store = FineStore::open(dir, opts).map_err(store_err)?;
         let mut entries = Vec::new();
         for (k, v) in store.scan(&[], None, usize::MAX) {

@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use lidb_fine::{Barrier, BarrierStats, Config, FineIndex};
+use lidb_fine::{Barrier, BarrierStats, FineIndex};
 
 use durable::Durable;
 use lease::Lease;
@@ -132,15 +132,15 @@ impl Server {
     }
 
     /// Serves the FineStore in `dir` (created if absent): the index is rebuilt from it, and
-    /// every write is logged there before it is applied and acknowledged (with `sync`, synced).
+    /// every write is logged there before it is applied and acknowledged (with `store.sync`,
+    /// synced); `store` also says the recovery mode and the automatic checkpoint threshold.
     pub fn start_durable(
         dir: &std::path::Path,
-        sync: bool,
-        index_cfg: Config,
+        store: lidb_fine::FineStoreOptions,
         listen: &str,
         cfg: ServerConfig,
     ) -> Result<Server, WireError> {
-        let (durable, index) = Durable::open(dir, sync, index_cfg)?;
+        let (durable, index) = Durable::open(dir, store)?;
         Server::start_with(index, Some(durable), listen, cfg)
     }
 
