@@ -9,7 +9,7 @@
 //! (`kTwoLevelIndexSearch`, `partition_filters`, 4 KiB partitions, the top level pinned), as the
 //! RocksDB wiki's "Partitioned Index/Filters" page recommends when they live in a cache too small
 //! for all of them: without it a miss re-reads a table's whole index or filter block (32 to
-//! 43 KB per device read at 2M records and 16 MiB, BENCHMARKS.md section 8). Statistics are on in every run:
+//! 43 KB per device read at 2M records and 16 MiB, docs/bench-log/08-device-limit.md). Statistics are on in every run:
 //! device reads per operation come from its file-read tickers.
 
 use rocksdb::{

@@ -12,7 +12,7 @@
 //! prefix in each node) and measured. On a memtable of 100K keys it took about 1.6x the B-tree's
 //! CPU per get, and through `lidb serve` (redis-benchmark SET and GET, 100K keys, all in the
 //! memtable) server CPU per request rose from 1.9-2.4 to 3.1 ms per 1,000 GETs and from 2.6-2.8 to
-//! 3.7-4.6 per 1,000 SETs, in one run (BENCHMARKS.md section 10). A skiplist pays on many cores
+//! 3.7-4.6 per 1,000 SETs, in one run (docs/bench-log/10-many-cores.md). A skiplist pays on many cores
 //! only when its nodes are as compact as LevelDB's and RocksDB's (an arena, keys inline); that is
 //! the next step, measured on a many-core machine.
 //!

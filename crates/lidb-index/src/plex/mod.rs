@@ -35,7 +35,7 @@ use cht::Cht;
 use tune::Layout;
 
 /// The finder may take this fraction (1 / x) of the spline's encoded bytes. Measured on the
-/// 10M real sets at B = 16 and 64 (BENCHMARKS.md, section 1): 1/16 keeps PLEX within 6.25% of its
+/// 10M real sets at B = 16 and 64 (docs/bench-log/01-index-library.md): 1/16 keeps PLEX within 6.25% of its
 /// spline's size.
 pub const BUDGET_DIVISOR: u64 = 16;
 
