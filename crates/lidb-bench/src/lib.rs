@@ -4,6 +4,7 @@
 //! Measurements put machine-independent counters (bound width, bytes) beside times,
 //! every run prints the seed and configuration it ran with, and comparisons are made inside one run.
 
+pub mod amplification;
 pub mod btree;
 pub mod concurrent;
 pub mod device;

@@ -39,6 +39,7 @@ use serde::Serialize;
 
 use super::hist::Histogram;
 use super::{Common, Error, Records, RunDir, describe_engine, ratio};
+use crate::amplification;
 use crate::device::DeviceMultiples;
 use crate::device_limit::{DeviceLimit, DeviceRow};
 use crate::engines::{self, BudgetFit, DeviceReads, Engine, MemorySplit, ReadSplit, Space};
@@ -100,7 +101,9 @@ pub const MAX_THREADS: u32 = 255;
 
 /// Operation types, in row order; index = slot of the per-type histograms.
 pub const OPS: [&str; 5] = ["read", "update", "insert", "scan", "rmw"];
+const UPDATE: usize = 1;
 const INSERT: usize = 2;
+const RMW: usize = 4;
 
 /// One (engine, phase, op) of a run. JSON names. The space and read-split columns are those of
 /// the engine at the end of the phase (reads: served during the phase), repeated on each op row.
@@ -154,6 +157,12 @@ pub struct YcsbRow {
     pub memtable_bytes: u64,
     /// `--memory`, if given.
     pub budget_bytes: Option<u64>,
+    /// Bytes the process sent to the device during the phase over the bytes of keys and values
+    /// its writes carried (`crate::amplification`); None for a phase without writes or where
+    /// the kernel's counter cannot be read.
+    pub write_amp: Option<f64>,
+    /// Bytes of the engine's directory at the end of the phase over the live records' bytes.
+    pub space_amp: Option<f64>,
     /// How the engine took the budget: "fits", "over" (its indexes alone exceed it),
     /// "at-open" (rocksdb), "before-fit" (the load, before lsm is fitted), "not-applied" or
     /// "none" (no --memory).
@@ -351,7 +360,7 @@ fn run_load(
         rows,
         settle_s,
         fit,
-    } = run_engine(cfg, engine.as_ref(), threads)?;
+    } = run_engine(cfg, engine.as_ref(), dir, threads)?;
     if let Some(fit) = fit {
         notes.push(format!(
             "{label}: memory budget after P0: {}",
@@ -449,8 +458,18 @@ struct EngineRun {
 }
 
 /// Runs the load, then every phase at each of `threads` in turn, on `engine`.
-fn run_engine(cfg: &Config, engine: &dyn Engine, threads: &[u32]) -> Result<EngineRun, Error> {
+fn run_engine(
+    cfg: &Config,
+    engine: &dyn Engine,
+    dir: &std::path::Path,
+    threads: &[u32],
+) -> Result<EngineRun, Error> {
     let name = engine.name();
+    let at = Place {
+        dir,
+        record_bytes: u64::from(cfg.common.records.key_size)
+            + u64::from(cfg.common.records.value_size),
+    };
     let mut rows = Vec::new();
     let budget = cfg.common.engine.memory_budget_bytes;
     let mut since = Since::now(engine, budget);
@@ -467,7 +486,7 @@ fn run_engine(cfg: &Config, engine: &dyn Engine, threads: &[u32]) -> Result<Engi
     rows.extend(tagged(
         cfg,
         first,
-        phase_rows(name, 0, &hists, (wall_s, 1), engine, &mut since),
+        phase_rows(name, 0, &hists, (wall_s, 1), engine, &at, &mut since),
     ));
     let mut settle_s = None;
     if cfg.read_only() && cfg.settle != Settle::Nothing {
@@ -480,6 +499,7 @@ fn run_engine(cfg: &Config, engine: &dyn Engine, threads: &[u32]) -> Result<Engi
         settle_s = Some(started.elapsed().as_secs_f64());
         since.split = engine.read_split();
         since.device = engine.device_reads();
+        since.written = amplification::process_device_writes();
     }
     let mut first_fit = None;
 
@@ -513,7 +533,15 @@ fn run_engine(cfg: &Config, engine: &dyn Engine, threads: &[u32]) -> Result<Engi
             if let Some(bar) = bar {
                 bar.finish_and_clear();
             }
-            let phase_rows = phase_rows(name, phase, &hists, (wall_s, count), engine, &mut since);
+            let phase_rows = phase_rows(
+                name,
+                phase,
+                &hists,
+                (wall_s, count),
+                engine,
+                &at,
+                &mut since,
+            );
             rows.extend(tagged(cfg, count, phase_rows));
         }
     }
@@ -585,6 +613,10 @@ struct Since {
     device: Option<DeviceReads>,
     budget_bytes: Option<u64>,
     budget: &'static str,
+    /// The process's device writes at the start of the phase.
+    written: Option<u64>,
+    /// Records in the engine at the start of the phase (loaded plus inserted).
+    live_records: u64,
 }
 
 impl Since {
@@ -599,6 +631,8 @@ impl Since {
             } else {
                 "none"
             },
+            written: amplification::process_device_writes(),
+            live_records: 0,
         }
     }
 }
@@ -637,6 +671,12 @@ pub(super) fn load(
     Ok((hists, wall_s))
 }
 
+/// Where an engine's rows are measured: its directory and the bytes of one record.
+struct Place<'a> {
+    dir: &'a std::path::Path,
+    record_bytes: u64,
+}
+
 /// Rows of one phase: each op type that ran, then "all" (`time` is the phase's wall time and
 /// its number of workers).
 fn phase_rows(
@@ -645,9 +685,25 @@ fn phase_rows(
     hists: &Hists,
     time: (f64, u32),
     engine: &dyn Engine,
+    at: &Place<'_>,
     since: &mut Since,
 ) -> Vec<YcsbRow> {
     let space: Space = engine.space();
+    let count = |slot: usize| hists.get(slot).map_or(0, Histogram::count);
+    let written_records = count(UPDATE) + count(INSERT) + count(RMW);
+    let written_now = amplification::process_device_writes();
+    let write_amp = amplification::ratio(
+        written_now
+            .zip(since.written)
+            .map(|(n, s)| n.saturating_sub(s)),
+        written_records * at.record_bytes,
+    );
+    since.written = written_now;
+    since.live_records += count(INSERT);
+    let space_amp = amplification::ratio(
+        Some(amplification::dir_bytes(at.dir)),
+        since.live_records * at.record_bytes,
+    );
     let now = engine.read_split();
     let reads_lsm = now.from_lsm.saturating_sub(since.split.from_lsm);
     let reads_tier = now.from_tier.saturating_sub(since.split.from_tier);
@@ -694,6 +750,8 @@ fn phase_rows(
         memtable_bytes: memory.memtable_bytes,
         budget_bytes: since.budget_bytes,
         budget: since.budget.to_string(),
+        write_amp,
+        space_amp,
         device: DeviceMultiples::default(),
     };
     let mut all = Histogram::new();

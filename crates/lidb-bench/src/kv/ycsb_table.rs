@@ -64,6 +64,8 @@ impl Report {
                     r.budget.clone(),
                     opt(r.device_reads_per_op, 3),
                     opt(r.device_bytes_per_read, 0),
+                    opt(r.write_amp, 2),
+                    opt(r.space_amp, 2),
                 ]
             })
             .collect();
@@ -117,6 +119,8 @@ impl Report {
                 "budget",
                 "dev_reads/op",
                 "bytes/dev_read",
+                "write_amp",
+                "space_amp",
             ],
             &memory,
         ));
