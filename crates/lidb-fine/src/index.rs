@@ -36,6 +36,11 @@
 //! and its small models gathered at least `records / model_retrain_divisor` entries, when small
 //! models nest 8 deep below it, or when a quarter of its records were removed (reclamation);
 //! [`FineIndex::retrain_models`] retrains all.
+//!
+//! The paper copies the trained arrays "in the newly assigned space" too; it does not say what
+//! happens to a write to a trained record during the copy, which is what the moved bit decides.
+//! Limit: a node is rebuilt by re-running LPA on its chunk, so models multiply (151 models over 1M
+//! random keys become 240).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};

@@ -5,6 +5,15 @@
 //! Threads: any number of workers share one [`Shared`]. Lock order: the target slot (read),
 //! then key guards in ascending index order; the supervisor takes the slot for writing to
 //! reopen, and so waits until no worker is inside an engine call.
+//!
+//! What counts as an operation: what the engine completed (reads it answered, writes it
+//! acknowledged). A refused write or failed read is checked just the same (a write acknowledged
+//! after a failed sync is a mismatch) but shows only in the error counters: spinning workers once
+//! made most of a run's "operations" refusals, so a worker slows to one operation a millisecond
+//! from a failed write until the reopen. The check that an engine refuses writes after a failure
+//! allows 50 ms: a background job records its failure only once its sync returns, so a write
+//! under way then may be taken (it is in the synced log); closing that window would make writers
+//! wait for every background fsync in flight.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};

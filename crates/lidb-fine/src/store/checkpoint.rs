@@ -23,6 +23,14 @@
 //!    later write and `close` return
 //!    `Error::Closed` naming the failure, so it is never silent. Reads and `flush` go on. (A
 //!    failure of the log itself, or of the state switch, stops the log as well: `poison`.)
+//!
+//! Why 64 MiB: the LSM's default memtable size, so replay and disk beyond the live data stay near
+//! it, while each checkpoint rewrites every live entry; 0 never checkpoints; the writer nudges
+//! again at each further multiple while the log keeps growing (as when an explicit checkpoint
+//! failed before its switch). Limits: the threshold is a fixed byte count, not relative to the
+//! live data, so a store whose live data is far larger rewrites all of it every threshold of
+//! writes (raise the threshold); writers are never slowed when checkpoints fall behind (the log
+//! then grows past the threshold until one finishes).
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;

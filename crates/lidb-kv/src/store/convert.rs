@@ -23,6 +23,13 @@
 //! `KVSTATE`; `Store::open` finishes it as a normal GC (which is also correct: GC reads values
 //! through the old tier's file table, and reclaims the space too). Files of the half-built
 //! generation are not named by `KVSTATE` and are swept at open.
+//!
+//! Limits and defaults: when more files than a key list can name (237) would be referenced, the
+//! conversion copies the values as GC does instead. The thresholds (`convert_at_lsm_bytes`,
+//! `convert_at_lsm_levels`) default to off: GC already converts whenever the value logs outgrow
+//! the live data, and a conversion reclaims nothing while making scans read values one by one;
+//! the right LSM size or depth depends on the workload, as the paper says ("typically when LSM
+//! performance begins to degrade").
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

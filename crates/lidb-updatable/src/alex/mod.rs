@@ -24,6 +24,16 @@
 //! Nodes live in one arena (`Vec<Node>` indexed by [`NodeId`]) so that many parent slots can
 //! name one child and leaves can link to neighbours without shared pointers. Single writer
 //! (`&mut self`); readers share `&self` and never mutate.
+//!
+//! Differs from the reference (microsoft/ALEX) and why: reads do not count search statistics (gets
+//! stay `&self`), so the empirical cost is measured on inserts only; the choice between expanding
+//! and splitting compares one node with a two-way split by a fitted model, not ALEX's fanout tree
+//! over the parent's model; splits are always in two and never upwards (the reference's default
+//! too); costs are computed on all keys (no sampling); the expected shifts of a placement are
+//! estimated as r^2/4 per run of r adjacent keys; a key predicted past either end of a data node
+//! goes next to the existing keys on that side (instead of the reference's append-mostly
+//! expansion), which keeps appends free of shifts until the next expansion; a node under 30%
+//! density after removals is rebuilt at 70% (nodes are never merged, as in the reference).
 
 mod bulk;
 pub(crate) mod cost;

@@ -22,6 +22,17 @@
 //! 3. `len` is the sum of the leaves' sizes, and in-order traversal yields increasing keys.
 //!
 //! Single writer (`&mut self`); readers share `&self`.
+//!
+//! Differs from the reference (pfl-cs/DILI) and why: the reference's constants are `RHO = 0.1`,
+//! `buMinFan = 16`, leaves of at most 8192 keys, fanout threshold 8192, `max_expanding_ratio = 6`
+//! and `retrain_threshold = 2`, with a cost model weighted by measured cache-miss ratios; ours is
+//! a simpler greedy (one left-to-right pass per level, a cost in search steps), fanouts capped at
+//! 2^16, and the leaf retrain rule is LIPP's (4x growth and a conflict ratio), because DILI leaves
+//! reuse our LIPP node, whose placement, conflict children, seek and invariants are already
+//! tested. The reference's two-key leaves (`fan2Leaf`) are ordinary two-key LIPP children here.
+//! Leaves get 2n slots from a least-squares line (the reference's `fanout = max(n, 2) << 1`)
+//! rather than the reference's model chosen per leaf to minimise conflicts; LIPP's n x (gap + 1)
+//! gave small leaves 6 slots a key. Deletion, which the paper treats lazily, is LIPP's pull-up.
 
 mod bu;
 mod iter;

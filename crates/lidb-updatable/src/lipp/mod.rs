@@ -16,6 +16,17 @@
 //! 3. models are monotone ([`crate::model`]), so in-order traversal yields increasing keys.
 //!
 //! Single writer (`&mut self`); readers share `&self`.
+//!
+//! Differs from the reference (Jiacheng-WU/lipp) and why: models work on `key - base` in f64 (the
+//! reference converts keys to long double); when the chosen model would put a node's first and
+//! last key in one slot (keys f64 cannot tell apart), the node uses the model through its two end
+//! keys, so every child holds strictly fewer keys and building always ends; removal, which the
+//! paper does not describe, empties the slot and pulls a child's last key up into the parent slot;
+//! the two tag bits of a slot sit together in one bitmap (the reference keeps a none bitmap and a
+//! child bitmap apart, one more line per level read); children live in their parent's array, not
+//! behind pointers; the insert path probes once to learn whether the key exists and where it
+//! lands, then descends again to count and insert, instead of recording the path; there is no
+//! `fixed` flag, so any node may be rebuilt.
 
 pub(crate) mod build;
 pub(crate) mod iter;

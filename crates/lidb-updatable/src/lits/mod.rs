@@ -15,6 +15,21 @@
 //! Invariants: those of [`node`], plus `len` equals the root's size and in-order traversal is
 //! strictly increasing ([`Lits::assert_invariants`]). Single writer (`&mut self`); readers share
 //! `&self`.
+//!
+//! Differs from the reference (schencoding/lits) and why: the reference's HPT stores f64 CDF and
+//! probability per (row, character), trained on each key's distinguishing prefix with weights
+//! halving per byte, and each model node fits a slope and intercept over those CDFs; ours counts
+//! the distinguishing prefixes (first 64 bytes at most) of a sample with equal weight, uses integer
+//! arithmetic so that monotonicity (and so seeks and ordered iteration) is exact rather than
+//! likely, maps each node's first and last key to its end slots instead of fitting, and makes the
+//! end of key a symbol of its own so that keys that prefix others (and the empty key) need no
+//! special case (the reference supports a 128-character alphabet without 0x00; we take all 256
+//! bytes). The reference chooses per group between a model node and a HOT-like subtrie with its
+//! PMSS decision tree; we always build model nodes (a group whose keys differ right after their
+//! common prefix is always split by one), so there is no HOT-style node and no PMSS. The
+//! reference's minimum of 1000 keys for a bulk load is gone: a small or empty index is a single
+//! node that retrains as it grows. Keys are copied into boxed slices in the leaves (the reference
+//! keeps pointers to caller key-value records).
 
 mod hpt;
 mod iter;
