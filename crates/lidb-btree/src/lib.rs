@@ -4,7 +4,7 @@
 //! a learned model over the leaves' boundary keys, with the tree walk as the fallback.
 //!
 //! Layout of the crate, in the order data flows through it (parts marked *planned* are not
-//! built yet; docs/ARCHITECTURE.md has the latching protocol and lock order):
+//! built yet; `tree/mod.rs` has the latching protocol and lock order):
 //! - `error.rs`: the error type;
 //! - `device.rs`, `page.rs`, `pagefile.rs`: the page device (O_DIRECT file, or memory with
 //!   crash simulation), the checksummed page header, and the shadow-slot page file whose

@@ -1,4 +1,5 @@
-//! Errors of the LSM engine. `Corruption` (bad bytes on disk) is kept apart from `Io` (the
+//! The error of every engine that stores through this crate (lidb-lsm re-exports it as its own,
+//! and lidb-kv, lidb-fine and lidb-btree's log return it). `Corruption` (bad bytes on disk) is kept apart from `Io` (the
 //! operating system refused), and both name the file. A broken internal invariant is a bug and
 //! panics in debug builds instead.
 

@@ -3,7 +3,7 @@
 //!
 //! Pure functions over bytes; callers run them at recovery, single-threaded.
 //!
-//! The storage contract (`storage/mod.rs`) says a crash keeps the synced bytes and a prefix of the
+//! The storage contract (`lib.rs`) says a crash keeps the synced bytes and a prefix of the
 //! unsynced ones; a file system may also leave the unsynced region zero-filled from a sector
 //! boundary. So after a crash, the bytes from the first bad record to the end of the file are a
 //! strict prefix of ONE record (every whole record that landed is intact), or zeros from a sector
@@ -17,7 +17,7 @@
 //!
 //! A damaged LAST record whose stated length was flipped past the end of the file, or whose tail
 //! happens to be zeros from a sector boundary, reads as a torn tail: the framing alone cannot tell
-//! them apart. The manifest adds its own check for that case (recover.rs: the WAL its last intact
+//! them apart. The manifest adds its own check for that case (lidb-lsm's db/recover.rs: the WAL its last intact
 //! edit needs must still exist).
 
 use std::fmt;

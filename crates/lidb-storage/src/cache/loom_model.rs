@@ -1,6 +1,6 @@
 //! A loom model of the shard protocol: a hit and inserts (with eviction) racing a re-division of
 //! the pool, over every interleaving loom finds within two preemptions. Run it with
-//! `RUSTFLAGS="--cfg loom" cargo test -p lidb-lsm --lib --release table::cache::loom_model`
+//! `RUSTFLAGS="--cfg loom" cargo test -p lidb-storage --lib --release cache::loom_model`
 //! (in its own target directory: every crate is rebuilt under the cfg). Under loom a pool has at
 //! most two shards of at least 64 bytes each (`MAX_SHARDS`, `MIN_SHARD_BYTES`).
 
