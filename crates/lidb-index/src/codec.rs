@@ -98,7 +98,9 @@ pub fn unframe(bytes: &[u8]) -> Result<(Header, &[u8])> {
             "checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"
         )));
     }
-    let payload = body.get(HEADER_LEN as usize..).unwrap_or_default();
+    // The reader stands after the header; the length check above leaves exactly the payload
+    // and the trailer behind it.
+    let payload = r.bytes(payload_len as usize)?;
     let header = Header {
         family_tag,
         key_count,

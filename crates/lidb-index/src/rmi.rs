@@ -426,7 +426,12 @@ impl Rmi {
         };
         let from = lv.fence_offsets.get(h).map_or(0, |&o| o as usize);
         let to = lv.fence_offsets.get(h + 1).map_or(0, |&o| o as usize);
-        (start, cap, lv.fences.get(from..to).unwrap_or_default())
+        let fences = lv.fences.get(from..to);
+        debug_assert!(
+            fences.is_some(),
+            "validate checked that the fence offsets are the running sums of the fence counts"
+        );
+        (start, cap, fences.unwrap_or_default())
     }
 
     /// Leaves and hybrid leaves.
@@ -484,10 +489,14 @@ fn validate(lv: &Leaves, n: u64, b: u64) -> Result<()> {
                 "rmi hybrid leaf {j} has a wrong fence count"
             )));
         }
-        let f = lv
-            .fences
-            .get(from as usize..to as usize)
-            .unwrap_or_default();
+        // Each range's length is checked and the last offset is the fence count, so the
+        // ranges are the running sums of the counts and lie inside the fences.
+        let f = lv.fences.get(from as usize..to as usize).ok_or_else(|| {
+            corrupt(format!(
+                "rmi hybrid leaf {j} fences [{from}, {to}) run past the {} fences",
+                lv.fences.len()
+            ))
+        })?;
         if f.windows(2).any(|w| matches!(w, [a, b] if b < a)) {
             return Err(corrupt(format!("rmi hybrid leaf {j} fences decrease")));
         }

@@ -205,17 +205,15 @@ impl Pgm {
             .iter()
             .position(|l| l.len() <= L1_LEVEL_SEGMENTS)
             .unwrap_or(self.levels.len().saturating_sub(1));
-        let Some(top) = self.levels.get(start) else {
+        // Levels 0 (the leaf segments) up to the start; none only when there is no level.
+        let Some(descent) = self.levels.get(..=start) else {
+            return 0;
+        };
+        let Some(top) = descent.last() else {
             return 0;
         };
         let mut j = top.route(q);
-        for pair in self
-            .levels
-            .get(..=start)
-            .unwrap_or_default()
-            .windows(2)
-            .rev()
-        {
+        for pair in descent.windows(2).rev() {
             if let [below, level] = pair {
                 let p = level.predict(j, q, below.len() as u64);
                 j = route_near(&below.keys, q, p, self.eps_rec_fit);
