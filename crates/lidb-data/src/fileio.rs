@@ -72,7 +72,7 @@ impl Input {
         };
         let mut magic = [0u8; 4];
         let got = read_full(&mut tracked, &mut magic).map_err(|e| io_error(path, e))?;
-        let head = magic.get(..got).unwrap_or_default().to_vec();
+        let head: Vec<u8> = magic.iter().take(got).copied().collect();
         let compressed = head == ZSTD_MAGIC;
         let rest = io::Cursor::new(head).chain(tracked);
         let reader: Box<dyn Read> = if compressed {

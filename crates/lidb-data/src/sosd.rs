@@ -129,6 +129,7 @@ fn read_keys<K: SosdKey>(input: &mut Input) -> Result<Vec<K>> {
         let n = input.fill(&mut buf)?;
         data_bytes += n as u64;
         let room = usize::try_from(count.saturating_sub(keys.len() as u64)).unwrap_or(usize::MAX);
+        debug_assert!(n <= buf.len(), "fill counts only the bytes it put into buf");
         let chunk = buf.get(..n).unwrap_or_default();
         keys.extend(chunk.chunks_exact(K::WIDTH).take(room).map(K::from_le));
         if n < buf.len() {
