@@ -251,7 +251,12 @@ pub fn repair(storage: &dyn Storage, dir: &Path) -> Result<FineRepair> {
         let salvaged = salvage_log(&bytes);
         ops.extend(salvaged.ops);
         for (from, to, reason) in salvaged.bad {
-            let range = bytes.get(from as usize..to as usize).unwrap_or_default();
+            let range = bytes.get(from as usize..to as usize);
+            debug_assert!(
+                range.is_some(),
+                "salvage_log names only ranges of the bytes it walked"
+            );
+            let range = range.unwrap_or_default();
             let saved = save(storage, dir, &name, from, range)?;
             report.log_set_aside.push(SetAside {
                 file: name.clone(),
@@ -372,9 +377,8 @@ fn salvage_log(bytes: &[u8]) -> Salvaged {
         // The classifier's detail speaks of the whole tail; the range needs its first clause.
         let reason = tail
             .detail
-            .split(';')
-            .next()
-            .unwrap_or_default()
+            .split_once(';')
+            .map_or(tail.detail.as_str(), |(first, _)| first)
             .to_string();
         out.bad.push((from, to, reason));
         pos = to;
