@@ -413,11 +413,11 @@ impl Client {
         };
         match results.into_iter().next() {
             Some(ReadResult::Words(words)) => {
-                let (Some(&head), Some(&tail)) = (words.first(), words.last()) else {
+                // The decoder gives 3 x records + 2 words: a head and a tail around the body.
+                let &[head, ref body @ .., tail] = words.as_slice() else {
                     return Err(WireError::malformed("READ result without version words"));
                 };
                 if copy_is_valid(head, tail) {
-                    let body = words.get(1..words.len() - 1).unwrap_or_default();
                     return Ok(Copy::Good(find(w, body, key)));
                 }
                 if head & RETIRED != 0 || tail & RETIRED != 0 {

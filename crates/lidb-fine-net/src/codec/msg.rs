@@ -408,7 +408,7 @@ pub fn encode_reply(reply: &Reply, out: &mut Vec<u8>) {
             // Cut on a char boundary so the message stays UTF-8.
             let n = (0..=n).rev().find(|&i| m.is_char_boundary(i)).unwrap_or(0);
             put_u16(out, n as u16);
-            out.extend_from_slice(bytes.get(..n).unwrap_or_default());
+            out.extend(bytes.iter().take(n));
         }
     }
 }

@@ -267,19 +267,15 @@ fn read_bin(shared: &Shared, region: u64, position: u32, child: u32) -> BinResul
         return BinResult::Stale;
     }
     // head, aux, len, len x (key, value), tail.
-    match (words.first(), words.get(1), words.last()) {
-        (Some(&head), Some(&aux), Some(&tail)) if words.len() >= 4 => BinResult::Copy(BinCopy {
+    match words.as_slice() {
+        &[head, aux, _len, ref entries @ .., tail] => BinResult::Copy(BinCopy {
             head,
             aux,
-            entries: words
-                .get(3..words.len() - 1)
-                .unwrap_or_default()
+            entries: entries
                 .chunks_exact(2)
-                .map(|p| {
-                    (
-                        p.first().copied().unwrap_or(0),
-                        p.get(1).copied().unwrap_or(0),
-                    )
+                .filter_map(|p| match *p {
+                    [key, value] => Some((key, value)),
+                    _ => None,
                 })
                 .collect(),
             tail,
