@@ -103,7 +103,9 @@ struct Block([u8; 4096]);
 struct AlignedBuf(Vec<Block>);
 
 impl AlignedBuf {
+    /// `len` bytes: whole blocks, as every page size `check_page_size` admits is.
     fn new(len: usize) -> Self {
+        debug_assert!(len.is_multiple_of(4096), "page sizes are whole blocks");
         AlignedBuf(vec![Block([0; 4096]); len.div_ceil(4096)])
     }
     fn bytes(&self) -> &[u8] {
@@ -214,31 +216,22 @@ impl PageDevice for FileDevice {
     fn read(&self, slot: u64, buf: &mut [u8]) -> Result<()> {
         debug_assert_eq!(buf.len(), self.page_size);
         let mut aligned = AlignedBuf::new(self.page_size);
-        let dst = aligned
-            .bytes_mut()
-            .get_mut(..self.page_size)
-            .unwrap_or_default();
         self.counters.read(self.page_size);
         self.file
-            .read_exact_at(dst, slot * self.page_size as u64)
+            .read_exact_at(aligned.bytes_mut(), slot * self.page_size as u64)
             .map_err(|e| self.fail(e))?;
         self.proven.store(true, Ordering::Relaxed);
-        buf.copy_from_slice(aligned.bytes().get(..self.page_size).unwrap_or_default());
+        buf.copy_from_slice(aligned.bytes());
         Ok(())
     }
 
     fn write(&self, slot: u64, buf: &[u8]) -> Result<()> {
         debug_assert_eq!(buf.len(), self.page_size);
         let mut aligned = AlignedBuf::new(self.page_size);
-        if let Some(dst) = aligned.bytes_mut().get_mut(..self.page_size) {
-            dst.copy_from_slice(buf);
-        }
+        aligned.bytes_mut().copy_from_slice(buf);
         self.counters.write(self.page_size);
         self.file
-            .write_all_at(
-                aligned.bytes().get(..self.page_size).unwrap_or_default(),
-                slot * self.page_size as u64,
-            )
+            .write_all_at(aligned.bytes(), slot * self.page_size as u64)
             .map_err(|e| self.fail(e))?;
         self.proven.store(true, Ordering::Relaxed);
         self.slots.fetch_max(slot + 1, Ordering::Relaxed);

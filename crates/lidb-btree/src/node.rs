@@ -110,7 +110,9 @@ impl PageRead for [AtomicU64] {
             let skip = at % 8;
             let n = (8 - skip).min(rest.len());
             let (dst, tail) = rest.split_at_mut(n);
-            dst.copy_from_slice(w.get(skip..skip + n).unwrap_or_default());
+            for (d, s) in dst.iter_mut().zip(w.iter().skip(skip)) {
+                *d = *s;
+            }
             rest = tail;
             at += n;
         }
@@ -153,6 +155,10 @@ impl PageRead for [AtomicU64] {
             let skip = at % 8;
             let n = (8 - skip).min(common - done);
             let word = self.word(at / 8).to_le_bytes();
+            debug_assert!(
+                skip + n <= word.len() && done + n <= other.len(),
+                "n is cut to the rest of the word and to the common length"
+            );
             let mine = word.get(skip..skip + n).unwrap_or_default();
             let theirs = other.get(done..done + n).unwrap_or_default();
             match mine.cmp(theirs) {

@@ -113,8 +113,10 @@ pub fn set_id(page: &mut [u8], id: u64) {
 
 /// Stores the checksum of the page (call last, before writing it out).
 pub fn seal(page: &mut [u8]) {
-    let crc = crc32c::crc32c(page.get(4..).unwrap_or_default());
-    put_u32(page, 0, crc);
+    debug_assert!(page.len() >= HEADER_LEN, "pages are sized by the pager");
+    if let Some(crc) = page.get(4..).map(crc32c::crc32c) {
+        put_u32(page, 0, crc);
+    }
 }
 
 /// Checks a page read from `slot` of `file`: checksum, version, and that it is a page of kind
@@ -130,8 +132,14 @@ pub fn verify(
         file: file.to_path_buf(),
         detail: format!("slot {slot} (page {id}): {what}"),
     };
+    let Some(covered) = page.get(4..).filter(|_| page.len() >= HEADER_LEN) else {
+        return Err(fail(format!(
+            "a page of {} bytes is shorter than its {HEADER_LEN}-byte header",
+            page.len()
+        )));
+    };
     let stored = get_u32(page, 0);
-    let computed = crc32c::crc32c(page.get(4..).unwrap_or_default());
+    let computed = crc32c::crc32c(covered);
     if stored != computed {
         return Err(fail(format!(
             "checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
@@ -182,5 +190,28 @@ mod tests {
             err.contains("slot 7 (page 42)") && err.contains("x.db"),
             "{err}"
         );
+    }
+
+    /// A page cut anywhere inside its header is refused as short, not checked as if the
+    /// missing bytes were zeros (an empty page's checksum would match a zero stored one).
+    #[test]
+    fn a_page_shorter_than_its_header_is_named_short() {
+        let mut page = vec![0u8; 4096];
+        init_header(&mut page, PageKind::Leaf, 42);
+        seal(&mut page);
+        for len in 0..HEADER_LEN {
+            let cut = page.iter().take(len).copied().collect::<Vec<u8>>();
+            let err = verify(&cut, Path::new("x.db"), 7, 42, &[PageKind::Leaf])
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default();
+            assert!(
+                err.contains("shorter than its 32-byte header"),
+                "{len}: {err}"
+            );
+        }
+        // Zeros (which check as a matching empty checksum when cut to 4 bytes) are refused too.
+        let err = verify(&[0u8; 4], Path::new("x.db"), 7, 0, &[PageKind::Leaf]).err();
+        assert!(err.is_some_and(|e| e.to_string().contains("shorter")));
     }
 }

@@ -88,11 +88,11 @@ impl Learned {
     }
 
     /// Patches the slot whose table fences cover `key` (its leaf split or merged since the
-    /// table was built). A failed patch leaves the slot as it was: the tree walk that follows
-    /// reports any I/O error it meets.
+    /// table was built). A failed patch leaves the slot as it was and is counted: the tree walk
+    /// that follows reports any I/O error it meets.
     fn patch_after_miss(&self, table: &Table, key: &[u8]) {
         if let SlotFind::Slot(i) = table.find(key) {
-            let _ = self.patch(table, i);
+            self.patch_or_count(table, i);
         }
     }
 
@@ -128,8 +128,8 @@ impl Learned {
         self.counters.fallbacks.incr();
         self.tree.put(key, value)?;
         if let Some(i) = patch {
-            // A failed patch leaves the slot as it was (the next miss tries again).
-            let _ = self.patch(&table, i);
+            // A failed patch leaves the slot as it was (the next miss tries again), counted.
+            self.patch_or_count(&table, i);
         }
         self.mark_changed(&table, table.slot_of(key));
         Ok(())

@@ -78,8 +78,12 @@ pub struct LearnedStats {
     pub table_bytes: u64,
     /// Background table rebuilds and leaf refits that failed (each keeps what was published
     /// before; the next trigger tries again). Counted so a failing retrainer is seen, not
-    /// silent.
+    /// silent. The checkpoint's fold of the split lists into a retrained table counts here too
+    /// when its training fails (the blob then holds the table published now).
     pub retrain_errors: u64,
+    /// Slot patches after a split that failed reading the tree's inner nodes (the slot keeps
+    /// what it had; its next miss tries again). Counted so a failing device is seen here too.
+    pub patch_errors: u64,
 }
 
 /// Where the table served after open came from.
@@ -108,6 +112,7 @@ struct Counters {
     leaf_refits: AtomicU64,
     training_ns: AtomicU64,
     retrain_errors: AtomicU64,
+    patch_errors: AtomicU64,
 }
 
 fn bump(c: &AtomicU64) {
@@ -220,9 +225,11 @@ impl Learned {
     /// the leaves of patched splits from the table as well, without walking to them.
     pub fn encode(&self) -> Vec<u8> {
         let table = self.table.load();
-        let folded = table
-            .folded_leaf_refs()
-            .and_then(|leaves| Table::build(leaves, self.opts.family, self.opts.error_bound).ok());
+        let folded = table.folded_leaf_refs().and_then(|leaves| {
+            Table::build(leaves, self.opts.family, self.opts.error_bound)
+                .inspect_err(|_| self.retrain_failed())
+                .ok()
+        });
         blob::encode(folded.as_ref().unwrap_or(&table))
     }
 
@@ -247,6 +254,7 @@ impl Learned {
             error_bound: table.model().boundary(),
             table_bytes: table.memory_bytes(),
             retrain_errors: get(&c.retrain_errors),
+            patch_errors: get(&c.patch_errors),
         }
     }
 

@@ -62,6 +62,14 @@ pub(crate) fn pick<'a>(slot: &'a Slot, split: &'a SplitGuard, key: &[u8]) -> &'a
 }
 
 impl Learned {
+    /// [`Learned::patch`] for callers that go on whatever happens: a failed patch leaves the slot
+    /// as it was (the next miss tries again) and is counted in `LearnedStats::patch_errors`.
+    pub(super) fn patch_or_count(&self, table: &Table, i: usize) {
+        if self.patch(table, i).is_err() {
+            bump(&self.counters.patch_errors);
+        }
+    }
+
     /// Reads the leaves slot `i` of `table` covers now and hangs them on it (see the module
     /// documentation). A slot still holding its one leaf is left as it is.
     pub(super) fn patch(&self, table: &Table, i: usize) -> Result<()> {

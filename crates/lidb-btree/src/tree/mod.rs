@@ -538,11 +538,9 @@ impl Tree {
     fn next_scan_key(&self, from: &[u8], mut upper: Vec<u8>) -> Result<Vec<u8>> {
         upper.push(0);
         if upper.as_slice() <= from {
+            upper.pop(); // the message names the fence itself
             return Err(self.corruption(format!(
-                "a leaf reached for key {from:02x?} ends at {:02x?}, not above it",
-                upper
-                    .get(..upper.len().saturating_sub(1))
-                    .unwrap_or_default()
+                "a leaf reached for key {from:02x?} ends at {upper:02x?}, not above it"
             )));
         }
         Ok(upper)

@@ -68,13 +68,12 @@ pub fn decode(payload: &[u8]) -> Result<WalOp, String> {
         .ok_or_else(|| "an empty record".to_string())?;
     let (lsn, rest) = take_u64(rest).ok_or_else(|| too_short(payload))?;
     let (key_len, rest) = take_u32(rest).ok_or_else(|| too_short(payload))?;
-    let key = rest.get(..key_len as usize).ok_or_else(|| {
+    let (key, after_key) = rest.split_at_checked(key_len as usize).ok_or_else(|| {
         format!(
             "a key of {key_len} bytes runs past the end of a {}-byte record",
             payload.len()
         )
     })?;
-    let after_key = rest.get(key_len as usize..).unwrap_or_default();
     if lsn < FIRST_LSN || lsn == u64::MAX {
         return Err(format!("a record claims LSN {lsn}, outside 1..2^64-1"));
     }
