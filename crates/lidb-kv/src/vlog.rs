@@ -102,7 +102,8 @@ pub fn check_header(bytes: &[u8], kind: VlogKind, number: u64) -> std::result::R
             "format version {version} is not supported (this build reads {VLOG_FORMAT_VERSION})"
         ));
     }
-    if crc32c::crc32c(bytes.get(..28).unwrap_or_default()) != le_u32(bytes, 28) {
+    // The length is checked above: the 28 bytes before the checksum are there.
+    if bytes.get(..28).map(crc32c::crc32c) != Some(le_u32(bytes, 28)) {
         return Err("header checksum mismatch".into());
     }
     let (got_kind, got_number, reserved) =
@@ -129,9 +130,11 @@ pub fn encode_record(key: &[u8], value: &[u8]) -> Vec<u8> {
     rec.extend_from_slice(&(value.len() as u32).to_le_bytes());
     rec.extend_from_slice(key);
     rec.extend_from_slice(value);
-    let crc = crc32c::crc32c(rec.get(4..).unwrap_or_default());
-    for (d, s) in rec.iter_mut().zip(crc.to_le_bytes()) {
-        *d = s;
+    // The record holds its 12-byte header: the checksum covers all but its own 4 bytes.
+    if let Some(crc) = rec.get(4..).map(crc32c::crc32c) {
+        for (d, s) in rec.iter_mut().zip(crc.to_le_bytes()) {
+            *d = s;
+        }
     }
     rec
 }
@@ -171,11 +174,12 @@ pub fn decode_record(buf: &[u8]) -> std::result::Result<(&[u8], &[u8], u64), Rec
     if crc32c::crc32c(body) != le_u32(buf, 0) {
         return Err(RecordError::Bad("checksum mismatch".into()));
     }
-    let k_end = RECORD_HEADER_BYTES as usize + key_len as usize;
-    let key = buf
-        .get(RECORD_HEADER_BYTES as usize..k_end)
-        .unwrap_or_default();
-    let value = buf.get(k_end..len as usize).unwrap_or_default();
+    // `body` is the record after its checksum and `len` is 12 + key + value bytes, so the
+    // lengths' 8 bytes, the key and the value are all in it: this split cannot fail.
+    let (key, value) = body
+        .get(8..)
+        .and_then(|kv| kv.split_at_checked(key_len as usize))
+        .ok_or(RecordError::Truncated { need: len })?;
     Ok((key, value, len))
 }
 
@@ -657,8 +661,17 @@ impl VlogScan {
             return Ok(None);
         }
         loop {
+            // The scan consumes only records whole in `buf`, and a refill restarts `buf` at
+            // `offset`: the next record starts inside `buf` or at its end.
             let at = (self.offset - self.buf_start) as usize;
-            let avail = self.buf.get(at..).unwrap_or_default();
+            debug_assert!(
+                at <= self.buf.len(),
+                "the scan's place is inside its buffer"
+            );
+            let avail = self
+                .buf
+                .get(at..)
+                .ok_or_else(|| corruption(&path, "scan lost its place in its buffer"))?;
             match decode_record(avail) {
                 Ok((k, v, len)) => {
                     let p = Pointer {

@@ -238,3 +238,29 @@ fn entries_naming_a_row_past_the_table_or_past_their_file_are_refused() {
         assert!(decode_entry(&buf, &layout, &files).is_err(), "{bad:?}");
     }
 }
+
+/// An entry cut anywhere, or whose key length exceeds its key field, is refused: never a key cut
+/// to the bytes that happen to be there (nor an empty one).
+#[test]
+fn cut_entries_and_keys_longer_than_their_field_are_refused() {
+    let layout = Layout::new(4).expect("layout");
+    let files = [row(TierFileKind::Svlog, 1)];
+    let mut buf = vec![0u8; layout.entry_width as usize];
+    let entry = EntryRef {
+        file_idx: 0,
+        offset: 32,
+        len: 20,
+    };
+    encode_entry(&mut buf, &layout, b"abcd", entry);
+    assert_eq!(
+        decode_entry(&buf, &layout, &files),
+        Ok((&b"abcd"[..], entry))
+    );
+    for cut in 0..buf.len() {
+        assert!(decode_entry(&buf[..cut], &layout, &files).is_err(), "{cut}");
+    }
+    // The stored key length one above the 4-byte field.
+    buf[..2].copy_from_slice(&5u16.to_le_bytes());
+    let e = decode_entry(&buf, &layout, &files).expect_err("key longer than its field");
+    assert!(e.contains("key length 5 exceeds the key width 4"), "{e}");
+}

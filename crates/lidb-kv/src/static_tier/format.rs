@@ -159,8 +159,12 @@ impl KeyListHeader {
             rows.push((r.u8()?, r.u64()?, r.u64()?));
         }
         let crc_at = HEADER_FIXED_BYTES + FILE_ROW_BYTES * file_count as usize;
+        debug_assert_eq!(crc_at, r.position(), "the checksum follows the file table");
         let crc = r.u32()?;
-        let covered = page.get(..crc_at).unwrap_or_default();
+        // The reader read past `crc_at`, so these bytes are there.
+        let covered = page
+            .get(..crc_at)
+            .ok_or("header page ends inside its file table")?;
         if crc32c::crc32c(covered) != crc {
             return Err("header page checksum mismatch".into());
         }
@@ -258,14 +262,13 @@ pub fn decode_entry<'a>(
     };
     let key_len = u64::from(u16_at(r.bytes(2)?));
     let file_idx = u16_at(r.bytes(2)?);
-    if key_len > u64::from(layout.key_width) {
-        return Err(format!(
+    let padded = r.bytes(u64::from(layout.key_width))?;
+    let key = padded.get(..key_len as usize).ok_or_else(|| {
+        format!(
             "key length {key_len} exceeds the key width {}",
             layout.key_width
-        ));
-    }
-    let padded = r.bytes(u64::from(layout.key_width))?;
-    let key = padded.get(..key_len as usize).unwrap_or_default();
+        )
+    })?;
     let offset = r.u64()?;
     let len = r.u32()?;
     r.finish("entry")?;

@@ -182,8 +182,15 @@ fn read_chunked(
         *chunk.bytes = buf;
         *chunk.start = offset;
     }
+    // decode_entry checked `offset + len` against the file table's size, which bounds the chunk
+    // read above: the record is whole in the chunk.
     let at = (offset - *chunk.start) as usize;
-    let rec = chunk.bytes.get(at..at + len as usize).unwrap_or_default();
+    let rec = chunk.bytes.get(at..at + len as usize).ok_or_else(|| {
+        corruption(
+            tier.file_path(idx),
+            format!("record at offset {offset}: {len} bytes run past the chunk read"),
+        )
+    })?;
     let (k, v) = decode_pointed(rec, p).map_err(|d| corruption(tier.file_path(idx), d))?;
     Ok((k.to_vec(), v.to_vec()))
 }

@@ -232,7 +232,12 @@ pub fn find_in_window(w: Window<'_>, starts: &[u16], key: &[u8]) -> Result<Found
             }
         }
         let rel = (at - base) as usize;
-        let rest = w.buf.get(rel..).unwrap_or_default();
+        let rest = w.buf.get(rel..).ok_or_else(|| {
+            format!(
+                "record at offset {at}: starts past the {} bytes read from offset {base}",
+                w.buf.len()
+            )
+        })?;
         let (rec_key, len) = record_key(rest, at)?;
         if at.checked_add(len).is_none_or(|e| e > w.file_bytes) {
             return Err(format!(

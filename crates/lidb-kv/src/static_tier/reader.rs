@@ -640,7 +640,12 @@ pub(super) fn pages_through_cache(
             (Some(c), _) => out.extend_from_slice(c),
             (None, Some((first, bytes))) => {
                 let at = ((p - first) * PAGE_BYTES) as usize;
-                let page = bytes.get(at..at + page_len(p)).unwrap_or_default();
+                let page = bytes.get(at..at + page_len(p));
+                debug_assert!(
+                    page.is_some(),
+                    "`read` returns every byte of the pages asked"
+                );
+                let page = page.unwrap_or_default();
                 cache.insert(table, p, Arc::from(page));
                 out.extend_from_slice(page);
             }

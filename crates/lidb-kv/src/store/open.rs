@@ -102,6 +102,12 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         None if fresh => 0,
         None => storage.file_size(&vlog_path(dir, active_n))?,
     };
+    // Keys point into every value log the state names: one that cannot be sized (gone, or a
+    // failing read) is refused here, before anything is written, not counted as empty.
+    let mut older_vlog_bytes = 0u64;
+    for &n in state.vlogs.iter().skip(1) {
+        older_vlog_bytes += storage.file_size(&vlog_path(dir, n))?;
+    }
     let opts = with_replay_filter(opts, active_n, vlog_len);
     let mut lsm_dirs = state.lsm_dirs.clone();
     if let (TierKind::Lsm, Some(g)) = (&opts.tier, state.tier) {
@@ -166,11 +172,8 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
             &state_with(&view, &opts.tier, state.next_number, 0),
         )?;
     }
-    let vlog_bytes: u64 = state
-        .vlogs
-        .iter()
-        .filter_map(|&n| storage.file_size(&vlog_path(dir, n)).ok())
-        .sum::<u64>()
+    let vlog_bytes: u64 = older_vlog_bytes
+        + active_vlog.len()
         + match view.tier.as_ref().map(|t| &t.tier) {
             Some(Tier::Learned(t)) => t.svlog_bytes(),
             _ => 0,

@@ -278,3 +278,32 @@ fn the_model_round_trips_and_bad_models_are_refused() {
     huge.extend_from_slice(&[0u8; 64]);
     assert!(SvlogModel::decode_from(&mut ByteReader::new(&huge)).is_err());
 }
+
+/// A window whose bytes end before the record the page-start table points at (a window shorter
+/// than its pages, at every such length) is refused as such, not searched as an empty record.
+#[test]
+fn a_record_starting_past_the_window_bytes_is_named() {
+    let records: Vec<_> = (0..40).map(|i| rec(&format!("k{i:03}"), 700)).collect();
+    let (bytes, places) = svlog(&records);
+    let file_bytes = bytes.len() as u64;
+    let plan = plan_pages(&places, file_bytes).expect("plan");
+    // Page 1 opens with the end of a record from page 0; its first record starts later.
+    let start = usize::from(plan.page_starts[1]);
+    assert!(start > 0 && start < PAGE_BYTES as usize, "{start}");
+    let at = PAGE_BYTES + start as u64;
+    let page1 = &bytes[PAGE_BYTES as usize..];
+    for len in 0..start {
+        let w = Window {
+            buf: &page1[..len],
+            first_page: 1,
+            search_end: 2,
+            file_bytes,
+        };
+        let err = find_in_window(w, &plan.page_starts, &records[10].0)
+            .expect_err("a window short of its first record is an error");
+        assert_eq!(
+            err,
+            format!("record at offset {at}: starts past the {len} bytes read from offset 4096")
+        );
+    }
+}
