@@ -201,10 +201,10 @@ mod tests {
         seal(&mut page);
         for len in 0..HEADER_LEN {
             let cut = page.iter().take(len).copied().collect::<Vec<u8>>();
-            let err = verify(&cut, Path::new("x.db"), 7, 42, &[PageKind::Leaf])
-                .err()
-                .map(|e| e.to_string())
-                .unwrap_or_default();
+            let err = match verify(&cut, Path::new("x.db"), 7, 42, &[PageKind::Leaf]) {
+                Ok(kind) => panic!("{len}: a cut page verified as {kind:?}"),
+                Err(e) => e.to_string(),
+            };
             assert!(
                 err.contains("shorter than its 32-byte header"),
                 "{len}: {err}"
