@@ -17,6 +17,7 @@ pub mod lsm;
 pub mod peers;
 pub mod plot;
 pub mod progress;
+pub mod report;
 pub mod table;
 pub mod timing;
 pub mod unclustered;

@@ -95,6 +95,10 @@ pub enum BenchCommand {
     /// with a --threads list (scripts/scale.sh gathers them); prints the figures as tables too,
     /// with the top thread count's throughput over the 2-thread one.
     PlotScaling(crate::scaling_cmd::PlotScalingArgs),
+    /// The results page: rewrites the table between `<!-- report:begin -->` and
+    /// `<!-- report:end -->` of --page from the JSON lines scripts/report.sh wrote into --input
+    /// (ratios from rows of one run), and draws the report's SVG plots into --plots.
+    Report(crate::report_cmd::ReportArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -233,6 +237,7 @@ pub fn run(cmd: BenchCommand, peers: &lidb_bench::peers::Peers) -> Result<(), Cl
         BenchCommand::Concurrent(a) => crate::concurrent_cmd::run(a, peers),
         BenchCommand::Btree(a) => crate::btree_cmd::run(a, peers),
         BenchCommand::PlotScaling(a) => crate::scaling_cmd::run(a),
+        BenchCommand::Report(a) => crate::report_cmd::run(a),
     }
 }
 

@@ -25,6 +25,7 @@ mod kv_cmd;
 mod kvbench_cmd;
 mod manual;
 mod repair_cmd;
+mod report_cmd;
 mod scaling_cmd;
 mod serve_cmd;
 mod stress_cmd;

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# The results page in one command: reruns the headline experiments, one JSON-lines file each in
+# OUT_DIR (first line {"report_command": ...}, then the rows of the command's --json output),
+# records the machine in OUT_DIR/machine.json, then `lidb bench report` rewrites the rows of
+# BENCHMARKS.md's results table and draws docs/plots/report-*.svg:
+#   index.jsonl         `lidb index bench` on one real data set (tweetids_10M), B = 16;
+#   ycsb.jsonl          `lidb bench ycsb` workload C: lsm, learnedkv, lsm+ (and rocksdb when
+#                       the binary was built with --features rocksdb), one run;
+#   finedex.jsonl       `lidb-bench bench concurrent`: finedex, li+delta, congee, c and insert;
+#   learnedstore.jsonl  `lidb bench btree --experiment memory`: learnedstore against btree;
+#   serve.jsonl         `lidb serve` (lsm) against redis-server, redis-benchmark SET and GET
+#                       (skipped, with a line saying so, where redis-server is not installed);
+#   stress.jsonl        `lidb stress` with kills, its summary line as JSON.
+#
+#   scripts/report.sh [--quick] [OUT_DIR]      (OUT_DIR default bench-out/report)
+#
+# Full size takes about 20 minutes on a 2-core machine. --quick runs small sizes (a few minutes)
+# to check the pipeline end to end; its figures are not the page's, so it renders into
+# OUT_DIR/BENCHMARKS.md and OUT_DIR/plots instead of the real page. LIDB_DATA_DIR: where the
+# SOSD files are (default ../shared/datasets). LIDB, LIDB_BENCH: the binaries (default
+# target/release/lidb and target/release/lidb-bench; built here unless NO_BUILD=1). Every
+# process it starts (servers) is stopped by its PID at exit (trap), whatever happens.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=0
+if [ "${1:-}" = "--quick" ]; then
+  quick=1
+  shift
+fi
+out_dir="${1:-bench-out/report}"
+lidb="${LIDB:-target/release/lidb}"
+lidb_bench="${LIDB_BENCH:-target/release/lidb-bench}"
+data_dir="${LIDB_DATA_DIR:-../shared/datasets}"
+
+fail() {
+  echo "report: $*" >&2
+  [ -n "${work:-}" ] && [ -s "$work/lidb.err" ] && sed 's/^/  stderr: /' "$work/lidb.err" >&2
+  exit 1
+}
+
+if [ "${NO_BUILD:-0}" != 1 ]; then
+  echo "== cargo build --release -p lidb-cli -p lidb-bench-bin"
+  cargo build --release -p lidb-cli -p lidb-bench-bin
+fi
+[ -x "$lidb" ] || fail "no binary $lidb"
+[ -x "$lidb_bench" ] || fail "no binary $lidb_bench"
+
+if [ "$quick" = 1 ]; then
+  index_data="$data_dir/osm_cellids_274K_uint64.zst" queries=20000
+  kv_records=20K kv_ops=20K
+  conc_records=100K conc_ops=100K conc_data=synthetic:lognormal:200K
+  btree_data=synthetic:lineargen:100K btree_ops=50K
+  serve_requests=20000 stress_duration=10s stress_engines=lsm
+else
+  index_data="$data_dir/tweetids_10M_uint64.zst" queries=200000
+  kv_records=1M kv_ops=500K
+  conc_records=2M conc_ops=2M conc_data=synthetic:lognormal:4M
+  btree_data=synthetic:lineargen:2M btree_ops=500K
+  serve_requests=200000 stress_duration=60s stress_engines=lsm,learnedkv,finedex
+fi
+[ -f "$index_data" ] || fail "no $index_data (set LIDB_DATA_DIR)"
+
+mkdir -p "$out_dir"
+rm -f "$out_dir"/*.jsonl
+work="$(mktemp -d)"
+# shellcheck source=scripts/lib/serve.sh
+source scripts/lib/serve.sh
+redis_pid=""
+cleanup() {
+  for p in $lidb_pid $redis_pid; do kill -KILL "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+python3 - "$(uname -n)" "$(nproc)" "$quick" >"$out_dir/machine.json" <<'PY'
+import datetime, json, sys
+host, cores, quick = sys.argv[1:]
+kib = next(int(l.split()[1]) for l in open("/proc/meminfo") if l.startswith("MemTotal:"))
+print(json.dumps({"host": host, "cores": int(cores), "memory_gib": round(kib / 2**20),
+                  "date": datetime.date.today().isoformat(), "quick": quick == "1"}))
+PY
+
+# Runs one benchmark into $out_dir/$1.jsonl: the command line first, then its --json rows.
+# The line records the command as a reader would type it (binary by name, no scratch paths).
+run() {
+  local name="$1" bin="$2"
+  shift 2
+  local shown="$(basename "$bin") $*"
+  shown="${shown//$work/DIR}"
+  echo "== [$((SECONDS / 60))m] $name: $shown"
+  python3 -c 'import json, sys; print(json.dumps({"report_command": sys.argv[1]}))' "$shown" >"$out_dir/$name.jsonl"
+  "$bin" "$@" --json >>"$out_dir/$name.jsonl" 2>"$work/lidb.err" || fail "$name: $shown failed"
+}
+
+# 1. Index families on one real data set.
+run index "$lidb" index bench --data "$index_data" --index binary,fp,pgm,rs,rmi,lpa,plex \
+  --boundary 16 --queries "$queries" --seed 42
+
+# 2. The LSM and LearnedKV against lsm+ and RocksDB (where built in) on YCSB C.
+engines="lsm,learnedkv,lsm+"
+probe="$("$lidb" bench ycsb --engine rocksdb --records 0 --dir "$work" 2>&1 || true)"
+if [[ "$probe" == *"not built in"* ]]; then
+  echo "# rocksdb: not built in (cargo build --release --features rocksdb for it)"
+else
+  engines="$engines,rocksdb"
+fi
+run ycsb "$lidb" bench ycsb --engine "$engines" --workload c --records "$kv_records" \
+  --ops-per-phase "$kv_ops" --phases 2 --memtable 8MiB --device-probe-reads 0 --seed 42 \
+  --dir "$work"
+
+# 3. FINEdex against li+delta and congee (peers linked into lidb-bench only).
+run finedex "$lidb_bench" bench concurrent --index finedex,li+delta,congee --workload c,insert \
+  --threads 1,2 --records "$conc_records" --ops "$conc_ops" --data "$conc_data"
+
+# 4. LearnedStore against the same tree without its learned path.
+run learnedstore "$lidb" bench btree --experiment memory --data "$btree_data" \
+  --ops "$btree_ops" --engine learnedstore,btree
+
+# 5. lidb serve against redis-server, one server thread each, SET then GET.
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+  echo "== [$((SECONDS / 60))m] serve: redis-benchmark -n $serve_requests -c 8 -P 16 against redis-server and lidb serve"
+  python3 -c 'import json, sys; print(json.dumps({"report_command": sys.argv[1]}))' \
+    "redis-benchmark -t set,get -n $serve_requests -r 100000 -c 8 -P 16 against redis-server and lidb serve --engine lsm" \
+    >"$out_dir/serve.jsonl"
+  measure() {
+    local server="$1" port="$2" test csv
+    for test in set get; do
+      csv="$(timeout 300 redis-benchmark -h 127.0.0.1 -p "$port" -t "$test" -n "$serve_requests" \
+        -r 100000 -c 8 -P 16 --csv | grep -v '^"test"')" || fail "redis-benchmark $test against $server"
+      python3 - "$server" "$test" "$csv" >>"$out_dir/serve.jsonl" <<'PY'
+import csv, json, sys
+server, test, line = sys.argv[1:]
+row = next(csv.reader([line]))
+print(json.dumps({"bench": "serve", "engine": server, "workload": test, "threads": 1,
+                  "kops_per_s": float(row[1]) / 1e3}))
+PY
+    done
+  }
+  redis_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+  redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
+    --daemonize no --dir "$work" >"$work/redis.log" 2>&1 &
+  redis_pid=$!
+  for _ in $(seq 100); do
+    timeout 2 redis-cli -h 127.0.0.1 -p "$redis_port" PING >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  measure redis "$redis_port"
+  kill -TERM "$redis_pid"
+  wait "$redis_pid" || true
+  redis_pid=""
+  start_lidb_serve lsm >/dev/null
+  measure lidb "$port"
+  stop_lidb_serve >/dev/null
+else
+  echo "# serve: redis-server or redis-benchmark not installed; skipped (its row stays as it was)"
+fi
+
+# 6. lidb stress with kills: the summary line (key=value words) as one JSON row per engine.
+echo "{\"report_command\": \"lidb stress --engine {$stress_engines} --threads 4 --keys 10000 --duration $stress_duration --kill-every 2s --seed 42\"}" >"$out_dir/stress.jsonl"
+IFS=, read -r -a stress_list <<<"$stress_engines"
+for engine in "${stress_list[@]}"; do
+  echo "== [$((SECONDS / 60))m] stress: $engine for $stress_duration"
+  "$lidb" stress --engine "$engine" --threads 4 --keys 10000 --duration "$stress_duration" \
+    --kill-every 2s --seed 42 --db "$work/stress-$engine" >"$work/stress.out" 2>"$work/lidb.err" ||
+    fail "lidb stress --engine $engine failed"
+  python3 - <"$work/stress.out" >>"$out_dir/stress.jsonl" <<'PY'
+import json, sys
+line = next(l for l in sys.stdin if l.startswith("stress: "))
+row = {"bench": "stress"}
+for word in line.split()[1:]:
+    k, _, v = word.partition("=")
+    if v:
+        try:
+            row[k] = float(v) if "." in v else int(v)
+        except ValueError:
+            row[k] = v
+print(json.dumps(row))
+PY
+done
+
+# 7. The page and the plots.
+page=BENCHMARKS.md plots=docs/plots
+if [ "$quick" = 1 ]; then
+  cp BENCHMARKS.md "$out_dir/BENCHMARKS.md"
+  page="$out_dir/BENCHMARKS.md" plots="$out_dir/plots"
+  echo "# quick run: rendering into $page and $plots, not the real page"
+fi
+"$lidb" bench report --input "$out_dir" --page "$page" --plots "$plots"
+echo "# report: ${SECONDS}s in all; rows in $out_dir"
