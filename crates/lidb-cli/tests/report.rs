@@ -27,7 +27,9 @@ fn fixtures(dir: &Path) {
     write(
         dir,
         "machine.json",
-        &[r#"{"host": "fixture-box", "cores": 2, "memory_gib": 24, "date": "2026-01-02", "quick": false}"#],
+        &[
+            r#"{"host": "fixture-box", "cores": 2, "memory_gib": 24, "date": "2026-01-02", "quick": false}"#,
+        ],
     );
     write(
         dir,
@@ -108,8 +110,14 @@ fn rows_carry_the_ratios_of_their_own_run_and_rerendering_is_idempotent() {
     // fp's 1000; lsm 30 over lsm+ 20; learnedkv 45 (its last phase) over 20; finedex 80 over
     // li+delta 100 and congee 40.
     let index = row(&first, "learned indexes, in memory");
-    assert_eq!(index[4], format!("{:.2}x to {:.2}x faster", 400.0 / 200.0, 400.0 / 160.0));
-    assert!(index[2].contains("pgm 0.10x fence pointers' size"), "{index:?}");
+    assert_eq!(
+        index[4],
+        format!("{:.2}x to {:.2}x faster", 400.0 / 200.0, 400.0 / 160.0)
+    );
+    assert!(
+        index[2].contains("pgm 0.10x fence pointers' size"),
+        "{index:?}"
+    );
     assert_eq!(index[5], "yes");
     assert_eq!(row(&first, "LSM with learned tables")[4], "1.50x lsm+");
     assert_eq!(row(&first, "LearnedKV")[4], "2.25x lsm+");
@@ -128,14 +136,20 @@ fn rows_carry_the_ratios_of_their_own_run_and_rerendering_is_idempotent() {
     assert_eq!(store[2], "1.17x old");
     assert!(store[7].starts_with("(not rerun)"), "{store:?}");
     assert!(row(&first, "ALEX, LIPP, DILI (updatable)")[7].starts_with("(not rerun)"));
-    assert!(!first.contains("| reliability |"), "no old row, no file: no row");
+    assert!(
+        !first.contains("| reliability |"),
+        "no old row, no file: no row"
+    );
 
     // Text outside the markers is kept; the plots are written and linked relative to the page.
     assert!(first.starts_with("# Benchmarks\n\nIntro kept.\n\n<!-- report:begin -->\n"));
     assert!(first.ends_with("<!-- report:end -->\n\n## The dated log\n\nkept too\n"));
     for name in ["report-index.svg", "report-ycsb.svg", "report-finedex.svg"] {
         assert!(plots.join(name).exists(), "{name}");
-        assert!(first.contains(&format!("(docs/plots/{name})")), "{name} not linked");
+        assert!(
+            first.contains(&format!("(docs/plots/{name})")),
+            "{name} not linked"
+        );
     }
 
     // Idempotent: the same inputs give the same bytes, and so does a run whose files are gone
@@ -145,7 +159,10 @@ fn rows_carry_the_ratios_of_their_own_run_and_rerendering_is_idempotent() {
     let kept = report(&input, &page, &plots);
     let fine_kept = row(&kept, "FINEdex");
     assert_eq!(fine_kept[4], fine[4]);
-    assert!(fine_kept[7].starts_with("(not rerun) `lidb-bench"), "{fine_kept:?}");
+    assert!(
+        fine_kept[7].starts_with("(not rerun) `lidb-bench"),
+        "{fine_kept:?}"
+    );
     assert_eq!(report(&input, &page, &plots), kept);
     assert_eq!(kept.matches("(not rerun) (not rerun)").count(), 0);
 }
