@@ -48,13 +48,13 @@ fi
 if [ "$quick" = 1 ]; then
   index_data="$data_dir/osm_cellids_274K_uint64.zst" queries=20000
   kv_records=20K kv_ops=20K
-  conc_records=100K conc_ops=100K conc_data=synthetic:lognormal:200K
+  conc_records=100K conc_ops=100K conc_data=synthetic:lognormal:250K
   btree_data=synthetic:lineargen:100K btree_ops=50K
   serve_requests=20000 stress_duration=10s stress_engines=lsm
 else
   index_data="$data_dir/tweetids_10M_uint64.zst" queries=200000
   kv_records=1M kv_ops=500K
-  conc_records=2M conc_ops=2M conc_data=synthetic:lognormal:4M
+  conc_records=2M conc_ops=2M conc_data=synthetic:lognormal:5M
   btree_data=synthetic:lineargen:2M btree_ops=500K
   serve_requests=200000 stress_duration=60s stress_engines=lsm,learnedkv,finedex
 fi
@@ -163,9 +163,9 @@ for engine in "${stress_list[@]}"; do
   "$lidb" stress --engine "$engine" --threads 4 --keys 10000 --duration "$stress_duration" \
     --kill-every 2s --seed 42 --db "$work/stress-$engine" >"$work/stress.out" 2>"$work/lidb.err" ||
     fail "lidb stress --engine $engine failed"
-  python3 - <"$work/stress.out" >>"$out_dir/stress.jsonl" <<'PY'
+  python3 - "$work/stress.out" >>"$out_dir/stress.jsonl" <<'PY'
 import json, sys
-line = next(l for l in sys.stdin if l.startswith("stress: "))
+line = next(l for l in open(sys.argv[1]) if l.startswith("stress: "))
 row = {"bench": "stress"}
 for word in line.split()[1:]:
     k, _, v = word.partition("=")
