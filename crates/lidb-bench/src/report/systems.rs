@@ -296,7 +296,10 @@ fn finedex(rows: &[Value]) -> Option<Figure> {
             }
         }
         if !here.is_empty() {
-            figures.push(format!("{w} at {t} threads {mine:.0} kops/s"));
+            figures.push(format!(
+                "{w} at {t} thread{} {mine:.0} kops/s",
+                if *t == 1 { "" } else { "s" }
+            ));
             cells.push(format!("{w}/{t}t: {}", here.join(", ")));
         }
     }
