@@ -57,16 +57,24 @@ fn run(cmd: &str, dir: &Path, engine: &str, opt: &str, value: Option<&str>) -> S
     c.args([cmd, "--engine", engine, opt])
         .args(value)
         .arg("--db")
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+        .arg(dir);
     if cmd == "serve" {
         c.args(["--listen", "127.0.0.1:0"]);
     }
-    let mut child = c.spawn().unwrap();
-    if cmd == "serve" {
-        let mut line = String::new();
+    stderr_of(c, cmd == "serve").0
+}
+
+/// Runs `c` and returns its stderr and its first line of stdout; a server (`until_listening`)
+/// is killed once it printed that line (or exited).
+fn stderr_of(mut c: Command, until_listening: bool) -> (String, String) {
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    if until_listening {
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
             .unwrap();
@@ -80,7 +88,7 @@ fn run(cmd: &str, dir: &Path, engine: &str, opt: &str, value: Option<&str>) -> S
         .read_to_string(&mut err)
         .unwrap();
     child.wait().unwrap();
-    err
+    (err, line)
 }
 
 /// One refusal line naming `opt`, or none.
@@ -163,28 +171,11 @@ const FINE_SERVE_USES: [&str; 3] = ["--sync", "--recovery-mode", "--checkpoint-l
 /// `lidb fine serve --dir DIR --listen 127.0.0.1:0 ARGS`: its stderr, and whether it listened
 /// (then it is killed).
 fn fine_serve(dir: &Path, args: &[&str]) -> (String, bool) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lidb"))
-        .args(["fine", "serve", "--listen", "127.0.0.1:0", "--dir"])
+    let mut c = Command::new(env!("CARGO_BIN_EXE_lidb"));
+    c.args(["fine", "serve", "--listen", "127.0.0.1:0", "--dir"])
         .arg(dir)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let _ = child.kill();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    child.wait().unwrap();
+        .args(args);
+    let (err, line) = stderr_of(c, true);
     (err, line.starts_with("listening on "))
 }
 
