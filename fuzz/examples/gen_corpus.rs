@@ -19,11 +19,11 @@ use lidb_fine::{FineStore, FineStoreOptions};
 use lidb_index::{Family, Params};
 use lidb_kv::static_tier::{StaticTierBuilder, TierOptions, keys_path, model_path};
 use lidb_kv::{Store, StoreOptions};
-use lidb_storage::log::parse_log;
-use lidb_storage::Storage;
-use lidb_storage::mem::MemStorage;
 use lidb_lsm::table::{TableBuilder, TableOptions};
 use lidb_lsm::{Db, EntryKind, Granularity, IndexKind, Options, Unclustered};
+use lidb_storage::Storage;
+use lidb_storage::log::parse_log;
+use lidb_storage::mem::MemStorage;
 
 /// The corpus root, and the targets to write (empty: all).
 struct Corpus(PathBuf, Vec<String>);

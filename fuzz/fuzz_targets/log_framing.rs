@@ -6,8 +6,8 @@ use std::path::Path;
 
 use libfuzzer_sys::fuzz_target;
 use lidb_storage::RecoveryMode;
-use lidb_storage::log::{parse_log, read_log};
 use lidb_storage::Storage;
+use lidb_storage::log::{parse_log, read_log};
 use lidb_storage::mem::MemStorage;
 
 fuzz_target!(|data: &[u8]| {

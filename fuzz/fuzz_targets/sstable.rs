@@ -6,10 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
-use lidb_storage::mem::MemStorage;
-use lidb_storage::{ReadMode, Storage};
 use lidb_lsm::table::Table;
 use lidb_lsm::{ReadStats, SortedIter};
+use lidb_storage::mem::MemStorage;
+use lidb_storage::{ReadMode, Storage};
 
 fn open(bytes: &[u8]) -> Option<Arc<Table>> {
     let storage = MemStorage::new();
