@@ -310,7 +310,7 @@ fn ycsb_reports_each_operation_type() {
 fn bad_options_fail_with_one_line() {
     for (args, needle) in [
         (vec!["--sst-size", "2MiB"], "--sst-size"),
-        (vec!["--sst-size", "64MB"], "--sst-size"),
+        (vec!["--sst-size", "64XB"], "--sst-size"),
         (vec!["--key-size", "10"], "--key-size"),
         (vec!["--key-size", "4..24"], "--key-size"),
         (vec!["--index", "pgm+nothing"], "--index"),
