@@ -180,8 +180,13 @@ mod tests {
 
     #[test]
     fn reads_at_any_offset_match_the_file_where_direct_io_is_taken() {
-        let dir = std::env::temp_dir().join(format!("lidb-direct-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+        // Removed on drop, also when the test panics (`tempfile` itself: lidb-testkit depends
+        // on this crate).
+        let scratch = tempfile::Builder::new()
+            .prefix("lidb-direct-")
+            .tempdir()
+            .unwrap_or_else(|e| panic!("{e}"));
+        let dir = scratch.path();
         let path = dir.join("f");
         let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
         File::create(&path)
@@ -194,7 +199,6 @@ mod tests {
                     "the file system under {} refuses O_DIRECT: skipped",
                     dir.display()
                 );
-                let _ = std::fs::remove_dir_all(&dir);
                 return;
             }
             Err(e) => panic!("{e}"),
@@ -216,6 +220,5 @@ mod tests {
         let mut past = [0u8; 2];
         let e = read_exact_at(&file, 9_999, &mut past).err();
         assert_eq!(e.map(|e| e.kind()), Some(io::ErrorKind::UnexpectedEof));
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

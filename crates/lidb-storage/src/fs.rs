@@ -258,30 +258,21 @@ mod tests {
     use super::*;
     use crate::PAGE_SIZE;
 
-    /// A scratch directory under `parent`, removed on drop.
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(parent: &Path, tag: &str) -> Scratch {
-            let dir = parent.join(format!(".lidb-lsm-{tag}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-            Scratch(dir)
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
+    /// A fresh directory under `parent`, removed on drop (also when the test panics). These
+    /// tests use `tempfile` itself: lidb-testkit's `Scratch` depends on this crate.
+    fn scratch_in(parent: &Path, tag: &str) -> tempfile::TempDir {
+        tempfile::Builder::new()
+            .prefix(&format!(".lidb-lsm-{tag}-"))
+            .tempdir_in(parent)
+            .unwrap_or_else(|e| panic!("a scratch directory in {}: {e}", parent.display()))
     }
 
     /// Writes a file whose length is not a page multiple, then checks that direct reads of many
     /// spans equal the bytes written, or that the file system's refusal is a clear error.
     /// Returns whether the file system supports direct I/O.
     fn check_direct_reads(parent: &Path, tag: &str) -> bool {
-        let scratch = Scratch::new(parent, tag);
-        let path = scratch.0.join("data");
+        let scratch = scratch_in(parent, tag);
+        let path = scratch.path().join("data");
         let len = 3 * PAGE_SIZE as usize + 123;
         let bytes: Vec<u8> = (0..len).map(|i| (i * 131 % 251) as u8).collect();
         std::fs::write(&path, &bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -351,7 +342,8 @@ mod tests {
 
     #[test]
     fn direct_open_of_missing_file_is_io_naming_it() {
-        let path = std::env::temp_dir().join("lidb-lsm-no-such-file-for-direct-io");
+        let scratch = scratch_in(&std::env::temp_dir(), "direct-missing");
+        let path = scratch.path().join("no-such-file-for-direct-io");
         match FsStorage.open(&path, ReadMode::Direct) {
             Err(Error::Io { file, .. }) => assert_eq!(file, path),
             other => panic!("{other:?}"),
@@ -360,8 +352,8 @@ mod tests {
 
     #[test]
     fn direct_read_of_empty_file() {
-        let scratch = Scratch::new(&std::env::temp_dir(), "direct-empty");
-        let path = scratch.0.join("empty");
+        let scratch = scratch_in(&std::env::temp_dir(), "direct-empty");
+        let path = scratch.path().join("empty");
         std::fs::write(&path, b"").unwrap_or_else(|e| panic!("{e}"));
         if let Ok(file) = FsStorage.open(&path, ReadMode::Direct) {
             assert_eq!(file.len(), 0);
