@@ -4,32 +4,25 @@
 
 #![allow(clippy::unwrap_used, reason = "tests")]
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 
 use lidb_btree::testing::MemTarget;
 use lidb_btree::{BTreeStore, WalOptions};
 use lidb_storage::Storage;
 use lidb_storage::fs::FsStorage;
+use lidb_testkit::Scratch;
 
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn open(dir: &TempDir, opts: &WalOptions) -> lidb_btree::Result<BTreeStore<MemTarget>> {
+fn open(dir: &Path, opts: &WalOptions) -> lidb_btree::Result<BTreeStore<MemTarget>> {
     let storage: Arc<dyn Storage> = Arc::new(FsStorage);
-    std::fs::create_dir_all(&dir.0).unwrap();
-    let target = MemTarget::open(Arc::clone(&storage), &dir.0.join("tree.snap"))?;
-    BTreeStore::open(storage, &dir.0, target, opts.clone())
+    std::fs::create_dir_all(dir).unwrap();
+    let target = MemTarget::open(Arc::clone(&storage), &dir.join("tree.snap"))?;
+    BTreeStore::open(storage, dir, target, opts.clone())
 }
 
 #[test]
 fn the_store_works_on_the_file_system() {
-    let dir = TempDir(std::env::temp_dir().join(format!("lidb-btwal-{}", std::process::id())));
+    let dir = Scratch::new("btwal");
     let opts = WalOptions {
         sync: true,
         checkpoint_on_close: false,
@@ -52,7 +45,7 @@ fn the_store_works_on_the_file_system() {
     store.put(b"last", b"one").unwrap();
     drop(store);
 
-    let log = dir.0.join("wal-000002.log");
+    let log = dir.join("wal-000002.log");
     let len = std::fs::metadata(&log).unwrap().len();
     let f = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
     f.set_len(len - 2).unwrap();

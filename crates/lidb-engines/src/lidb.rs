@@ -367,20 +367,16 @@ fn split_of(m: lidb_lsm::MemoryUsage) -> MemorySplit {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use lidb_testkit::Scratch;
 
-    fn temp_dir(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("lidb-engines-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
-    }
+    use super::*;
 
     #[test]
     fn convert_on_an_engine_without_a_learned_tier_is_unsupported()
     -> Result<(), Box<dyn std::error::Error>> {
         for (tiering, name) in [(Tiering::WriteBack, "lsm+"), (Tiering::LsmTier, "lsm+tier")] {
-            let dir = temp_dir(&format!("convert-{}", name.replace('+', "-plus")));
-            let cfg = EngineConfig::new(dir.clone());
+            let scratch = Scratch::new(&format!("engines-convert-{}", name.replace('+', "-plus")));
+            let cfg = EngineConfig::new(scratch.join("db"));
             let e = TieredEngine::open(&cfg, tiering, Arc::new(lidb_storage::fs::FsStorage))?;
             e.put(b"k", b"v")?;
             let err = e.convert().err();
@@ -388,8 +384,6 @@ mod tests {
                 matches!(&err, Some(crate::EngineError::Unsupported(m)) if m.contains(&format!("{name} has no conversion"))),
                 "{name}: {err:?}"
             );
-            drop(e);
-            let _ = std::fs::remove_dir_all(&dir);
         }
         Ok(())
     }
@@ -397,9 +391,9 @@ mod tests {
     #[test]
     fn lsm_fitted_to_a_budget_gives_its_cache_what_the_indexes_leave()
     -> Result<(), Box<dyn std::error::Error>> {
-        let dir = temp_dir("budget");
+        let scratch = Scratch::new("engines-budget");
         let budget = 2 << 20;
-        let mut cfg = EngineConfig::new(dir.clone());
+        let mut cfg = EngineConfig::new(scratch.join("db"));
         cfg.memory_budget_bytes = Some(budget);
         cfg.memtable_bytes = 1 << 20;
         cfg.background = false;
@@ -445,8 +439,6 @@ mod tests {
         assert!(!over.fits());
         assert_eq!(over.over_bytes, resident - resident / 2);
         assert_eq!(e.memory().cache_bytes, 0);
-        drop(e);
-        let _ = std::fs::remove_dir_all(&dir);
         Ok(())
     }
 
@@ -457,9 +449,9 @@ mod tests {
     fn tiered_engines_fitted_to_a_budget_hold_it_across_gc()
     -> Result<(), Box<dyn std::error::Error>> {
         for tiering in [Tiering::Learned, Tiering::WriteBack, Tiering::LsmTier] {
-            let dir = temp_dir(&format!("budget-{tiering:?}"));
+            let scratch = Scratch::new(&format!("engines-budget-{tiering:?}"));
             let budget = 6 << 20;
-            let mut cfg = EngineConfig::new(dir.clone());
+            let mut cfg = EngineConfig::new(scratch.join("db"));
             cfg.memory_budget_bytes = Some(budget);
             cfg.memtable_bytes = 256 << 10;
             cfg.background = false;
@@ -524,8 +516,6 @@ mod tests {
             assert_eq!(over.over_bytes, resident - resident / 2);
             assert_eq!(e.memory().cache_bytes, 0, "{name}");
             assert_eq!(e.get(&1u64.to_be_bytes())?, Some(value(1, 0)), "{name}");
-            drop(e);
-            let _ = std::fs::remove_dir_all(&dir);
         }
         Ok(())
     }

@@ -193,9 +193,8 @@ mod tests {
     #[test]
     fn under_a_budget_reads_are_counted_and_memory_stays_in_the_cache()
     -> Result<(), Box<dyn std::error::Error>> {
-        let dir = std::env::temp_dir().join(format!("lidb-rocks-budget-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let mut cfg = EngineConfig::new(dir.clone());
+        let scratch = lidb_testkit::Scratch::new("rocks-budget");
+        let mut cfg = EngineConfig::new(scratch.join("db"));
         cfg.memory_budget_bytes = Some(1 << 20);
         cfg.memtable_bytes = 1 << 20;
         let e = RocksEngine::open(&cfg)?;
@@ -225,8 +224,6 @@ mod tests {
                 budget_bytes: 1 << 20
             }
         );
-        drop(e);
-        let _ = std::fs::remove_dir_all(&dir);
         Ok(())
     }
 }

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use lidb_engines::{Engine, EngineConfig};
+use lidb_testkit::Scratch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -290,13 +291,10 @@ fn env_u64(name: &str, default: u64) -> u64 {
 
 /// Runs one engine; the first failure, if any.
 fn run_engine(name: &str, seed: u64, ops: u64, secs: u64) -> Result<(u64, u64), String> {
-    let dir = std::env::temp_dir().join(format!(
-        "lidb-engines-model-{name}-{}-{seed}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = Scratch::new(&format!("engines-model-{name}-{seed}"));
     let e: Arc<dyn Engine> = Arc::from(
-        lidb_engines::open(name, &config(dir.clone())).map_err(|x| format!("{name}: open: {x}"))?,
+        lidb_engines::open(name, &config(scratch.join("db")))
+            .map_err(|x| format!("{name}: open: {x}"))?,
     );
     let h = Arc::new(History::new());
     let deadline = Instant::now() + Duration::from_secs(secs);
@@ -344,7 +342,6 @@ fn run_engine(name: &str, seed: u64, ops: u64, secs: u64) -> Result<(u64, u64), 
         check_read(&h, k, &got, gs, h.tick(), "final get").map_err(|m| format!("{name}: {m}"))
     });
     drop(e);
-    let _ = std::fs::remove_dir_all(&dir);
     let ops_done = result?;
     let gcs = gcs?;
     settled?;
