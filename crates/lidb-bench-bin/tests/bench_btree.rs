@@ -6,6 +6,7 @@
 
 use std::process::{Command, Output};
 
+use lidb_testkit::Scratch;
 use serde_json::Value;
 
 const FIELDS: [&str; 11] = [
@@ -30,13 +31,8 @@ fn lidb(args: &[&str]) -> Output {
 }
 
 fn run(experiment: &str, extra: &[&str]) -> Vec<Value> {
-    // Tests run in parallel in one process: each call gets a directory of its own.
-    static CALLS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!(
-        "lidb-bench-btree-{experiment}-{}-{call}",
-        std::process::id()
-    ));
+    // Each call gets a directory of its own, removed when the call ends (also by a panic).
+    let dir = Scratch::new(&format!("bench-btree-{experiment}"));
     let d = dir.display().to_string();
     let mut args = vec![
         "bench",

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use lidb_bench::engines::{self, EngineConfig};
+use lidb_testkit::Scratch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -23,8 +24,8 @@ fn config(dir: std::path::PathBuf) -> EngineConfig {
 #[test]
 fn every_engine_matches_a_btreemap() {
     for name in engines::names() {
-        let dir = std::env::temp_dir().join(format!("lidb-engines-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let scratch = Scratch::new(&format!("engines-{name}"));
+        let dir = scratch.join("db");
         let mut engine = engines::open(name, &config(dir.clone())).unwrap();
         let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         let mut rng = ChaCha8Rng::seed_from_u64(3);
@@ -70,14 +71,13 @@ fn every_engine_matches_a_btreemap() {
                 "engine {name}: final {k:?}"
             );
         }
-        drop(engine);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
 #[test]
 fn unknown_and_missing_engines_are_one_line_errors() {
-    let dir = std::env::temp_dir().join("lidb-engines-none");
+    let scratch = Scratch::new("engines-none");
+    let dir = scratch.join("db");
     let e = engines::open("bplustree", &config(dir.clone()))
         .err()
         .map(|e| e.to_string());
@@ -95,9 +95,8 @@ fn unknown_and_missing_engines_are_one_line_errors() {
 /// it ignores and its index memory.
 #[test]
 fn finedex_gc_is_a_checkpoint_and_its_notes_say_what_it_ignores() {
-    let dir = std::env::temp_dir().join(format!("lidb-engines-fine-gc-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let cfg = config(dir.clone());
+    let scratch = Scratch::new("engines-fine-gc");
+    let cfg = config(scratch.join("db"));
     let engine = engines::open("finedex", &cfg).unwrap();
     assert_eq!(engine.name(), "finedex");
     for round in 0..4u8 {
@@ -143,8 +142,6 @@ fn finedex_gc_is_a_checkpoint_and_its_notes_say_what_it_ignores() {
     drop(engine);
     let engine = engines::open("finedex", &cfg).unwrap();
     assert_eq!(engine.get(b"k0499").unwrap(), Some(vec![3; 100]));
-    drop(engine);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// learnedstore and btree: gc() is a checkpoint (the logs it covers removed, every answer kept
@@ -154,12 +151,10 @@ fn finedex_gc_is_a_checkpoint_and_its_notes_say_what_it_ignores() {
 #[test]
 fn learnedstore_and_btree_gc_is_a_checkpoint_and_their_notes_say_what_they_ignore() {
     for name in ["learnedstore", "btree"] {
-        let dir =
-            std::env::temp_dir().join(format!("lidb-engines-{name}-gc-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let scratch = Scratch::new(&format!("engines-{name}-gc"));
         let cfg = EngineConfig {
             pool_bytes: 1 << 20,
-            ..config(dir.clone())
+            ..config(scratch.join("db"))
         };
         let engine = engines::open(name, &cfg).unwrap();
         assert_eq!(engine.name(), name);
@@ -216,8 +211,6 @@ fn learnedstore_and_btree_gc_is_a_checkpoint_and_their_notes_say_what_they_ignor
         drop(engine);
         let engine = engines::open(name, &cfg).unwrap();
         assert_eq!(engine.get(b"k0499").unwrap(), Some(vec![3; 100]));
-        drop(engine);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -230,12 +223,10 @@ fn learnedstore_and_btree_gc_is_a_checkpoint_and_their_notes_say_what_they_ignor
 fn every_engine_fits_a_memory_budget_or_says_why_not() {
     let budget: u64 = 1 << 20;
     for name in engines::names() {
-        let dir =
-            std::env::temp_dir().join(format!("lidb-engines-{name}-budget-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let scratch = Scratch::new(&format!("engines-{name}-budget"));
         let cfg = EngineConfig {
             memory_budget_bytes: Some(budget),
-            ..config(dir.clone())
+            ..config(scratch.join("db"))
         };
         let engine = engines::open(name, &cfg).unwrap();
         let value = vec![9u8; 500];
@@ -284,7 +275,5 @@ fn every_engine_fits_a_memory_budget_or_says_why_not() {
             }
             _ => assert_eq!(fit.status(), "not-applied", "{name}: {fit:?}"),
         }
-        drop(engine);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

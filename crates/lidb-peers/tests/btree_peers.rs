@@ -4,12 +4,12 @@
 //! on unaligned offsets against a byte vector.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use lidb_bench::btree::config::value_for;
 use lidb_bench::btree::{StoreSetup, btree_engines, open_engine};
 use lidb_peers::btree::direct::{ALIGN, DirectBackend, IoCounters};
+use lidb_testkit::Scratch;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use redb::StorageBackend;
@@ -18,21 +18,15 @@ type TestResult = Result<(), Box<dyn std::error::Error>>;
 
 const SEED: u64 = 0xB7EE_0001;
 
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("lidb-btree-peers-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
 #[test]
 fn peers_agree_with_a_btreemap() -> TestResult {
     let peers = lidb_peers::peers();
     let engines = btree_engines(&peers);
     assert_eq!(engines, ["learnedstore", "btree", "redb", "lmdb"]);
     for engine in engines {
-        let dir = temp(engine);
+        let scratch = Scratch::new(&format!("btree-peers-{engine}"));
         let setup = StoreSetup {
-            dir: dir.clone(),
+            dir: scratch.join("db"),
             pool_bytes: 1 << 20,
             data_bytes: 4 << 20,
         };
@@ -97,16 +91,13 @@ fn peers_agree_with_a_btreemap() -> TestResult {
             "{engine}: a cold pass read nothing from the device ({})",
             store.device_reads_source()
         );
-        drop(store);
-        std::fs::remove_dir_all(&dir)?;
     }
     Ok(())
 }
 
 #[test]
 fn direct_backend_read_modify_write_on_unaligned_offsets() -> TestResult {
-    let dir = temp("direct");
-    std::fs::create_dir_all(&dir)?;
+    let dir = Scratch::new("btree-peers-direct");
     let counters = Arc::new(IoCounters::default());
     let backend = DirectBackend::open(&dir.join("file"), Arc::clone(&counters))?;
     eprintln!("O_DIRECT in {}: {}", dir.display(), backend.is_direct());
@@ -155,7 +146,6 @@ fn direct_backend_read_modify_write_on_unaligned_offsets() -> TestResult {
     let mut reread = vec![0u8; model.len()];
     again.read(0, &mut reread)?;
     assert_eq!(reread, model);
-    std::fs::remove_dir_all(&dir)?;
     Ok(())
 }
 
@@ -166,9 +156,9 @@ fn redb_reads_the_device_only_when_the_pool_is_too_small() -> TestResult {
     let keys: Vec<u64> = (0..20_000u64).map(|i| i * 7919).collect();
     let mut per_lookup = Vec::new();
     for (name, pool) in [("small", 128u64 << 10), ("large", 64 << 20)] {
-        let dir = temp(&format!("redb-pool-{name}"));
+        let scratch = Scratch::new(&format!("btree-peers-redb-pool-{name}"));
         let setup = StoreSetup {
-            dir: dir.clone(),
+            dir: scratch.join("db"),
             pool_bytes: pool,
             data_bytes: 20_000 * 72,
         };
@@ -186,8 +176,6 @@ fn redb_reads_the_device_only_when_the_pool_is_too_small() -> TestResult {
             assert!(store.get(k, &mut out)?, "redb lost {k}");
         }
         per_lookup.push((store.device_reads() - before) as f64 / 2_000.0);
-        drop(store);
-        std::fs::remove_dir_all(&dir)?;
     }
     let [small, large] = per_lookup.as_slice() else {
         return Err("two runs expected".into());

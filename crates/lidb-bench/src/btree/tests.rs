@@ -9,10 +9,12 @@ use super::measure::time_to_fraction_of_peak;
 use super::reference::{self, MemoryReference};
 use super::*;
 use crate::peers::Peers;
+use lidb_testkit::Scratch;
 
 const SEED: u64 = 0x5EED_B7EE;
 
-fn config(experiment: Experiment, n: u64) -> Config {
+/// A configuration over `n` random keys whose run directory is `scratch`.
+fn config(experiment: Experiment, n: u64, scratch: &Scratch) -> Config {
     Config {
         experiment,
         data: Dataset {
@@ -28,7 +30,7 @@ fn config(experiment: Experiment, n: u64) -> Config {
         interval_ms: 100,
         inner_miss: 0.01,
         seed: SEED,
-        dir: std::env::temp_dir().join(format!("lidb-btree-harness-{}", std::process::id())),
+        dir: scratch.to_path_buf(),
         keep: false,
         progress: false,
     }
@@ -46,7 +48,8 @@ fn reference_with(
 
 #[test]
 fn memory_gives_one_read_row_per_engine() -> Result<(), Error> {
-    let cfg = config(Experiment::Memory, 5_000);
+    let scratch = Scratch::new("btree-harness");
+    let cfg = config(Experiment::Memory, 5_000, &scratch);
     let report = run(&cfg, &reference_with(0))?;
     let [row] = report.rows.as_slice() else {
         panic!("expected one row, got {:?}", report.rows);
@@ -65,7 +68,8 @@ fn memory_gives_one_read_row_per_engine() -> Result<(), Error> {
 
 #[test]
 fn lookups_run_at_each_thread_count_with_their_scaling() -> Result<(), Error> {
-    let mut cfg = config(Experiment::Partial, 5_000);
+    let scratch = Scratch::new("btree-harness");
+    let mut cfg = config(Experiment::Partial, 5_000, &scratch);
     cfg.threads = vec![2, 1, 3];
     let report = run(&cfg, &reference_with(1))?;
     let got: Vec<(bool, usize, u64)> = report
@@ -111,7 +115,8 @@ fn lookups_run_at_each_thread_count_with_their_scaling() -> Result<(), Error> {
 
 #[test]
 fn reads_per_op_is_reads_over_operations() -> Result<(), Error> {
-    let cfg = config(Experiment::Memory, 2_000);
+    let scratch = Scratch::new("btree-harness");
+    let cfg = config(Experiment::Memory, 2_000, &scratch);
     // The warm-up pass also reads; only the timed lookups may count.
     let report = run(&cfg, &reference_with(3))?;
     let row = report.rows.first().ok_or(Error::Invalid("no row".into()))?;
@@ -121,7 +126,8 @@ fn reads_per_op_is_reads_over_operations() -> Result<(), Error> {
 
 #[test]
 fn partial_gives_a_real_row_and_a_simulated_one() -> Result<(), Error> {
-    let cfg = config(Experiment::Partial, 5_000);
+    let scratch = Scratch::new("btree-harness");
+    let cfg = config(Experiment::Partial, 5_000, &scratch);
     let report = run(&cfg, &reference_with(1))?;
     let simulated: Vec<bool> = report.rows.iter().map(|r| r.simulated).collect();
     assert_eq!(simulated, [false, true], "{:?}", report.rows);
@@ -170,7 +176,8 @@ fn partial_without_the_hook_says_so() -> Result<(), Error> {
             Ok(())
         }
     }
-    let mut cfg = config(Experiment::Partial, 1_000);
+    let scratch = Scratch::new("btree-harness");
+    let mut cfg = config(Experiment::Partial, 1_000, &scratch);
     cfg.engines = vec!["no-hook".to_string()];
     let open = |_: &str, _: &StoreSetup| -> Result<Box<dyn PagedStore>, Error> {
         Ok(Box::new(NoHook::default()))
@@ -190,7 +197,8 @@ fn partial_without_the_hook_says_so() -> Result<(), Error> {
 
 #[test]
 fn cold_gives_a_series_and_a_startup_time() -> Result<(), Error> {
-    let cfg = config(Experiment::Cold, 5_000);
+    let scratch = Scratch::new("btree-harness");
+    let cfg = config(Experiment::Cold, 5_000, &scratch);
     let report = run(&cfg, &reference_with(0))?;
     let row = report.rows.first().ok_or(Error::Invalid("no row".into()))?;
     assert_eq!(
@@ -220,7 +228,8 @@ fn time_to_90_is_the_end_of_the_first_interval_at_90_percent() {
 
 #[test]
 fn writes_gives_the_three_mixes_and_inserts_new_keys() -> Result<(), Error> {
-    let cfg = config(Experiment::Writes, 10_000);
+    let scratch = Scratch::new("btree-harness");
+    let cfg = config(Experiment::Writes, 10_000, &scratch);
     let report = run(&cfg, &reference_with(0))?;
     let ops: Vec<&str> = report.rows.iter().map(|r| r.op.as_str()).collect();
     let want: Vec<&str> = WRITE_MIXES.iter().map(|(op, _)| *op).collect();
@@ -272,7 +281,8 @@ fn a_wrong_value_stops_the_run() {
             Ok(())
         }
     }
-    let mut cfg = config(Experiment::Memory, 100);
+    let scratch = Scratch::new("btree-harness");
+    let mut cfg = config(Experiment::Memory, 100, &scratch);
     cfg.engines = vec!["liar".to_string()];
     let open = |_: &str, _: &StoreSetup| -> Result<Box<dyn PagedStore>, Error> {
         Ok(Box::new(Liar::default()))
@@ -282,13 +292,14 @@ fn a_wrong_value_stops_the_run() {
 
 #[test]
 fn bad_configurations_are_one_line_errors() {
-    let mut partial = config(Experiment::Partial, 1_000);
+    let scratch = Scratch::new("btree-harness");
+    let mut partial = config(Experiment::Partial, 1_000, &scratch);
     partial.pool = Some(partial.data.data_bytes());
-    let mut memory = config(Experiment::Memory, 1_000);
+    let mut memory = config(Experiment::Memory, 1_000, &scratch);
     memory.pool = Some(1024);
-    let mut writes = config(Experiment::Writes, 1_000);
+    let mut writes = config(Experiment::Writes, 1_000, &scratch);
     writes.ops = 501;
-    let mut no_ops = config(Experiment::Memory, 10);
+    let mut no_ops = config(Experiment::Memory, 10, &scratch);
     no_ops.ops = 0;
     for (cfg, want) in [
         (partial, "smaller than the tree"),
@@ -349,7 +360,8 @@ fn the_learned_engines_are_built_and_run_first() {
 
 #[test]
 fn rows_print_as_json_with_the_issue_fields() -> Result<(), Box<dyn std::error::Error>> {
-    let cfg = config(Experiment::Cold, 1_000);
+    let scratch = Scratch::new("btree-harness");
+    let cfg = config(Experiment::Cold, 1_000, &scratch);
     let report = run(&cfg, &reference_with(0))?;
     let lines = rows::json_lines(&report.rows)?;
     let first = lines.first().ok_or("no line")?;
@@ -385,7 +397,8 @@ fn rows_print_as_json_with_the_issue_fields() -> Result<(), Box<dyn std::error::
 #[test]
 fn engine_directories_go_when_their_rows_are_taken() -> Result<(), Error> {
     for keep in [false, true] {
-        let mut cfg = config(Experiment::Memory, 1_000);
+        let scratch = Scratch::new("btree-harness");
+        let mut cfg = config(Experiment::Memory, 1_000, &scratch);
         cfg.dir = cfg.dir.join(format!("dirs-{keep}"));
         cfg.keep = keep;
         cfg.engines = vec!["first:rs/16".to_string(), "second".to_string()];
@@ -415,7 +428,6 @@ fn engine_directories_go_when_their_rows_are_taken() -> Result<(), Error> {
             Vec::new()
         };
         assert_eq!(at_second, Some(want), "keep={keep}: {seen:?}");
-        let _ = std::fs::remove_dir_all(&cfg.dir);
     }
     Ok(())
 }
