@@ -194,24 +194,15 @@ fn bind(
     requirepass: Option<Password>,
     protected_mode: bool,
 ) -> Result<(), ServerError> {
-    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "lidb-server-protected-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let engine = engines::open("lsm", &EngineConfig::new(dir.clone())).unwrap();
+    let dir = lidb_testkit::Scratch::new("server-protected");
+    let engine = engines::open("lsm", &EngineConfig::new(dir.to_path_buf())).unwrap();
     let config = ServerConfig {
         listen: listen.into(),
         requirepass,
         protected_mode,
         ..ServerConfig::default()
     };
-    let bound = Server::bind(config, engine).map(drop);
-    let _ = std::fs::remove_dir_all(&dir);
-    bound
+    Server::bind(config, engine).map(drop)
 }
 
 #[test]

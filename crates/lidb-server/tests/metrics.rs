@@ -169,17 +169,14 @@ fn other_paths_and_bad_requests() {
 
 #[test]
 fn protected_mode_covers_the_metrics_address() {
-    let dir = std::env::temp_dir().join(format!("lidb-server-metrics-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let engine = engines::open("lsm", &EngineConfig::new(dir.clone())).unwrap();
+    let dir = lidb_testkit::Scratch::new("server-metrics");
+    let engine = engines::open("lsm", &EngineConfig::new(dir.to_path_buf())).unwrap();
     let config = ServerConfig {
         listen: "127.0.0.1:0".into(),
         metrics_listen: Some("0.0.0.0:0".into()),
         ..ServerConfig::default()
     };
     let bound = Server::bind(config, engine).map(drop);
-    let _ = std::fs::remove_dir_all(&dir);
     match bound {
         Err(e @ ServerError::Unprotected { .. }) => {
             let line = e.to_string();

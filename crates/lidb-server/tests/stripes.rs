@@ -87,10 +87,8 @@ impl Probe for SlowChecks {
 #[test]
 fn setnx_races_have_one_winner_and_never_overwrite_a_set() {
     const ROUNDS: usize = 40;
-    let dir = std::env::temp_dir().join(format!("lidb-server-slowchecks-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let engine = lidb_engines::open("lsm", &EngineConfig::new(dir.clone())).unwrap();
+    let dir = lidb_testkit::Scratch::new("server-slowchecks");
+    let engine = lidb_engines::open("lsm", &EngineConfig::new(dir.to_path_buf())).unwrap();
     let config = ServerConfig {
         listen: "127.0.0.1:0".into(),
         // More engine threads than clients: SETNXs waiting for the stripe leave a thread free for
@@ -167,7 +165,6 @@ fn setnx_races_have_one_winner_and_never_overwrite_a_set() {
         .count();
     assert!(raced > ROUNDS / 4, "only {raced} rounds raced");
     server.stop().unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -5,17 +5,17 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use lidb_engines::{self as engines, EngineConfig};
 use lidb_server::{Server, ServerConfig, ServerHandle};
+use lidb_testkit::Scratch;
 
-/// A running server and its directory (removed on drop, after the server stops).
+/// A running server and its directory (removed on drop, after the server stops: `drop` stops
+/// the server, then the fields drop).
 pub struct TestServer {
     pub handle: Option<ServerHandle>,
-    pub dir: PathBuf,
+    pub dir: Scratch,
 }
 
 impl TestServer {
@@ -41,20 +41,7 @@ impl TestServer {
 impl Drop for TestServer {
     fn drop(&mut self) {
         drop(self.handle.take());
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn fresh_dir(name: &str) -> PathBuf {
-    static N: AtomicU64 = AtomicU64::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "lidb-server-{name}-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// A server over engine `engine` with `config` (its listen address replaced by 127.0.0.1:0).
@@ -68,8 +55,8 @@ pub fn start_prepared(
     mut config: ServerConfig,
     prepare: impl FnOnce(&dyn engines::Engine),
 ) -> TestServer {
-    let dir = fresh_dir(engine);
-    let mut cfg = EngineConfig::new(dir.clone());
+    let dir = Scratch::new(&format!("server-{engine}"));
+    let mut cfg = EngineConfig::new(dir.to_path_buf());
     // Small memtables: the tests' writes go through flushes and compactions too.
     cfg.memtable_bytes = 256 << 10;
     let engine = engines::open(engine, &cfg).unwrap();
