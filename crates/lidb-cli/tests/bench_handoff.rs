@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use lidb_testkit::Scratch;
 use serde_json::Value;
 
 fn lidb(bench_bin: &Path, args: &[&str]) -> Output {
@@ -21,15 +22,16 @@ fn lidb(bench_bin: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn absent() -> PathBuf {
-    std::env::temp_dir().join(format!("lidb-no-bench-{}", std::process::id()))
+/// A `lidb-bench` path that does not exist: a name inside an empty scratch directory.
+fn absent(dir: &Scratch) -> PathBuf {
+    dir.join("lidb-bench")
 }
 
 /// A stand-in `lidb-bench` that prints its arguments and whether it was handed the run, then
 /// exits 7; in a directory of its own, removed by the caller.
-fn stand_in(dir: &tempfile::TempDir) -> PathBuf {
+fn stand_in(dir: &Scratch) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let path = dir.path().join("lidb-bench");
+    let path = dir.join("lidb-bench");
     std::fs::write(
         &path,
         "#!/bin/sh\necho \"handed: $*\"\necho \"by: ${LIDB_HANDED_ON_BY:+lidb}\"\nexit 7\n",
@@ -59,13 +61,14 @@ fn one_line_error(out: &Output, what: &str) {
 
 #[test]
 fn a_peer_without_lidb_bench_is_a_one_line_error() {
+    let dir = Scratch::new("no-bench");
     let out = lidb(
-        &absent(),
+        &absent(&dir),
         &["bench", "concurrent", "--index", "finedex,congee"],
     );
     one_line_error(&out, "--index congee");
     let out = lidb(
-        &absent(),
+        &absent(&dir),
         &["bench", "btree", "--engine", "learnedstore,redb"],
     );
     one_line_error(&out, "--engine redb");
@@ -73,7 +76,7 @@ fn a_peer_without_lidb_bench_is_a_one_line_error() {
 
 #[test]
 fn a_peer_run_is_handed_to_lidb_bench_with_the_same_arguments() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Scratch::new("bench-stand-in");
     let bench = stand_in(&dir);
     for args in [
         &["bench", "concurrent", "--index", "congee", "--threads", "1"][..],
@@ -95,8 +98,9 @@ fn a_peer_run_is_handed_to_lidb_bench_with_the_same_arguments() {
 
 #[test]
 fn all_without_the_peers_runs_lidbs_own_and_says_so() {
+    let dir = Scratch::new("no-bench");
     let out = lidb(
-        &absent(),
+        &absent(&dir),
         &[
             "bench",
             "concurrent",
