@@ -12,7 +12,7 @@ use serde_json::Value;
 
 const ENGINES: [&str; 5] = ["lsm", "learnedkv", "lsm+", "lsm+tier", "finedex"];
 
-const YCSB_FIELDS: [&str; 35] = [
+const YCSB_FIELDS: [&str; 37] = [
     "engine",
     "workload",
     "threads",
@@ -28,6 +28,8 @@ const YCSB_FIELDS: [&str; 35] = [
     "key_list_bytes",
     "model_bytes",
     "vlog_bytes",
+    "write_amp",
+    "space_amp",
     "reads_lsm",
     "reads_tier",
     "gcs",
@@ -120,6 +122,13 @@ fn ycsb(workload: &str, expected_ops: &[&str]) {
         assert!(row["kops_per_s"].as_f64().unwrap() > 0.0, "{row}");
         assert!(row["p50_us"].as_f64().unwrap() <= row["p99_us"].as_f64().unwrap());
         assert!(row["p99_us"].as_f64().unwrap() <= row["p999_us"].as_f64().unwrap());
+        // The load wrote every record's bytes at least once and the directory holds them.
+        if row["phase"] == 0 {
+            assert!(row["space_amp"].as_f64().unwrap() > 0.5, "{row}");
+            if let Some(w) = row["write_amp"].as_f64() {
+                assert!(w > 0.0, "{row}");
+            }
+        }
     }
     for engine in ENGINES {
         let has = |phase: u64, op: &str| {
