@@ -122,13 +122,6 @@ fn ycsb(workload: &str, expected_ops: &[&str]) {
         assert!(row["kops_per_s"].as_f64().unwrap() > 0.0, "{row}");
         assert!(row["p50_us"].as_f64().unwrap() <= row["p99_us"].as_f64().unwrap());
         assert!(row["p99_us"].as_f64().unwrap() <= row["p999_us"].as_f64().unwrap());
-        // The load wrote every record's bytes at least once and the directory holds them.
-        if row["phase"] == 0 {
-            assert!(row["space_amp"].as_f64().unwrap() > 0.5, "{row}");
-            if let Some(w) = row["write_amp"].as_f64() {
-                assert!(w > 0.0, "{row}");
-            }
-        }
     }
     for engine in ENGINES {
         let has = |phase: u64, op: &str| {
