@@ -1,8 +1,8 @@
 //! After its log fails (the disk fills, a sync or a write fails), an engine refuses writes but
 //! keeps answering reads of what it holds, as RocksDB does after a background error: every lidb
 //! engine, the same check. The trees' pool (16 pages) is far smaller than the data, so their
-//! reads evict pages meanwhile. Their page file is not on the injected storage: a disk that
-//! also refuses page write-backs is not simulated here.
+//! reads evict pages meanwhile. Their page file is not on the injected storage: a page file
+//! that also refuses write-backs is lidb-btree's `tests/reads_after_device_failure.rs`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 

@@ -206,6 +206,9 @@ impl Pool {
     pub fn alloc(&self, cooler: &dyn Cooler) -> Result<u32> {
         // Frames held by other threads free up soon; give up only after a long while.
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        // The last failed write-back: every evictable frame was dirty and the page file refused
+        // it. Cooling more frames may find clean ones; when none is left to cool, it is the error.
+        let mut write_back_error = None;
         for attempt in 0u64.. {
             if attempt > 1000 && std::time::Instant::now() > deadline {
                 break;
@@ -215,12 +218,22 @@ impl Pool {
                     .set_meta(u64::MAX, FrameState::Reserved, false);
                 return Ok(f);
             }
-            if !self.evict_one()? {
+            let evicted = self.evict_one().unwrap_or_else(|e| {
+                write_back_error = Some(e);
+                false
+            });
+            if !evicted {
                 let cooled = cooler.cool(self.cooling_target);
                 if cooled == 0 && attempt > 100 {
+                    if let Some(e) = write_back_error {
+                        return Err(e);
+                    }
                     std::thread::yield_now();
                 }
             }
+        }
+        if let Some(e) = write_back_error {
+            return Err(e);
         }
         Err(Error::InvalidOption(format!(
             "buffer pool of {} frames is too small: no frame could be freed (every frame is \
@@ -246,9 +259,13 @@ impl Pool {
     }
 
     /// Evicts the FIFO's oldest evictable frame (writing it back if dirty). Returns false when
-    /// the FIFO holds nothing evictable now.
+    /// the FIFO holds nothing evictable now. A dirty frame whose write-back fails (a full disk)
+    /// stays resident and dirty, its newest contents kept, and goes to the FIFO's young end
+    /// while the search goes on for a clean frame, so reads go on after the page file stops
+    /// taking writes; the write-back's error is returned only when no frame could be evicted.
     pub fn evict_one(&self) -> Result<bool> {
         let tries = lock(&self.fifo).len();
+        let mut failed = None;
         for _ in 0..tries {
             let Some((f, pid)) = lock(&self.fifo).pop_back() else {
                 return Ok(false);
@@ -265,8 +282,9 @@ impl Pool {
             if frame.is_dirty()
                 && let Err(e) = self.write_back(f)
             {
-                lock(&self.fifo).push_back((f, pid));
-                return Err(e);
+                lock(&self.fifo).push_front((f, pid));
+                failed.get_or_insert(e);
+                continue;
             }
             lock(&self.resident).table.remove(&pid);
             frame.set_meta(u64::MAX, FrameState::Free, false);
@@ -276,7 +294,10 @@ impl Pool {
             bump(&self.counters.evictions);
             return Ok(true);
         }
-        Ok(false)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(false),
+        }
     }
 
     /// Writes frame `f`'s page back through the page file and clears its dirty flag. The caller
