@@ -14,11 +14,10 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 fn config(dir: std::path::PathBuf) -> EngineConfig {
-    EngineConfig {
-        memtable_bytes: 64 * 1024,
-        block_cache_bytes: 256 * 1024,
-        ..EngineConfig::new(dir)
-    }
+    let mut cfg = EngineConfig::new(dir);
+    cfg.lsm.memtable_bytes = 64 * 1024;
+    cfg.lsm.block_cache_bytes = 256 * 1024;
+    cfg
 }
 
 #[test]
@@ -152,10 +151,8 @@ fn finedex_gc_is_a_checkpoint_and_its_notes_say_what_it_ignores() {
 fn learnedstore_and_btree_gc_is_a_checkpoint_and_their_notes_say_what_they_ignore() {
     for name in ["learnedstore", "btree"] {
         let scratch = Scratch::new(&format!("engines-{name}-gc"));
-        let cfg = EngineConfig {
-            pool_bytes: 1 << 20,
-            ..config(scratch.join("db"))
-        };
+        let mut cfg = config(scratch.join("db"));
+        cfg.tree.pool_bytes = 1 << 20;
         let engine = engines::open(name, &cfg).unwrap();
         assert_eq!(engine.name(), name);
         for round in 0..4u8 {

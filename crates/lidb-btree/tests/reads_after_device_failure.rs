@@ -42,14 +42,16 @@ fn reads_go_on(provider_thread: bool) {
     // About 20 times the pool: most pages live only on the device.
     for i in 0..40_000u32 {
         let v = vec![(i % 251) as u8; 100];
-        tree.put(&key(i), &v).unwrap_or_else(|e| panic!("put {i}: {e}"));
+        tree.put(&key(i), &v)
+            .unwrap_or_else(|e| panic!("put {i}: {e}"));
         model.insert(key(i), v);
     }
     tree.checkpoint(1, b"").unwrap_or_else(|e| panic!("{e}"));
     // A few dirty pages in the pool, then the device refuses every write.
     for i in (0..40_000u32).step_by(9_000) {
         let v = vec![0xEE; 100];
-        tree.put(&key(i), &v).unwrap_or_else(|e| panic!("put {i}: {e}"));
+        tree.put(&key(i), &v)
+            .unwrap_or_else(|e| panic!("put {i}: {e}"));
         model.insert(key(i), v);
     }
     dev.fail_after_writes(Some(0));
@@ -68,7 +70,10 @@ fn reads_go_on(provider_thread: bool) {
         .unwrap_or_else(|e| panic!("scan after the device failed: {e}"));
     assert_eq!(scanned.len(), model.len());
     assert!(
-        scanned.iter().zip(&model).all(|((k, v), (mk, mv))| k == mk && v == mv),
+        scanned
+            .iter()
+            .zip(&model)
+            .all(|((k, v), (mk, mv))| k == mk && v == mv),
         "the scan gives every key with its newest value"
     );
     let stats = tree.stats();

@@ -14,7 +14,9 @@ use lidb_storage::RecoveryMode;
 
 use crate::error::CliError;
 
-/// Which engine, and how it is configured. Each option's help names the engines that read it.
+/// Which engine, and how it is configured: the options every engine reads, then one group per
+/// engine family (each its own help section), flattened into every command that opens an
+/// engine. Each option's help names the engines that read it.
 #[derive(Debug, Args)]
 pub struct EngineArgs {
     /// The engine: lsm (values in the LSM), learnedkv (LSM plus a learned tier built by GC),
@@ -42,6 +44,20 @@ pub struct EngineArgs {
     /// btree: for the page file).
     #[arg(long)]
     pub direct_io: bool,
+    #[command(flatten)]
+    pub lsm: LsmArgs,
+    #[command(flatten)]
+    pub tier: TierArgs,
+    #[command(flatten)]
+    pub checkpoint: CheckpointArgs,
+    #[command(flatten)]
+    pub tree: TreeArgs,
+}
+
+/// The LSM engines' options (and rocksdb's memtable and cache).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "LSM engines (lsm, learnedkv, lsm+, lsm+tier) and rocksdb")]
+pub struct LsmArgs {
     /// LSM engines (lsm, learnedkv, lsm+, lsm+tier), rocksdb: memtable size that triggers a
     /// flush (e.g. 64MiB, 256KiB). `--memtable` is the same option (as `lidb bench ycsb`).
     #[arg(long, alias = "memtable", default_value = "64MiB", value_parser = lidb_storage::size::parse_size)]
@@ -60,6 +76,12 @@ pub struct EngineArgs {
     /// LSM engines: target SSTable size (4MiB to 128MiB).
     #[arg(long, default_value = "64MiB", value_parser = lidb_storage::size::parse_size)]
     pub sst_size: u64,
+}
+
+/// learnedkv's conversion triggers.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "learnedkv")]
+pub struct TierArgs {
     /// learnedkv: convert in the background (no values moved) when the LSM's tables reach this
     /// size (e.g. 256MiB); 0 = off.
     #[arg(long, default_value = "0", value_parser = lidb_storage::size::parse_size)]
@@ -67,12 +89,24 @@ pub struct EngineArgs {
     /// learnedkv: convert in the background when the LSM has this many non-empty levels; 0 = off.
     #[arg(long, default_value_t = 0)]
     pub convert_at_lsm_levels: usize,
+}
+
+/// The automatic checkpoint of the engines that checkpoint.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "finedex, learnedstore and btree")]
+pub struct CheckpointArgs {
     /// finedex, learnedstore, btree: checkpoint by itself, in a background thread, each time
     /// the log holds this many bytes since the last checkpoint (e.g. 64MiB, 256KiB), which
     /// bounds the log and the next open's replay; 0 = only on an explicit checkpoint (and, for
     /// learnedstore and btree, on close).
     #[arg(long, default_value = "64MiB", value_parser = lidb_storage::size::parse_size)]
     pub checkpoint_log_bytes: u64,
+}
+
+/// learnedstore's and btree's options.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "learnedstore and btree")]
+pub struct TreeArgs {
     /// learnedstore, btree: bytes of the buffer pool, the tree's pages in memory (e.g. 8MiB,
     /// 1GiB; a pool smaller than 16 pages is raised to 16). The default is the LSM engines'
     /// default block cache, so the read caches match; the LSMs also hold a memtable
@@ -246,20 +280,22 @@ impl EngineArgs {
         cfg.sync = self.sync;
         cfg.recovery_mode = self.recovery_mode;
         cfg.direct_io = self.direct_io;
-        cfg.memtable_bytes = self.write_buffer;
-        cfg.block_cache_bytes = self.block_cache;
-        cfg.lsm_index = self.index;
-        cfg.lsm_boundary = self.boundary;
-        cfg.sst_size_bytes = self.sst_size;
-        cfg.convert_at_lsm_bytes = Some(self.convert_at_lsm_bytes);
-        cfg.convert_at_lsm_levels = self.convert_at_lsm_levels;
-        cfg.checkpoint_log_bytes = Some(self.checkpoint_log_bytes);
-        cfg.pool_bytes = self.pool;
-        cfg.page_size = self.page_size;
-        cfg.learned_path = self.learned;
-        let model: (Family, u64) = lidb_btree::LearnedOptions::parse_model(&self.leaf_model)
+        let lsm = &self.lsm;
+        cfg.lsm.memtable_bytes = lsm.write_buffer;
+        cfg.lsm.block_cache_bytes = lsm.block_cache;
+        cfg.lsm.index = lsm.index;
+        cfg.lsm.boundary = lsm.boundary;
+        cfg.lsm.sst_size_bytes = lsm.sst_size;
+        cfg.tier.convert_at_lsm_bytes = Some(self.tier.convert_at_lsm_bytes);
+        cfg.tier.convert_at_lsm_levels = self.tier.convert_at_lsm_levels;
+        cfg.set_checkpoint_log_bytes(Some(self.checkpoint.checkpoint_log_bytes));
+        let tree = &self.tree;
+        cfg.tree.pool_bytes = tree.pool;
+        cfg.tree.page_size = tree.page_size;
+        cfg.tree.learned_path = tree.learned;
+        let model: (Family, u64) = lidb_btree::LearnedOptions::parse_model(&tree.leaf_model)
             .map_err(crate::args::usage("--leaf-model"))?;
-        cfg.leaf_model = Some(model);
+        cfg.tree.leaf_model = Some(model);
         Ok(cfg)
     }
 }

@@ -195,7 +195,7 @@ pub(crate) fn store_options(engine: &EngineArgs) -> FineStoreOptions {
     FineStoreOptions {
         sync: engine.sync,
         recovery_mode: engine.recovery_mode,
-        checkpoint_log_bytes: engine.checkpoint_log_bytes,
+        checkpoint_log_bytes: engine.checkpoint.checkpoint_log_bytes,
         index: Config::default(),
     }
 }

@@ -188,7 +188,7 @@ mod tests {
             panic!("{parsed:?}")
         };
         assert_eq!(
-            cli.kv.engine.checkpoint_log_bytes,
+            cli.kv.engine.checkpoint.checkpoint_log_bytes,
             lidb_fine::FineStoreOptions::DEFAULT_CHECKPOINT_LOG_BYTES
         );
     }

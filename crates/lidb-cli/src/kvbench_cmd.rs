@@ -197,18 +197,18 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
         }
     };
     let mut engine = EngineConfig::new(PathBuf::new());
-    engine.memtable_bytes = a.memtable;
-    engine.block_cache_bytes = a.cache;
-    engine.pool_bytes = a.pool;
-    engine.lsm_index = a.index;
+    engine.lsm.memtable_bytes = a.memtable;
+    engine.lsm.block_cache_bytes = a.cache;
+    engine.tree.pool_bytes = a.pool;
+    engine.lsm.index = a.index;
     engine.direct_io = a.direct_io;
     if a.lsm_boundary < 2 {
         return Err(CliError::Usage(
             "--boundary: the position boundary is at least 2".into(),
         ));
     }
-    engine.lsm_boundary = a.lsm_boundary;
-    engine.lsm_cache_mode = lidb_lsm::CacheMode::from_name(&a.lsm_cache).ok_or_else(|| {
+    engine.lsm.boundary = a.lsm_boundary;
+    engine.lsm.cache_mode = lidb_lsm::CacheMode::from_name(&a.lsm_cache).ok_or_else(|| {
         CliError::Usage(format!(
             "--lsm-cache: {} is not pages, entries or entries+pages",
             a.lsm_cache

@@ -90,12 +90,12 @@ pub fn run(a: RepairArgs, given: &[String]) -> Result<(), CliError> {
     }
     let lsm = Options {
         index: IndexOptions {
-            family: a.engine.index.family,
-            params: Params::new(a.engine.boundary),
+            family: a.engine.lsm.index.family,
+            params: Params::new(a.engine.lsm.boundary),
             level_boundaries: Vec::new(),
-            kind: a.engine.index.kind,
+            kind: a.engine.lsm.index.kind,
         },
-        sst_size_bytes: a.engine.sst_size,
+        sst_size_bytes: a.engine.lsm.sst_size,
         ..Options::default()
     };
     let storage: Arc<dyn Storage> = Arc::new(FsStorage);

@@ -55,14 +55,14 @@ pub struct BTreeEngine {
 }
 
 impl BTreeEngine {
-    /// Opens `learnedstore` (`learned` true: the path as `cfg.learned_path` says) or `btree`
+    /// Opens `learnedstore` (`learned` true: the path as `cfg.tree.learned_path` says) or `btree`
     /// (`learned` false: the path off whatever the configuration says).
     pub fn open(
         cfg: &EngineConfig,
         learned: bool,
         storage: std::sync::Arc<dyn lidb_storage::Storage>,
     ) -> EngineResult<BTreeEngine> {
-        let opts = store_options(cfg, learned && cfg.learned_path);
+        let opts = store_options(cfg, learned && cfg.tree.learned_path);
         let page_size = opts.tree.page_size as u64;
         let learned_on = opts.learned.enabled;
         Ok(BTreeEngine {
@@ -79,8 +79,8 @@ impl BTreeEngine {
 fn store_options(cfg: &EngineConfig, learned_path: bool) -> LearnedStoreOptions {
     let mut opts = LearnedStoreOptions {
         tree: Options {
-            page_size: usize::try_from(cfg.page_size).unwrap_or(usize::MAX),
-            pool_bytes: cfg.pool_bytes,
+            page_size: usize::try_from(cfg.tree.page_size).unwrap_or(usize::MAX),
+            pool_bytes: cfg.tree.pool_bytes,
             direct_io: cfg.direct_io,
             ..Options::default()
         },
@@ -90,13 +90,13 @@ fn store_options(cfg: &EngineConfig, learned_path: bool) -> LearnedStoreOptions 
         },
         ..LearnedStoreOptions::default()
     };
-    if let Some((family, bound)) = cfg.leaf_model {
+    if let Some((family, bound)) = cfg.tree.leaf_model {
         opts.learned.family = family;
         opts.learned.error_bound = bound;
     }
     opts.wal.sync = cfg.sync;
     opts.wal.recovery_mode = cfg.recovery_mode;
-    if let Some(bytes) = cfg.checkpoint_log_bytes {
+    if let Some(bytes) = cfg.tree.checkpoint_log_bytes {
         opts.wal.checkpoint_log_bytes = bytes;
     }
     opts
@@ -109,17 +109,17 @@ fn ignored_options(cfg: &EngineConfig) -> String {
          lsm_index={}/{} tier_index={}/{} over_provisioning={} background_gc={} do not apply and \
          are ignored; pool={} page_size={} direct_io={} sync={} apply; gc() is a checkpoint \
          (dirty pages written, covered logs removed)",
-        format_size(cfg.memtable_bytes),
-        format_size(cfg.block_cache_bytes),
-        cfg.bloom_bits_per_key,
-        cfg.lsm_index.name(),
-        cfg.lsm_boundary,
-        cfg.tier_index.name(),
-        cfg.tier_page_boundary,
-        cfg.over_provisioning,
+        format_size(cfg.lsm.memtable_bytes),
+        format_size(cfg.lsm.block_cache_bytes),
+        cfg.lsm.bloom_bits_per_key,
+        cfg.lsm.index.name(),
+        cfg.lsm.boundary,
+        cfg.tier.index.name(),
+        cfg.tier.page_boundary,
+        cfg.tier.over_provisioning,
         cfg.background,
-        format_size(cfg.pool_bytes),
-        cfg.page_size,
+        format_size(cfg.tree.pool_bytes),
+        cfg.tree.page_size,
         cfg.direct_io,
         cfg.sync,
     )

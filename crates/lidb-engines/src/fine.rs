@@ -53,6 +53,7 @@ impl FineEngine {
             sync: cfg.sync,
             recovery_mode: cfg.recovery_mode,
             checkpoint_log_bytes: cfg
+                .finedex
                 .checkpoint_log_bytes
                 .unwrap_or(defaults.checkpoint_log_bytes),
             ..defaults
@@ -72,15 +73,15 @@ fn ignored_options(cfg: &EngineConfig) -> String {
          lsm_index={}/{} tier_index={}/{} over_provisioning={} background_gc={} do not apply and \
          are ignored; sync={} applies; gc() is a checkpoint (a new checkpoint and an empty log; \
          the index in memory is unchanged)",
-        format_size(cfg.memtable_bytes),
-        format_size(cfg.block_cache_bytes),
-        cfg.bloom_bits_per_key,
+        format_size(cfg.lsm.memtable_bytes),
+        format_size(cfg.lsm.block_cache_bytes),
+        cfg.lsm.bloom_bits_per_key,
         cfg.direct_io,
-        cfg.lsm_index.name(),
-        cfg.lsm_boundary,
-        cfg.tier_index.name(),
-        cfg.tier_page_boundary,
-        cfg.over_provisioning,
+        cfg.lsm.index.name(),
+        cfg.lsm.boundary,
+        cfg.tier.index.name(),
+        cfg.tier.page_boundary,
+        cfg.tier.over_provisioning,
         cfg.background,
         cfg.sync,
     )

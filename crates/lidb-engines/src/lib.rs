@@ -260,47 +260,63 @@ pub trait Probe {
     }
 }
 
-/// What every engine is configured with (finedex takes only `dir` and `sync`; learnedstore and
-/// btree take `dir`, `sync`, `direct_io`, `pool_bytes`, `page_size` and `learned_path`).
+/// What an engine is configured with: the options every engine reads, then one group per
+/// engine family, each read only by the engines it names (the others ignore it, and `lidb`'s
+/// commands refuse it for them).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineConfig {
     pub dir: PathBuf,
-    pub memtable_bytes: u64,
-    pub block_cache_bytes: u64,
-    /// Buffer pool of learnedstore and btree. Default 8 MiB, `block_cache_bytes`'s default: the
-    /// pool is the block cache's counterpart, so the two read caches are equal at the defaults
-    /// (the LSMs' memtable has no counterpart in the tree; see `btree.rs`).
-    pub pool_bytes: u64,
-    /// Page size of learnedstore and btree: a power of two in 4096..=65536. Default 4096.
-    pub page_size: u64,
-    /// learnedstore's learned leaf path (default on); off, it runs as btree. btree ignores it.
-    pub learned_path: bool,
-    pub bloom_bits_per_key: u32,
-    pub direct_io: bool,
+    /// Sync every write before acknowledging it (every engine).
     pub sync: bool,
-    /// Index of lidb's LSM tables: a family, FAMILY+keys or an unclustered index.
-    pub lsm_index: IndexChoice,
-    pub lsm_boundary: u64,
-    /// Target size of lidb's LSM tables.
-    pub sst_size_bytes: u64,
     /// What the open does with a bad record in a log (every lidb engine).
     pub recovery_mode: lidb_storage::RecoveryMode,
-    /// What lidb's LSM (engine lsm) keeps in its cache for point lookups: pages or entries.
-    pub lsm_cache_mode: lidb_lsm::CacheMode,
-    /// Learned tier of learnedkv: family and error bound in key-list pages.
-    pub tier_index: Family,
-    pub tier_page_boundary: u64,
-    pub over_provisioning: f64,
+    /// O_DIRECT for table reads (the LSM engines, rocksdb) or the page file (learnedstore,
+    /// btree).
+    pub direct_io: bool,
     /// Background GC and compaction (benchmarks leave it on).
     pub background: bool,
     /// One budget for index + filters + cache (`--memory`; see [`budget`]). RocksDB takes it
     /// at open as its block cache with index and filter blocks inside; lidb's LSM opens with it
-    /// as its cache and is fitted after the load ([`Engine::fit_memory_budget`]). None: every
-    /// engine gets `block_cache_bytes` and keeps its indexes outside it.
+    /// as its cache and is fitted after the load ([`Probe::fit_memory_budget`]). None: every
+    /// engine gets its own cache option and keeps its indexes outside it.
     pub memory_budget_bytes: Option<u64>,
-    /// Automatic checkpoint once the log holds this many bytes (finedex, learnedstore, btree);
-    /// None: each engine's default (64 MiB). `lidb stress` lowers it so checkpoints run often.
-    pub checkpoint_log_bytes: Option<u64>,
+    /// lsm, learnedkv, lsm+, lsm+tier (their LSMs) and rocksdb (memtable, cache, filters).
+    pub lsm: LsmConfig,
+    /// learnedkv and lsm+tier: the tier GC builds and when it converts.
+    pub tier: TierConfig,
+    /// learnedstore and btree.
+    pub tree: TreeConfig,
+    /// finedex (FineStore).
+    pub finedex: FinedexConfig,
+}
+
+/// The LSM engines' options (lsm, learnedkv, lsm+, lsm+tier) and rocksdb's memtable, cache and
+/// filters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LsmConfig {
+    /// Memtable size that triggers a flush.
+    pub memtable_bytes: u64,
+    /// Block cache (without a memory budget).
+    pub block_cache_bytes: u64,
+    pub bloom_bits_per_key: u32,
+    /// Index of lidb's LSM tables: a family, FAMILY+keys or an unclustered index.
+    pub index: IndexChoice,
+    /// Position boundary of that index.
+    pub boundary: u64,
+    /// Target size of lidb's LSM tables.
+    pub sst_size_bytes: u64,
+    /// What lidb's LSM (engine lsm) keeps in its cache for point lookups: pages or entries.
+    pub cache_mode: lidb_lsm::CacheMode,
+}
+
+/// The tier of learnedkv (learned) and lsm+tier (an LSM): how GC builds it and when learnedkv
+/// converts by itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TierConfig {
+    /// Learned tier of learnedkv: family and error bound in key-list pages.
+    pub index: Family,
+    pub page_boundary: u64,
+    pub over_provisioning: f64,
     /// learnedkv's automatic conversion once the active LSM's tables hold this many bytes
     /// (checked by its background thread); None: off, as in the benchmarks, which measure
     /// GC-triggered conversion.
@@ -308,38 +324,77 @@ pub struct EngineConfig {
     /// learnedkv's automatic conversion once the active LSM has this many non-empty levels;
     /// 0: off.
     pub convert_at_lsm_levels: usize,
+}
+
+/// learnedstore's and btree's options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeConfig {
+    /// Buffer pool. Default 8 MiB, the LSM block cache's default: the pool is the block
+    /// cache's counterpart, so the two read caches are equal at the defaults (the LSMs'
+    /// memtable has no counterpart in the tree; see `btree.rs`).
+    pub pool_bytes: u64,
+    /// Page size: a power of two in 4096..=65536. Default 4096.
+    pub page_size: u64,
+    /// learnedstore's learned leaf path (default on); off, it runs as btree. btree ignores it.
+    pub learned_path: bool,
     /// learnedstore's model over its leaves' boundary keys: family and error bound in
     /// mapping-table slots. None: its default (RadixSpline, 32).
     pub leaf_model: Option<(Family, u64)>,
+    /// Automatic checkpoint once the log holds this many bytes; None: the default (64 MiB).
+    pub checkpoint_log_bytes: Option<u64>,
+}
+
+/// finedex's (FineStore's) options.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinedexConfig {
+    /// Automatic checkpoint once the log holds this many bytes; None: the default (64 MiB).
+    /// `lidb stress` lowers it so checkpoints run often.
+    pub checkpoint_log_bytes: Option<u64>,
 }
 
 impl EngineConfig {
     pub fn new(dir: PathBuf) -> EngineConfig {
         EngineConfig {
             dir,
-            memtable_bytes: 64 << 20,
-            block_cache_bytes: 8 << 20,
-            pool_bytes: 8 << 20,
-            page_size: 4096,
-            learned_path: true,
-            bloom_bits_per_key: 10,
-            direct_io: false,
             sync: false,
-            lsm_index: IndexChoice::default(),
-            lsm_boundary: 16,
-            sst_size_bytes: 64 << 20,
             recovery_mode: lidb_storage::RecoveryMode::TolerateTornTail,
-            lsm_cache_mode: lidb_lsm::CacheMode::default(),
-            tier_index: Family::Plr,
-            tier_page_boundary: 2,
-            over_provisioning: 0.3,
+            direct_io: false,
             background: true,
             memory_budget_bytes: None,
-            checkpoint_log_bytes: None,
-            convert_at_lsm_bytes: None,
-            convert_at_lsm_levels: 0,
-            leaf_model: None,
+            lsm: LsmConfig {
+                memtable_bytes: 64 << 20,
+                block_cache_bytes: 8 << 20,
+                bloom_bits_per_key: 10,
+                index: IndexChoice::default(),
+                boundary: 16,
+                sst_size_bytes: 64 << 20,
+                cache_mode: lidb_lsm::CacheMode::default(),
+            },
+            tier: TierConfig {
+                index: Family::Plr,
+                page_boundary: 2,
+                over_provisioning: 0.3,
+                convert_at_lsm_bytes: None,
+                convert_at_lsm_levels: 0,
+            },
+            tree: TreeConfig {
+                pool_bytes: 8 << 20,
+                page_size: 4096,
+                learned_path: true,
+                leaf_model: None,
+                checkpoint_log_bytes: None,
+            },
+            finedex: FinedexConfig {
+                checkpoint_log_bytes: None,
+            },
         }
+    }
+
+    /// Sets the automatic checkpoint threshold of every engine that checkpoints (finedex,
+    /// learnedstore, btree).
+    pub fn set_checkpoint_log_bytes(&mut self, bytes: Option<u64>) {
+        self.tree.checkpoint_log_bytes = bytes;
+        self.finedex.checkpoint_log_bytes = bytes;
     }
 }
 

@@ -18,17 +18,17 @@ use super::{
 fn lsm_options(cfg: &EngineConfig, block_cache_bytes: u64) -> Options {
     Options {
         index: IndexOptions {
-            family: cfg.lsm_index.family,
-            params: Params::new(cfg.lsm_boundary),
+            family: cfg.lsm.index.family,
+            params: Params::new(cfg.lsm.boundary),
             level_boundaries: Vec::new(),
-            kind: cfg.lsm_index.kind,
+            kind: cfg.lsm.index.kind,
         },
-        sst_size_bytes: cfg.sst_size_bytes,
+        sst_size_bytes: cfg.lsm.sst_size_bytes,
         recovery_mode: cfg.recovery_mode,
-        write_buffer_bytes: cfg.memtable_bytes,
+        write_buffer_bytes: cfg.lsm.memtable_bytes,
         block_cache_bytes,
-        cache_mode: cfg.lsm_cache_mode,
-        bloom_bits_per_key: cfg.bloom_bits_per_key,
+        cache_mode: cfg.lsm.cache_mode,
+        bloom_bits_per_key: cfg.lsm.bloom_bits_per_key,
         direct_io: cfg.direct_io,
         sync: cfg.sync,
         background_compaction: cfg.background,
@@ -50,7 +50,7 @@ impl LsmEngine {
                 &cfg.dir,
                 lsm_options(
                     cfg,
-                    cfg.memory_budget_bytes.unwrap_or(cfg.block_cache_bytes),
+                    cfg.memory_budget_bytes.unwrap_or(cfg.lsm.block_cache_bytes),
                 ),
             )?,
         })
@@ -156,9 +156,9 @@ pub enum Tiering {
 pub fn tier_kind(tiering: Tiering, cfg: &EngineConfig) -> TierKind {
     match tiering {
         Tiering::Learned => TierKind::Learned {
-            family: cfg.tier_index,
-            page_boundary: cfg.tier_page_boundary,
-            params: Params::new(cfg.tier_page_boundary),
+            family: cfg.tier.index,
+            page_boundary: cfg.tier.page_boundary,
+            params: Params::new(cfg.tier.page_boundary),
         },
         Tiering::WriteBack => TierKind::WriteBack,
         Tiering::LsmTier => TierKind::Lsm,
@@ -184,23 +184,27 @@ impl TieredEngine {
             // size; under a budget it starts with all of it and is fitted after the load.
             lsm: lsm_options(
                 cfg,
-                cfg.memory_budget_bytes.unwrap_or(cfg.block_cache_bytes),
+                cfg.memory_budget_bytes.unwrap_or(cfg.lsm.block_cache_bytes),
             ),
             tier,
-            over_provisioning: cfg.over_provisioning,
+            over_provisioning: cfg.tier.over_provisioning,
             auto_gc: cfg.background,
-            lsm_bloom_bits_per_key: if learned { cfg.bloom_bits_per_key } else { 0 },
+            lsm_bloom_bits_per_key: if learned {
+                cfg.lsm.bloom_bits_per_key
+            } else {
+                0
+            },
             sync: cfg.sync,
             direct_io: cfg.direct_io,
             // Conversion thresholds stay off unless asked for: the benchmarks measure
             // GC-triggered conversion.
             convert_at_lsm_bytes: if learned {
-                cfg.convert_at_lsm_bytes.unwrap_or(0)
+                cfg.tier.convert_at_lsm_bytes.unwrap_or(0)
             } else {
                 0
             },
             convert_at_lsm_levels: if learned {
-                cfg.convert_at_lsm_levels
+                cfg.tier.convert_at_lsm_levels
             } else {
                 0
             },
@@ -395,7 +399,7 @@ mod tests {
         let budget = 2 << 20;
         let mut cfg = EngineConfig::new(scratch.join("db"));
         cfg.memory_budget_bytes = Some(budget);
-        cfg.memtable_bytes = 1 << 20;
+        cfg.lsm.memtable_bytes = 1 << 20;
         cfg.background = false;
         let e = LsmEngine::open(&cfg, Arc::new(lidb_storage::fs::FsStorage))?;
         assert_eq!(
@@ -453,7 +457,7 @@ mod tests {
             let budget = 6 << 20;
             let mut cfg = EngineConfig::new(scratch.join("db"));
             cfg.memory_budget_bytes = Some(budget);
-            cfg.memtable_bytes = 256 << 10;
+            cfg.lsm.memtable_bytes = 256 << 10;
             cfg.background = false;
             let e = TieredEngine::open(&cfg, tiering, Arc::new(lidb_storage::fs::FsStorage))?;
             let name = e.name();

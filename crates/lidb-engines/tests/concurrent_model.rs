@@ -274,10 +274,10 @@ fn worker(
 
 fn config(dir: std::path::PathBuf) -> EngineConfig {
     let mut cfg = EngineConfig::new(dir);
-    cfg.memtable_bytes = 64 << 10;
-    cfg.block_cache_bytes = 64 << 10;
-    cfg.pool_bytes = 16 * 4096;
-    cfg.over_provisioning = 0.1;
+    cfg.lsm.memtable_bytes = 64 << 10;
+    cfg.lsm.block_cache_bytes = 64 << 10;
+    cfg.tree.pool_bytes = 16 * 4096;
+    cfg.tier.over_provisioning = 0.1;
     cfg.background = true;
     cfg
 }

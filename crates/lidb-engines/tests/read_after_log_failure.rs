@@ -39,7 +39,7 @@ fn reads_go_on_after(faults: &str) {
     ] {
         let mut cfg = EngineConfig::new(root.path().join(kind.name().replace('+', "p")));
         cfg.sync = true;
-        cfg.pool_bytes = 16 * 4096;
+        cfg.tree.pool_bytes = 16 * 4096;
         let storage = FaultStorage::new(Arc::new(FsStorage), FaultSpec::parse(faults).unwrap(), 7);
         storage.set_enabled(false);
         let shared: Arc<dyn Storage> = Arc::new(storage.clone());

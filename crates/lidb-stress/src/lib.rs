@@ -66,13 +66,13 @@ impl Config {
     /// acknowledged write must survive a kill.
     pub fn engine_config(&self) -> EngineConfig {
         let mut c = EngineConfig::new(self.db.join("engine"));
-        c.memtable_bytes = 256 << 10;
-        c.block_cache_bytes = 1 << 20;
-        c.pool_bytes = 1 << 20;
+        c.lsm.memtable_bytes = 256 << 10;
+        c.lsm.block_cache_bytes = 1 << 20;
+        c.tree.pool_bytes = 1 << 20;
         c.sync = true;
         c.background = true;
-        c.checkpoint_log_bytes = Some(512 << 10);
-        c.convert_at_lsm_bytes = Some(1 << 20);
+        c.set_checkpoint_log_bytes(Some(512 << 10));
+        c.tier.convert_at_lsm_bytes = Some(1 << 20);
         c
     }
 }

@@ -58,7 +58,7 @@ pub fn start_prepared(
     let dir = Scratch::new(&format!("server-{engine}"));
     let mut cfg = EngineConfig::new(dir.to_path_buf());
     // Small memtables: the tests' writes go through flushes and compactions too.
-    cfg.memtable_bytes = 256 << 10;
+    cfg.lsm.memtable_bytes = 256 << 10;
     let engine = engines::open(engine, &cfg).unwrap();
     prepare(engine.as_ref());
     config.listen = "127.0.0.1:0".into();
