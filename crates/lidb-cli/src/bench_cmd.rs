@@ -41,13 +41,18 @@ pub enum BenchCommand {
     Lsm(LsmArgs),
     /// The LearnedKV paper's phases over engines (lsm, learnedkv, lsm+, lsm+tier, finedex,
     /// learnedstore, btree, and rocksdb in a build with it): P0 loads --records, each later phase runs --ops-per-phase operations of a YCSB
-    /// workload.
+    /// workload. Several workloads and distributions (--workload a,b,c,d,e,f --distribution
+    /// uniform,zipfian) run in turn, and a summary of each engine's throughput over the first
+    /// engine's per cell ends the run (a heat map with --heatmap).
     ///
-    /// JSON rows: engine, workload, threads, phase, op ("read", "update", "insert", "scan", "rmw"
-    /// or "all"), ops, kops_per_s, scaling (over the 1-thread row; see --threads), p50_us, p99_us, p999_us, and the engine at the end of the phase: lsm_bytes,
-    /// key_list_bytes, model_bytes, vlog_bytes (Table 1; finedex: its log and checkpoint files
-    /// in vlog_bytes), reads_lsm, reads_tier (point reads each part answered during the phase),
-    /// gcs (GCs installed so far). Every read's value is checked.
+    /// JSON rows: engine, workload, distribution, threads, phase, op ("read", "update",
+    /// "insert", "scan", "rmw" or "all"), ops, kops_per_s, scaling (over the 1-thread row; see
+    /// --threads), p50_us, p99_us, p999_us, write_amp (bytes the process wrote to the device
+    /// over the bytes of keys and values written), space_amp (the engine's directory over the
+    /// live records' bytes), and the engine at the end of the phase: lsm_bytes, key_list_bytes,
+    /// model_bytes, vlog_bytes (Table 1; finedex: its log and checkpoint files in vlog_bytes),
+    /// reads_lsm, reads_tier (point reads each part answered during the phase), gcs (GCs
+    /// installed so far). Every read's value is checked.
     ///
     /// finedex (FineStore) keeps keys and values in memory over FINEdex with a log on disk:
     /// --write-buffer, --block-cache, --direct-io and Bloom filters do not apply to it and are

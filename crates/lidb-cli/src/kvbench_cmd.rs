@@ -91,7 +91,9 @@ pub struct CommonArgs {
 pub struct YcsbArgs {
     #[command(flatten)]
     common: CommonArgs,
-    /// YCSB workload a..f.
+    /// YCSB workloads a..f, comma-separated (e.g. a,b,c,d,e,f): each runs in turn, with every
+    /// --distribution, and a summary of each engine's last phase over the first engine's ends
+    /// the run (see --heatmap).
     #[arg(long, default_value = "a")]
     workload: String,
     /// Records loaded in P0 (K and M suffixes).
@@ -103,10 +105,14 @@ pub struct YcsbArgs {
     /// Phases after the load (the paper: 3, P1-P3; figures come from the last).
     #[arg(long, default_value_t = 3)]
     phases: u32,
-    /// Request distribution: zipfian:THETA, zipfian (0.99), uniform or latest [default: the
-    /// workload's, zipfian 0.99 but latest for d].
+    /// Request distributions, comma-separated: zipfian:THETA, zipfian (0.99), uniform or latest
+    /// [default: the workload's, zipfian 0.99 but latest for d].
     #[arg(long)]
     distribution: Option<String>,
+    /// Write the summary (each engine's last-phase throughput over the first engine's, per
+    /// workload, distribution and thread count) as an SVG heat map to this file.
+    #[arg(long)]
+    heatmap: Option<PathBuf>,
     /// Worker threads splitting each phase's operations; a comma-separated list (e.g.
     /// 1,2,4,8,16, each once, up to 255) runs the phases at each count in turn, one row per
     /// (engine, threads, phase, op). So that every count's figure compares: a workload with
@@ -287,13 +293,26 @@ pub(crate) fn print(
 }
 
 pub fn ycsb(a: YcsbArgs) -> Result<(), CliError> {
+    let workloads = a
+        .workload
+        .split(',')
+        .map(|w| lidb_data::Workload::from_name(w.trim()))
+        .collect::<Result<Vec<_>, _>>()?;
+    let distributions: Vec<Option<lidb_data::RequestDistribution>> = match &a.distribution {
+        None => vec![None],
+        Some(list) => list
+            .split(',')
+            .map(|d| parse_distribution(d).map(Some))
+            .collect::<Result<_, _>>()?,
+    };
+    let (Some(&workload), Some(&distribution)) = (workloads.first(), distributions.first()) else {
+        return Err(CliError::Usage(
+            "--workload and --distribution: give at least one".into(),
+        ));
+    };
     let mut cfg = kv::ycsb::Config {
-        workload: lidb_data::Workload::from_name(&a.workload)?,
-        distribution: a
-            .distribution
-            .as_deref()
-            .map(parse_distribution)
-            .transpose()?,
+        workload,
+        distribution,
         record_count: count("--records", &a.records)?,
         ops_per_phase: count("--ops-per-phase", &a.ops_per_phase)?,
         phases: a.phases,
@@ -311,10 +330,49 @@ pub fn ycsb(a: YcsbArgs) -> Result<(), CliError> {
         .transpose()?;
     cfg.common.device_probe_reads = a.device_probe_reads;
     cfg.common.check_engines().map_err(CliError::KvBench)?;
-    print_config(a.common.json, &cfg.describe());
-    let report = kv::ycsb::run(&cfg).map_err(CliError::KvBench)?;
-    let rows = report.rows.iter().map(serde_json::to_string).collect();
-    print(a.common.json, &report.notes, rows, report.table())
+    if a.heatmap.is_some() && cfg.common.engines.len() < 2 {
+        return Err(CliError::Usage(
+            "--heatmap compares engines with the first: give --engine at least two".into(),
+        ));
+    }
+    // Each (workload, distribution) in turn, its rows printed as it ends.
+    let mut all_rows = Vec::new();
+    for workload in &workloads {
+        for distribution in &distributions {
+            cfg.workload = *workload;
+            cfg.distribution = *distribution;
+            print_config(a.common.json, &cfg.describe());
+            let report = kv::ycsb::run(&cfg).map_err(CliError::KvBench)?;
+            let rows = report.rows.iter().map(serde_json::to_string).collect();
+            print(a.common.json, &report.notes, rows, report.table())?;
+            all_rows.extend(report.rows);
+        }
+    }
+    summarize(&a, &cfg.common.engines, &all_rows)
+}
+
+/// The matrix's summary against the first engine (a table, on stderr with --json) and the
+/// heat map, where more than one engine ran.
+fn summarize(a: &YcsbArgs, engines: &[String], rows: &[kv::ycsb::YcsbRow]) -> Result<(), CliError> {
+    let Some(anchor) = engines.first().filter(|_| engines.len() > 1) else {
+        return Ok(());
+    };
+    let cells = kv::matrix::cells(rows, anchor);
+    let table = kv::matrix::table(&cells, anchor);
+    if a.common.json {
+        eprint!("{table}");
+    } else {
+        print!("{table}");
+    }
+    if let Some(path) = &a.heatmap {
+        let title = format!(
+            "YCSB: throughput over {anchor}'s ({} records, {} ops per phase)",
+            a.records, a.ops_per_phase
+        );
+        std::fs::write(path, kv::matrix::heatmap_svg(&title, &cells, anchor))
+            .map_err(io(&path.display().to_string()))?;
+    }
+    Ok(())
 }
 
 pub fn scan(a: ScanArgs) -> Result<(), CliError> {

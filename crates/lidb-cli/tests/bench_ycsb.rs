@@ -12,9 +12,10 @@ use serde_json::Value;
 
 const ENGINES: [&str; 5] = ["lsm", "learnedkv", "lsm+", "lsm+tier", "finedex"];
 
-const YCSB_FIELDS: [&str; 37] = [
+const YCSB_FIELDS: [&str; 38] = [
     "engine",
     "workload",
+    "distribution",
     "threads",
     "scaling",
     "phase",
@@ -520,4 +521,87 @@ fn ycsb_memory_budget_and_device_columns() {
     );
     // Its reads are counted too (value-log records, tables, key list and svlog).
     assert!(kv["device_reads_per_op"].as_f64().unwrap() > 0.5, "{kv}");
+}
+
+/// The matrix in one command: two workloads by two distributions give rows for each cell (named
+/// by "workload" and "distribution"), a summary line per engine with a ratio per cell over the
+/// first engine, and a heat map with one coloured cell per ratio.
+#[test]
+fn ycsb_matrix_of_workloads_and_distributions_with_a_summary_and_heat_map() {
+    let out = Scratch::new("bench-ycsb-matrix-out");
+    let svg = out.join("heat.svg");
+    let svg_arg = svg.display().to_string();
+    let (rows, err) = rows(
+        "matrix",
+        &[
+            "bench",
+            "ycsb",
+            "--engine",
+            "lsm,learnedkv",
+            "--workload",
+            "a,c",
+            "--distribution",
+            "uniform,zipfian",
+            "--records",
+            "2000",
+            "--ops-per-phase",
+            "1000",
+            "--phases",
+            "1",
+            "--memtable",
+            "256KiB",
+            "--value-size",
+            "100",
+            "--heatmap",
+            &svg_arg,
+        ],
+    );
+    let mut cells = BTreeSet::new();
+    for r in &rows {
+        cells.insert((
+            r["workload"].as_str().unwrap().to_string(),
+            r["distribution"].as_str().unwrap().to_string(),
+        ));
+    }
+    let want: BTreeSet<(String, String)> = [
+        ("a", "uniform"),
+        ("a", "zipfian:0.99"),
+        ("c", "uniform"),
+        ("c", "zipfian:0.99"),
+    ]
+    .iter()
+    .map(|(w, d)| (w.to_string(), d.to_string()))
+    .collect();
+    assert_eq!(cells, want);
+    let summary = err
+        .lines()
+        .find(|l| l.trim_start().starts_with("learnedkv"))
+        .unwrap_or_else(|| panic!("no summary line for learnedkv: {err}"));
+    let ratios: Vec<f64> = summary
+        .split_whitespace()
+        .skip(2)
+        .map(|c| {
+            c.parse()
+                .unwrap_or_else(|e| panic!("{c}: {e} in {summary}"))
+        })
+        .collect();
+    assert_eq!(ratios.len(), 4, "{summary}");
+    assert!(ratios.iter().all(|r| *r > 0.0), "{summary}");
+    let heat = std::fs::read_to_string(&svg).unwrap();
+    assert_eq!(heat.matches(r#"class="cell""#).count(), 4, "{heat}");
+}
+
+#[test]
+fn a_heat_map_needs_two_engines() {
+    one_line_error(
+        &[
+            "bench",
+            "ycsb",
+            "--engine",
+            "lsm",
+            "--heatmap",
+            "/nonexistent/h.svg",
+        ],
+        "--heatmap compares engines",
+    );
 }

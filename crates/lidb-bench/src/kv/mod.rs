@@ -10,6 +10,7 @@
 //! 3. Engine directories live under `<dir>/kv-<pid>/` and are removed at the end unless kept.
 
 pub mod hist;
+pub mod matrix;
 pub mod records;
 pub mod scaling;
 pub mod scan;

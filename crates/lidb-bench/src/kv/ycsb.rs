@@ -107,11 +107,13 @@ const RMW: usize = 4;
 
 /// One (engine, phase, op) of a run. JSON names. The space and read-split columns are those of
 /// the engine at the end of the phase (reads: served during the phase), repeated on each op row.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct YcsbRow {
     pub engine: String,
     /// The YCSB workload, a..f.
     pub workload: String,
+    /// The request distribution: "zipfian:THETA", "uniform" or "latest".
+    pub distribution: String,
     /// Workers of the phase (P0: of the phases after this load, which runs on one thread).
     pub threads: u32,
     /// 0 is the load.
@@ -183,14 +185,7 @@ impl Config {
     /// The configuration line: everything the run depends on.
     pub fn describe(&self) -> String {
         let c = &self.common;
-        let dist = match self
-            .distribution
-            .unwrap_or(self.workload.default_distribution())
-        {
-            RequestDistribution::Uniform => "uniform".to_string(),
-            RequestDistribution::Zipfian { theta } => format!("zipfian:{theta}"),
-            RequestDistribution::Latest => "latest".to_string(),
-        };
+        let dist = self.distribution_name();
         format!(
             "# lidb bench ycsb: engines={} workload={} distribution={dist} records={} \
              ops_per_phase={} phases={} threads={} ({}) keys={} key_size={} value_size={} seed={} \
@@ -217,6 +212,18 @@ impl Config {
 }
 
 impl Config {
+    /// The request distribution the run uses (the workload's unless given), as rows name it.
+    pub fn distribution_name(&self) -> String {
+        match self
+            .distribution
+            .unwrap_or(self.workload.default_distribution())
+        {
+            RequestDistribution::Uniform => "uniform".to_string(),
+            RequestDistribution::Zipfian { theta } => format!("zipfian:{theta}"),
+            RequestDistribution::Latest => "latest".to_string(),
+        }
+    }
+
     /// Whether the workload never writes (then one load serves every thread count).
     pub fn read_only(&self) -> bool {
         let mix = self.workload.mix();
@@ -556,6 +563,7 @@ fn run_engine(
 fn tagged(cfg: &Config, threads: u32, mut rows: Vec<YcsbRow>) -> Vec<YcsbRow> {
     for r in &mut rows {
         r.workload = cfg.workload.to_string();
+        r.distribution = cfg.distribution_name();
         r.threads = threads;
     }
     rows
@@ -717,6 +725,7 @@ fn phase_rows(
     let row = |op: &str, h: &Histogram| YcsbRow {
         engine: engine_name.to_string(),
         workload: String::new(),
+        distribution: String::new(),
         threads: time.1,
         phase,
         op: op.to_string(),
