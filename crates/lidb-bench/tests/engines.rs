@@ -214,7 +214,8 @@ fn learnedstore_and_btree_gc_is_a_checkpoint_and_their_notes_say_what_they_ignor
 /// `--memory`: every engine either fits itself to one budget for index + filters + cache or
 /// says why not. lsm resizes its cache to what its indexes and filters leave and stays within the
 /// budget under reads; learnedkv, lsm+ and lsm+tier do the same with their store's one cache (or
-/// report the excess); rocksdb took the budget at open (its index and filter blocks inside its
+/// report the excess); learnedstore and btree shrink their buffer pool to what the learned
+/// path's table leaves; rocksdb took the budget at open (its index and filter blocks inside its
 /// block cache, which never exceeds it); the others say they did not apply it.
 #[test]
 fn every_engine_fits_a_memory_budget_or_says_why_not() {
@@ -269,6 +270,21 @@ fn every_engine_fits_a_memory_budget_or_says_why_not() {
                         "{name}: an over-budget cache holds nothing"
                     );
                 }
+            }
+            // The pool shrinks to what the learned path's table and model leave (at least 16
+            // pages), and reads stay within it.
+            "learnedstore" | "btree" => {
+                let engines::BudgetFit::Resized(plan) = fit else {
+                    panic!("{name}: {fit:?}");
+                };
+                assert_eq!(plan.resident_bytes, m.resident_bytes(), "{name}");
+                assert!(plan.cache_bytes >= 16 * 4096, "{name}: {plan:?}");
+                assert!(m.cache_bytes <= plan.cache_bytes, "{name}: {m:?} {plan:?}");
+                assert!(
+                    plan.fits(),
+                    "{name}: 8,000 keys' table fits 1 MiB: {plan:?}"
+                );
+                assert!(m.budgeted_bytes() <= budget, "{name} over budget: {m:?}");
             }
             _ => assert_eq!(fit.status(), "not-applied", "{name}: {fit:?}"),
         }

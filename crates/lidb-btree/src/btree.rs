@@ -206,6 +206,15 @@ impl BTree {
         self.tree.checkpoint(lsn, extra)
     }
 
+    /// Sizes the buffer pool to `bytes` (whole pages, at least 16, at most the pool it opened
+    /// with; see `Pool::set_usable`); returns the bytes usable now.
+    pub fn resize_pool(&self, bytes: u64) -> Result<u64> {
+        let page = self.tree.pool.page_size() as u64;
+        let frames = usize::try_from(bytes / page.max(1)).unwrap_or(usize::MAX);
+        let usable = self.tree.pool.set_usable(frames, &*self.tree)?;
+        Ok(usable as u64 * page)
+    }
+
     /// The checkpoint loaded at open (or the last one committed since): its LSN and blob.
     pub fn checkpoint_info(&self) -> CheckpointInfo {
         self.tree.pool.file().last_checkpoint()

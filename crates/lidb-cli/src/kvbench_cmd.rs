@@ -127,8 +127,10 @@ pub struct YcsbArgs {
     threads: String,
     /// One memory budget per engine for index + filters + cache (memtables stated apart):
     /// rocksdb gets it as its block cache with index and filter blocks cached in it; lsm gives
-    /// its cache what its indexes and filters leave after the load (rows say "over" when they
-    /// alone exceed it); engines that cannot take it say so in the row. Replaces --cache.
+    /// its cache, and learnedstore and btree their buffer pool, what their indexes, filters and
+    /// learned tables leave after the load and before each phase (rows say "over" when those
+    /// alone exceed it); engines that cannot take it say so in the row. Replaces --cache (and
+    /// --pool).
     #[arg(long)]
     memory: Option<String>,
     /// Timed 4 KiB O_DIRECT reads of the device probe run in --dir beside the engines (each

@@ -41,6 +41,7 @@ use super::{
     BudgetFit, DeviceReads, Engine, EngineConfig, EngineResult, MemorySplit, Probe, ReadSplit,
     Space,
 };
+use crate::budget::CachePlan;
 use crate::format_size;
 
 /// LearnedStore with its learned path on (`learnedstore`) or off (`btree`).
@@ -80,7 +81,9 @@ fn store_options(cfg: &EngineConfig, learned_path: bool) -> LearnedStoreOptions 
     let mut opts = LearnedStoreOptions {
         tree: Options {
             page_size: usize::try_from(cfg.tree.page_size).unwrap_or(usize::MAX),
-            pool_bytes: cfg.tree.pool_bytes,
+            // Under a budget the pool opens at all of it and is fitted after the load, as
+            // lsm's cache is (`fit_memory_budget`).
+            pool_bytes: cfg.memory_budget_bytes.unwrap_or(cfg.tree.pool_bytes),
             direct_io: cfg.direct_io,
             ..Options::default()
         },
@@ -211,11 +214,19 @@ impl Probe for BTreeEngine {
             bytes: Some(io.bytes_read),
         })
     }
+    /// The budget's rule for lidb's engines: the learned path's mapping table and model stay
+    /// resident, and the pool (opened at the whole budget) shrinks to what they leave. The
+    /// pool keeps at least 16 pages; a plan it cannot meet is reported over budget.
     fn fit_memory_budget(&self, budget_bytes: u64) -> EngineResult<BudgetFit> {
-        let _ = budget_bytes;
-        Ok(BudgetFit::NotApplied(
-            "its buffer pool is sized at open: give it the budget with --pool".into(),
-        ))
+        let resident_bytes = self.memory().resident_bytes();
+        let wanted = crate::budget::plan(budget_bytes, resident_bytes);
+        let pool_bytes = self.store.tree().resize_pool(wanted.cache_bytes)?;
+        Ok(BudgetFit::Resized(CachePlan {
+            budget_bytes,
+            resident_bytes,
+            cache_bytes: pool_bytes,
+            over_bytes: (resident_bytes + pool_bytes).saturating_sub(budget_bytes),
+        }))
     }
     fn recovery(&self) -> String {
         self.store.recovery_report().to_string()

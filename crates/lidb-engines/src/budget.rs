@@ -8,7 +8,9 @@
 //!    bounded memory) and gets the whole budget as its block cache, at open.
 //! 2. lidb's engines keep indexes, filters, tier models and in-memory Blooms resident. After a
 //!    load they measure those ([`MemorySplit::resident_bytes`]) and give the rest of the budget
-//!    to the cache ([`plan`]). If the resident part alone exceeds the budget, the cache gets
+//!    to the cache ([`plan`]): the LSM engines' block cache, learnedstore's and btree's buffer
+//!    pool (opened at the whole budget, shrunk after the load; its learned table and model are
+//!    the resident part). If the resident part alone exceeds the budget, the cache gets
 //!    nothing and the excess is reported ([`CachePlan::over_bytes`]), never hidden.
 //! 3. Memtables are outside the budget and stated separately (every engine gets the same
 //!    `--memtable`).

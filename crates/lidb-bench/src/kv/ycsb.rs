@@ -285,8 +285,10 @@ pub fn run(cfg: &Config) -> Result<Report, Error> {
         notes.push(format!(
             "--memory {}: one budget for index + filters + cache per engine, memtables outside \
              it; rocksdb takes it as its block cache with index and filter blocks cached in it \
-             (L0's pinned); lidb's lsm gives its cache what its indexes and filters leave, \
-             fitted after the load and before each phase; engines that cannot take it say so",
+             (L0's pinned); lidb's lsm gives its cache what its indexes and filters leave, and \
+             learnedstore and btree their buffer pool what the learned path's table and model \
+             leave, fitted after the load and before each phase; engines that cannot take it say \
+             so",
             crate::lsm::load::format_size(budget)
         ));
     }

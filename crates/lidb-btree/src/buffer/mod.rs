@@ -19,7 +19,7 @@
 pub mod frame;
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 pub use frame::{Frame, FrameState, SWIZZLED, Swip};
@@ -89,15 +89,25 @@ pub struct Pool {
     page_size: usize,
     file: Arc<PageFile>,
     free: Mutex<Vec<u32>>,
+    /// Frames taken out of use by [`Pool::set_usable`] (state Free, in neither `free` nor the
+    /// page table); their memory stays allocated, since optimistic readers may still read it.
+    retired: Mutex<Vec<u32>>,
     resident: Mutex<Resident>,
     loaded: Condvar,
     fifo: Mutex<VecDeque<(u32, u64)>>,
     counters: Counters,
-    /// The share of frames the provider keeps cooling.
-    cooling_target: usize,
+    /// The share of the usable frames the provider keeps cooling.
+    cooling_share: f64,
+    /// That share in frames (changed by [`Pool::set_usable`]).
+    cooling_target: AtomicUsize,
     /// Frames COOLING or UNLINKED now (the FIFO may also hold stale entries of frames linked
     /// again since). Signed: a link may be counted before the push it follows is.
     unswizzled: std::sync::atomic::AtomicI64,
+}
+
+/// The frames to keep cooling out of `frames` (at least one).
+fn cooling_frames(frames: usize, share: f64) -> usize {
+    ((frames as f64 * share).ceil() as usize).max(1)
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -114,11 +124,13 @@ impl Pool {
             page_size,
             file,
             free: Mutex::new((0..frames as u32).rev().collect()),
+            retired: Mutex::new(Vec::new()),
             resident: Mutex::new(Resident::default()),
             loaded: Condvar::new(),
             fifo: Mutex::new(VecDeque::new()),
             counters: Counters::default(),
-            cooling_target: ((frames as f64 * cooling_share).ceil() as usize).max(1),
+            cooling_share,
+            cooling_target: AtomicUsize::new(cooling_frames(frames, cooling_share)),
             unswizzled: std::sync::atomic::AtomicI64::new(0),
         }
     }
@@ -161,6 +173,7 @@ impl Pool {
     pub fn stats(&self) -> PoolStats {
         let c = &self.counters;
         let free = lock(&self.free).len() as u64;
+        let retired = lock(&self.retired).len() as u64;
         PoolStats {
             hits: c.hits.get(),
             misses: c.misses.load(Ordering::Relaxed),
@@ -169,19 +182,66 @@ impl Pool {
             cooled: c.cooled.load(Ordering::Relaxed),
             cooling_rehits: c.cooling_rehits.load(Ordering::Relaxed),
             pages_freed: c.pages_freed.load(Ordering::Relaxed),
-            frames_used: self.frames.len() as u64 - free,
-            frames: self.frames.len() as u64,
+            frames_used: (self.frames.len() as u64).saturating_sub(free + retired),
+            frames: self.frames.len() as u64 - retired,
         }
     }
 
     /// How many frames are cooling (or unlinked) and how many the provider aims for.
     pub fn cooling_level(&self) -> (usize, usize) {
         let n = self.unswizzled.load(Ordering::Relaxed).max(0) as usize;
-        (n, self.cooling_target)
+        (n, self.cooling_target())
     }
 
     pub fn free_count(&self) -> usize {
         lock(&self.free).len()
+    }
+
+    fn cooling_target(&self) -> usize {
+        self.cooling_target.load(Ordering::Relaxed)
+    }
+
+    /// Lets the pool use `frames` of its frames (at least [`MIN_FRAMES`], at most those it was
+    /// made with), so a memory budget can shrink it once the tree's resident parts are known:
+    /// shrinking takes free frames out of use, evicting (and cooling through `cooler`) until
+    /// enough are free; growing puts retired frames back. Returns the frames usable now, which
+    /// can stay above `frames` when nothing more could be evicted (every frame latched or dirty
+    /// on a failing device). Any thread; concurrent operations go on.
+    pub fn set_usable(&self, frames: usize, cooler: &dyn Cooler) -> Result<usize> {
+        let target = frames.clamp(MIN_FRAMES, self.frames.len());
+        self.cooling_target.store(
+            cooling_frames(target, self.cooling_share),
+            Ordering::Relaxed,
+        );
+        let usable = |retired: usize| self.frames.len() - retired;
+        {
+            let mut retired = lock(&self.retired);
+            while usable(retired.len()) < target {
+                let Some(f) = retired.pop() else { break };
+                lock(&self.free).push(f);
+            }
+        }
+        let mut idle = 0;
+        loop {
+            let mut retired = lock(&self.retired);
+            if usable(retired.len()) <= target {
+                return Ok(usable(retired.len()));
+            }
+            if let Some(f) = lock(&self.free).pop() {
+                retired.push(f);
+                continue;
+            }
+            drop(retired);
+            if self.evict_one()? {
+                idle = 0;
+            } else if cooler.cool(self.cooling_target()) == 0 {
+                idle += 1;
+                if idle > 1000 {
+                    return Ok(usable(lock(&self.retired).len()));
+                }
+                std::thread::yield_now();
+            }
+        }
     }
 
     /// The frame holding `pid`, if resident.
@@ -223,7 +283,7 @@ impl Pool {
                 false
             });
             if !evicted {
-                let cooled = cooler.cool(self.cooling_target);
+                let cooled = cooler.cool(self.cooling_target());
                 if cooled == 0 && attempt > 100 {
                     if let Some(e) = write_back_error {
                         return Err(e);
