@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod common;
+
 use lidb_btree::{BTree, MemDevice, Options};
 
 const PAGE: u64 = 4096;
@@ -67,15 +69,5 @@ fn a_pool_shrinks_under_load_and_grows_back_with_every_key_intact() {
         16 * PAGE,
         "the pool keeps at least 16 frames"
     );
-    let scanned = tree
-        .scan(b"", None, usize::MAX)
-        .unwrap_or_else(|e| panic!("scan: {e}"));
-    assert_eq!(scanned.len(), model.len());
-    assert!(
-        scanned
-            .iter()
-            .zip(&model)
-            .all(|((k, v), (mk, mv))| k == mk && v == mv),
-        "every key with its newest value"
-    );
+    common::assert_scan_is(&tree, &model);
 }

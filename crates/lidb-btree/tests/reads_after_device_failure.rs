@@ -6,6 +6,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod common;
+
 use lidb_btree::{BTree, MemDevice, Options};
 
 fn opts(provider_thread: bool) -> Options {
@@ -65,17 +67,7 @@ fn reads_go_on(provider_thread: bool) {
             assert_eq!(got.as_ref(), Some(v), "pass {pass}: {k:?}");
         }
     }
-    let scanned = tree
-        .scan(b"", None, usize::MAX)
-        .unwrap_or_else(|e| panic!("scan after the device failed: {e}"));
-    assert_eq!(scanned.len(), model.len());
-    assert!(
-        scanned
-            .iter()
-            .zip(&model)
-            .all(|((k, v), (mk, mv))| k == mk && v == mv),
-        "the scan gives every key with its newest value"
-    );
+    common::assert_scan_is(&tree, &model);
     let stats = tree.stats();
     assert!(
         stats.pool.evictions > 0,

@@ -122,3 +122,21 @@ impl Storage for SlowSync {
         self.inner.lock(path)
     }
 }
+
+/// Asserts that a full scan of `tree` gives exactly `model`, every key with its newest value.
+pub fn assert_scan_is(
+    tree: &lidb_btree::BTree,
+    model: &std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+) {
+    let scanned = tree
+        .scan(b"", None, usize::MAX)
+        .unwrap_or_else(|e| panic!("scan: {e}"));
+    assert_eq!(scanned.len(), model.len());
+    assert!(
+        scanned
+            .iter()
+            .zip(model)
+            .all(|((k, v), (mk, mv))| k == mk && v == mv),
+        "the scan gives every key with its newest value"
+    );
+}
