@@ -59,7 +59,11 @@ fn run(experiment: &str, extra: &[&str]) -> Vec<Value> {
         stderr.contains("seed=42"),
         "config line on stderr: {stderr}"
     );
-    assert!(!dir.join(format!("btree-{}", std::process::id())).exists());
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the scratch directory")
+        .map(|e| e.map(|e| e.file_name()))
+        .collect();
+    assert!(left.is_empty(), "{experiment} left files behind: {left:?}");
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).expect("a JSON row"))
