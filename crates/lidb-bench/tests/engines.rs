@@ -26,6 +26,15 @@ fn every_engine_matches_a_btreemap() {
         let scratch = Scratch::new(&format!("engines-{name}"));
         let dir = scratch.join("db");
         let mut engine = engines::open(name, &config(dir.clone())).unwrap();
+        // Only a peer's library has a version of its own, which RocksDB records at open.
+        match (name, engine.version()) {
+            ("rocksdb", Some(v)) => assert!(
+                v.split('.').count() == 3 && v.split('.').all(|p| p.parse::<u32>().is_ok()),
+                "rocksdb's version: {v}"
+            ),
+            ("rocksdb", None) => panic!("rocksdb's OPTIONS file names no version"),
+            (_, v) => assert_eq!(v, None, "{name}"),
+        }
         let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         for step in 0..6_000 {

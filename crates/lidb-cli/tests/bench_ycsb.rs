@@ -12,10 +12,11 @@ use serde_json::Value;
 
 const ENGINES: [&str; 5] = ["lsm", "learnedkv", "lsm+", "lsm+tier", "finedex"];
 
-const YCSB_FIELDS: [&str; 38] = [
+const YCSB_FIELDS: [&str; 39] = [
     "engine",
     "workload",
     "distribution",
+    "engine_version",
     "threads",
     "scaling",
     "phase",

@@ -247,6 +247,12 @@ pub trait Probe {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The version of a peer engine's own library as the library itself records it (rocksdb:
+    /// the `rocksdb_version` of its newest OPTIONS file), so rows say which RocksDB they ran;
+    /// None for lidb's engines, which are this build.
+    fn version(&self) -> Option<String> {
+        None
+    }
     /// What the open recovered or cut, one `recovery: ...` line per cut (empty when nothing was
     /// cut, and for engines that do not report it).
     fn recovery(&self) -> String {

@@ -47,6 +47,8 @@ pub struct RocksEngine {
     opts: Options,
     /// The budget given at open, if any.
     budget_bytes: Option<u64>,
+    /// The database directory (its OPTIONS files name RocksDB's version).
+    dir: std::path::PathBuf,
     /// Keeps the shared cache alive as long as the database.
     _cache: Cache,
 }
@@ -88,6 +90,7 @@ impl RocksEngine {
             write,
             opts,
             budget_bytes: cfg.memory_budget_bytes,
+            dir: cfg.dir.clone(),
             _cache: cache,
         })
     }
@@ -190,6 +193,26 @@ impl Probe for RocksEngine {
     fn read_split(&self) -> ReadSplit {
         ReadSplit::default()
     }
+    /// `rocksdb_version` of the newest OPTIONS file RocksDB wrote at open.
+    fn version(&self) -> Option<String> {
+        let newest = std::fs::read_dir(&self.dir)
+            .ok()?
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let number: u64 = name.strip_prefix("OPTIONS-")?.parse().ok()?;
+                Some((number, e.path()))
+            })
+            .max()?;
+        options_version(&std::fs::read_to_string(newest.1).ok()?)
+    }
+}
+
+/// The `rocksdb_version=X.Y.Z` of an OPTIONS file's text.
+fn options_version(text: &str) -> Option<String> {
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("rocksdb_version="))
+        .map(|v| v.trim().to_string())
 }
 
 /// The count of ticker `name` in RocksDB's statistics text ("NAME COUNT : N" lines).
@@ -203,6 +226,13 @@ fn ticker(text: &str, name: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_version_is_read_from_the_options_file_text() {
+        let text = "[Version]\n  rocksdb_version=11.8.1\n  options_file_version=1.1\n";
+        assert_eq!(options_version(text).as_deref(), Some("11.8.1"));
+        assert_eq!(options_version("[DBOptions]\n"), None);
+    }
 
     #[test]
     fn ticker_reads_the_named_count_and_not_a_longer_name() {

@@ -169,6 +169,9 @@ pub struct YcsbRow {
     /// "at-open" (rocksdb), "before-fit" (the load, before lsm is fitted), "not-applied" or
     /// "none" (no --memory).
     pub budget: String,
+    /// The version of a peer engine's library as it records it (rocksdb: "11.8.1"); None for
+    /// lidb's engines.
+    pub engine_version: Option<String>,
     /// p50 and mean against the device's own reads (filled after every engine ran).
     #[serde(flatten)]
     pub device: DeviceMultiples,
@@ -385,8 +388,13 @@ fn run_load(
     // The engine's own notes (finedex walks its index for them) are not part of its time.
     let asked = Instant::now();
     let engine_notes = engine.notes();
+    let version = engine.version();
     let asked_s = asked.elapsed().as_secs_f64();
     drop(engine);
+    let mut rows = rows;
+    for r in &mut rows {
+        r.engine_version.clone_from(&version);
+    }
     notes.push(format!(
         "{label}: all phases in {:.1} s",
         started.elapsed().as_secs_f64() - asked_s
@@ -763,6 +771,7 @@ fn phase_rows(
         budget: since.budget.to_string(),
         write_amp,
         space_amp,
+        engine_version: None,
         device: DeviceMultiples::default(),
     };
     let mut all = Histogram::new();

@@ -210,6 +210,14 @@ fn workload_name(rows: &[Value]) -> String {
         .to_uppercase()
 }
 
+/// `engine` with the version its rows record, if any ("rocksdb 11.8.1").
+fn engine_label(rows: &[Value], engine: &str) -> String {
+    rows.iter()
+        .filter(|r| text(r, "engine") == Some(engine))
+        .find_map(|r| text(r, "engine_version"))
+        .map_or_else(|| engine.to_string(), |v| format!("{engine} {v}"))
+}
+
 /// `engine` against each of `peers` present in one YCSB run.
 fn ycsb_against(rows: &[Value], engine: &str, peers: &[&str], target: f64) -> Option<Figure> {
     let kops = ycsb_kops(rows);
@@ -221,6 +229,10 @@ fn ycsb_against(rows: &[Value], engine: &str, peers: &[&str], target: f64) -> Op
     if present.is_empty() || mine <= 0.0 {
         return None;
     }
+    let present: Vec<(String, f64)> = present
+        .into_iter()
+        .map(|(p, k)| (engine_label(rows, p), k))
+        .collect();
     let mut figure = format!("YCSB {}: {engine} {mine:.1} kops/s", workload_name(rows));
     for (p, k) in &present {
         figure.push_str(&format!(", {p} {k:.1}"));
@@ -236,7 +248,7 @@ fn ycsb_against(rows: &[Value], engine: &str, peers: &[&str], target: f64) -> Op
         figure,
         peer: present
             .iter()
-            .map(|(p, _)| *p)
+            .map(|(p, _)| p.as_str())
             .collect::<Vec<_>>()
             .join(", "),
         ratio,

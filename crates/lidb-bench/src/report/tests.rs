@@ -56,6 +56,21 @@ fn ratios_are_lidb_over_the_peer_of_the_same_rows() {
 }
 
 #[test]
+fn a_peer_that_records_its_version_is_named_with_it() {
+    let ycsb = vec![
+        json!({"engine": "rocksdb", "engine_version": "11.8.1", "workload": "c", "threads": 1, "phase": 1, "op": "all", "kops_per_s": 40.0}),
+        json!({"engine": "lsm", "engine_version": null, "workload": "c", "threads": 1, "phase": 1, "op": "all", "kops_per_s": 50.0}),
+    ];
+    let f = compute("LSM with learned tables", &ycsb);
+    assert_eq!(f.as_ref().map(|f| f.peer.as_str()), Some("rocksdb 11.8.1"));
+    assert_eq!(
+        f.as_ref().map(|f| f.ratio.as_str()),
+        Some("1.25x rocksdb 11.8.1")
+    );
+    assert!(f.is_some_and(|f| f.figure.contains("rocksdb 11.8.1 40.0")));
+}
+
+#[test]
 fn a_page_without_markers_is_refused_and_text_outside_is_kept() {
     let runs = BTreeMap::new();
     assert_eq!(
