@@ -299,3 +299,46 @@ fn every_engine_fits_a_memory_budget_or_says_why_not() {
         }
     }
 }
+
+/// rocksdb's row cache takes its share of the one budget: reads of hot keys fill it, the block
+/// cache and the row cache together stay within the budget, and a share outside 0 to 0.9 is an
+/// invalid option.
+#[cfg(feature = "rocksdb")]
+#[test]
+fn rocksdb_row_cache_shares_the_budget() {
+    let budget: u64 = 1 << 20;
+    let scratch = Scratch::new("engines-rocksdb-row-cache");
+    let mut cfg = config(scratch.join("db"));
+    cfg.memory_budget_bytes = Some(budget);
+    cfg.lsm.rocksdb_row_cache_share = 0.5;
+    let engine = engines::open("rocksdb", &cfg).unwrap();
+    let value = vec![5u8; 300];
+    for i in 0..4_000u32 {
+        engine.put(format!("k{i:06}").as_bytes(), &value).unwrap();
+    }
+    engine.flush().unwrap();
+    let before = engine.memory().cache_bytes;
+    for _ in 0..3 {
+        for i in 0..200u32 {
+            let got = engine.get(format!("k{i:06}").as_bytes()).unwrap();
+            assert_eq!(got.as_deref(), Some(&value[..]));
+        }
+    }
+    let m = engine.memory();
+    assert!(
+        m.cache_bytes > before,
+        "hot reads fill the caches: {before} -> {m:?}"
+    );
+    assert!(m.cache_bytes <= budget, "{m:?}");
+    drop(engine);
+
+    cfg.lsm.rocksdb_row_cache_share = 1.5;
+    cfg.dir = scratch.join("db2");
+    let refused = engines::open("rocksdb", &cfg).err().map(|e| e.to_string());
+    assert!(
+        refused
+            .as_deref()
+            .is_some_and(|e| e.contains("row cache share")),
+        "{refused:?}"
+    );
+}

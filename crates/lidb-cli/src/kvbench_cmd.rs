@@ -71,6 +71,11 @@ pub struct CommonArgs {
     /// page(s)) or "entries+pages".
     #[arg(long, default_value = "entries")]
     lsm_cache: String,
+    /// rocksdb: the share of its cache (the --memory budget, or --cache) given to RocksDB's row
+    /// cache of whole entries (its counterpart of lsm's entries cache), the rest to its block
+    /// cache; 0 to 0.9.
+    #[arg(long, default_value_t = 0.0)]
+    rocksdb_row_cache: f64,
     /// Buffer pool of learnedstore and btree (the other engines ignore it). The default is
     /// --cache's, so the read caches are equal; the LSMs' memtable has no counterpart in the
     /// tree: for equal total memory give the pool --cache plus --memtable.
@@ -216,6 +221,13 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
         ));
     }
     engine.lsm.boundary = a.lsm_boundary;
+    if !(0.0..=0.9).contains(&a.rocksdb_row_cache) {
+        return Err(CliError::Usage(format!(
+            "--rocksdb-row-cache {}: give 0 to 0.9 of the cache",
+            a.rocksdb_row_cache
+        )));
+    }
+    engine.lsm.rocksdb_row_cache_share = a.rocksdb_row_cache;
     engine.lsm.cache_mode = lidb_lsm::CacheMode::from_name(&a.lsm_cache).ok_or_else(|| {
         CliError::Usage(format!(
             "--lsm-cache: {} is not pages, entries or entries+pages",

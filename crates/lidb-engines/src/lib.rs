@@ -313,6 +313,10 @@ pub struct LsmConfig {
     pub sst_size_bytes: u64,
     /// What lidb's LSM (engine lsm) keeps in its cache for point lookups: pages or entries.
     pub cache_mode: lidb_lsm::CacheMode,
+    /// rocksdb: the share (0 to 0.9) of its cache (the memory budget, or the block cache) given
+    /// to a row cache of whole entries instead of blocks, its counterpart of lsm's entries
+    /// cache; 0: none, all of it to the block cache.
+    pub rocksdb_row_cache_share: f64,
 }
 
 /// The tier of learnedkv (learned) and lsm+tier (an LSM): how GC builds it and when learnedkv
@@ -375,6 +379,7 @@ impl EngineConfig {
                 boundary: 16,
                 sst_size_bytes: 64 << 20,
                 cache_mode: lidb_lsm::CacheMode::default(),
+                rocksdb_row_cache_share: 0.0,
             },
             tier: TierConfig {
                 index: Family::Plr,

@@ -23,6 +23,10 @@
 //! - scans with an upper bound get it as `iterate_upper_bound` (both builds), which turns on
 //!   `auto_readahead_size` (default on in the current RocksDB): readahead trimmed to the range.
 //!
+//! A row cache (`row_cache`, whole entries, LRU) takes `rocksdb_row_cache_share` of the same
+//! budget when asked (`lidb bench ycsb --rocksdb-row-cache`), RocksDB's counterpart of lsm's
+//! entries cache for point reads; its usage is counted in `cache_bytes`.
+//!
 //! Compression is off in both builds (the bundled build has no compression libraries; Debian's
 //! is set to none): lidb's engines do not compress, and YCSB's values are random bytes.
 
@@ -51,11 +55,21 @@ pub struct RocksEngine {
     dir: std::path::PathBuf,
     /// Keeps the shared cache alive as long as the database.
     _cache: Cache,
+    /// The row cache, where the configuration gives it a share.
+    row_cache: Option<Cache>,
 }
 
 impl RocksEngine {
     pub fn open(cfg: &EngineConfig) -> EngineResult<RocksEngine> {
-        let cache_bytes = cfg.memory_budget_bytes.unwrap_or(cfg.lsm.block_cache_bytes) as usize;
+        let total_bytes = cfg.memory_budget_bytes.unwrap_or(cfg.lsm.block_cache_bytes);
+        let share = cfg.lsm.rocksdb_row_cache_share;
+        if !(0.0..=0.9).contains(&share) {
+            return Err(EngineError::InvalidOption(format!(
+                "rocksdb row cache share {share}: give 0 to 0.9 of the cache"
+            )));
+        }
+        let row_bytes = (total_bytes as f64 * share) as usize;
+        let cache_bytes = total_bytes as usize - row_bytes;
         #[cfg(not(feature = "rocksdb-current"))]
         let cache = Cache::new_lru_cache(cache_bytes).map_err(err)?;
         // 0: the entry charge is estimated as the cache fills (RocksDB's AutoHyperClockCache).
@@ -79,6 +93,18 @@ impl RocksEngine {
         opts.set_optimize_filters_for_hits(true);
         opts.create_if_missing(true);
         opts.set_block_based_table_factory(&table);
+        // The row cache holds whole entries, so it is an LRU cache in both builds (the
+        // HyperClockCache takes only the block cache's fixed-size keys).
+        #[cfg(not(feature = "rocksdb-current"))]
+        let row_cache = (row_bytes > 0)
+            .then(|| Cache::new_lru_cache(row_bytes))
+            .transpose()
+            .map_err(err)?;
+        #[cfg(feature = "rocksdb-current")]
+        let row_cache = (row_bytes > 0).then(|| Cache::new_lru_cache(row_bytes));
+        if let Some(rc) = &row_cache {
+            opts.set_row_cache(rc);
+        }
         opts.set_write_buffer_size(cfg.lsm.memtable_bytes as usize);
         opts.set_use_direct_reads(cfg.direct_io);
         opts.set_use_direct_io_for_flush_and_compaction(cfg.direct_io);
@@ -92,6 +118,7 @@ impl RocksEngine {
             budget_bytes: cfg.memory_budget_bytes,
             dir: cfg.dir.clone(),
             _cache: cache,
+            row_cache,
         })
     }
 }
@@ -163,7 +190,8 @@ impl Probe for RocksEngine {
         let prop = |name: &str| self.db.property_int_value(name).ok().flatten().unwrap_or(0);
         MemorySplit {
             index_bytes: prop("rocksdb.estimate-table-readers-mem"),
-            cache_bytes: prop("rocksdb.block-cache-usage"),
+            cache_bytes: prop("rocksdb.block-cache-usage")
+                + self.row_cache.as_ref().map_or(0, |c| c.get_usage() as u64),
             memtable_bytes: prop("rocksdb.cur-size-all-mem-tables"),
             ..MemorySplit::default()
         }

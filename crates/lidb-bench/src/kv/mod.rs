@@ -115,7 +115,8 @@ impl Common {
 pub fn describe_engine(cfg: &EngineConfig) -> String {
     format!(
         "memory={} memtable={} cache={} pool={} page_size={} bloom_bits={} direct_io={} sync={} \
-         lsm_index={}/{} lsm_cache={} tier_index={}/{} pages over_provisioning={} background_gc={}",
+         lsm_index={}/{} lsm_cache={} rocksdb_row_cache={} tier_index={}/{} pages \
+         over_provisioning={} background_gc={}",
         cfg.memory_budget_bytes
             .map_or("none".to_string(), format_size),
         format_size(cfg.lsm.memtable_bytes),
@@ -128,6 +129,7 @@ pub fn describe_engine(cfg: &EngineConfig) -> String {
         cfg.lsm.index.name(),
         cfg.lsm.boundary,
         cfg.lsm.cache_mode.name(),
+        cfg.lsm.rocksdb_row_cache_share,
         cfg.tier.index.name(),
         cfg.tier.page_boundary,
         cfg.tier.over_provisioning,
