@@ -379,8 +379,12 @@ fn summarize(a: &YcsbArgs, engines: &[String], rows: &[kv::ycsb::YcsbRow]) -> Re
         print!("{table}");
     }
     if let Some(path) = &a.heatmap {
+        let memory = a.memory.as_deref().map_or_else(
+            || format!("cache {}", lidb_storage::size::format_size(a.common.cache)),
+            |m| format!("memory {m}"),
+        );
         let title = format!(
-            "YCSB: throughput over {anchor}'s ({} records, {} ops per phase)",
+            "YCSB: throughput over {anchor}'s ({} records, {} ops per phase, {memory})",
             a.records, a.ops_per_phase
         );
         std::fs::write(path, kv::matrix::heatmap_svg(&title, &cells, anchor))
