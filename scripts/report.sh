@@ -5,7 +5,8 @@
 # BENCHMARKS.md's results table and draws docs/plots/report-*.svg:
 #   index.jsonl         `lidb index bench` on one real data set (tweetids_10M), B = 16;
 #   ycsb.jsonl          `lidb bench ycsb` workload C: lsm, learnedkv, lsm+ (and rocksdb when
-#                       the binary was built with --features rocksdb), one run;
+#                       the binary has it: LIDB=rocksdb-current/target/release/lidb-bench
+#                       for the current RocksDB), one run;
 #   finedex.jsonl       `lidb-bench bench concurrent`: finedex, li+delta, congee, c and insert;
 #   learnedstore.jsonl  `lidb bench btree --experiment memory`: learnedstore against btree;
 #   serve.jsonl         `lidb serve` (lsm) against redis-server, redis-benchmark SET and GET
@@ -14,7 +15,7 @@
 #
 #   scripts/report.sh [--quick] [OUT_DIR]      (OUT_DIR default bench-out/report)
 #
-# Full size takes about 20 minutes on a 2-core machine. --quick runs small sizes (a few minutes)
+# Full size took 6 minutes on the project's 2-core machine (2026-11-28). --quick runs small sizes (a few minutes)
 # to check the pipeline end to end; its figures are not the page's, so it renders into
 # OUT_DIR/BENCHMARKS.md and OUT_DIR/plots instead of the real page. LIDB_DATA_DIR: where the
 # SOSD files are (default ../shared/datasets). LIDB, LIDB_BENCH: the binaries (default
@@ -104,9 +105,11 @@ if [[ "$probe" == *"not built in"* ]]; then
 else
   engines="$engines,rocksdb"
 fi
+# rocksdb gets half its cache as a row cache, its counterpart of lsm's entries cache (measured
+# best for YCSB C; docs/bench-log/12-rocksdb-current.md).
 run ycsb "$lidb" bench ycsb --engine "$engines" --workload c --records "$kv_records" \
-  --ops-per-phase "$kv_ops" --phases 2 --memtable 8MiB --device-probe-reads 0 --seed 42 \
-  --dir "$work"
+  --ops-per-phase "$kv_ops" --phases 2 --memtable 8MiB --rocksdb-row-cache 0.5 \
+  --device-probe-reads 0 --seed 42 --dir "$work"
 
 # 3. FINEdex against li+delta and congee (peers linked into lidb-bench only).
 run finedex "$lidb_bench" bench concurrent --index finedex,li+delta,congee --workload c,insert \
