@@ -124,11 +124,12 @@ impl Probe for LsmEngine {
             gcs: 0,
         }
     }
+    /// Lookups' and finished scans' table reads.
     fn device_reads(&self) -> Option<DeviceReads> {
-        let r = self.db.stats().read;
+        let s = self.db.stats();
         Some(DeviceReads {
-            reads: r.data_reads,
-            bytes: Some(r.bytes_read),
+            reads: s.read.data_reads + s.scan_reads,
+            bytes: Some(s.read.bytes_read + s.scan_bytes_read),
         })
     }
     fn recovery(&self) -> String {

@@ -195,13 +195,16 @@ pub(crate) fn scan(s: &Shared, start: &[u8], end: Option<&[u8]>) -> Result<DbIte
     for (level, tables) in sv.tables.levels.iter().enumerate() {
         if level == 0 {
             for t in tables {
-                sources.push(Box::new(t.table.iter()));
+                sources.push(Box::new(t.table.iter_counted(&s.scan_reads)));
             }
         } else if !tables.is_empty() {
             let handles: Vec<Arc<TableHandle>> = tables.clone();
+            let sink = Arc::clone(&s.scan_reads);
             sources.push(Box::new(LevelIter::new(
                 handles,
-                |h: &Arc<TableHandle>| Ok(Box::new(h.table.iter()) as Box<dyn SortedIter>),
+                move |h: &Arc<TableHandle>| {
+                    Ok(Box::new(h.table.iter_counted(&sink)) as Box<dyn SortedIter>)
+                },
                 |h: &Arc<TableHandle>| h.meta.largest.as_slice(),
             )));
         }

@@ -339,6 +339,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: PathBuf, opts: Options) -> Re
         closing: AtomicBool::new(false),
         bg_error: Mutex::new(None),
         read_stats: Sharded::new(),
+        scan_reads: Arc::default(),
         compaction_stats: Mutex::new(CompactionStats::default()),
         recovery: Mutex::new(RecoveryReport::default()),
         cursors: Mutex::new(Vec::new()),

@@ -206,6 +206,8 @@ pub(crate) struct Shared {
     pub bg_error: Mutex<Option<String>>,
     /// Lookups served and what they cost, per thread (summed by `stats()`).
     pub read_stats: Sharded<LookupStats>,
+    /// Storage reads of scans (their table iterators report here as they drop).
+    pub scan_reads: Arc<crate::table::iter::ScanReads>,
     pub compaction_stats: Mutex<CompactionStats>,
     pub recovery: Mutex<RecoveryReport>,
     /// Round-robin compaction cursors per level.
@@ -304,6 +306,10 @@ pub struct DbStats {
     /// Lookups served since open, and what they cost in total.
     pub lookups: u64,
     pub read: ReadStats,
+    /// Storage reads of scans since open (finished scans), and the bytes they moved; apart
+    /// from `read`, which is per lookup.
+    pub scan_reads: u64,
+    pub scan_bytes_read: u64,
     pub compaction: CompactionStats,
     pub memory: MemoryUsage,
     pub last_sequence: u64,
@@ -356,10 +362,13 @@ pub(crate) fn stats(s: &Shared) -> DbStats {
             sum.add(&shard.read);
             (n + shard.lookups, sum)
         });
+    let (scan_reads, scan_bytes_read) = s.scan_reads.get();
     DbStats {
         levels,
         lookups,
         read,
+        scan_reads,
+        scan_bytes_read,
         compaction: *lock(&s.compaction_stats),
         memory: memory_usage(s),
         last_sequence: s.last_seq.load(Ordering::SeqCst),

@@ -2,7 +2,8 @@
 //! holds the first slot `>= target`, reads that range once and binary-searches it; from there the
 //! iterator reads forward sequentially in chunks of about [`SCAN_CHUNK_BYTES`]. All its reads
 //! bypass the page cache, so scans do not evict the pages of point lookups; they are counted in
-//! the iterator's own [`ReadStats`] ([`TableIter::stats`]).
+//! the iterator's own [`ReadStats`] ([`TableIter::stats`]), and an iterator made with a
+//! [`ScanReads`] sink adds its reads there when it drops (the database's scan counter).
 //!
 //! Tables with a slot index (mapped keys retained, or unclustered) seek by its lower-bound
 //! path instead: the first slot whose image is `>= image(target)` (LITS: whose key is
@@ -13,6 +14,7 @@
 //! the decoded, checksum-verified slot `pos`.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::table::format::decode_slot;
 use crate::table::reader::{Table, Via};
@@ -30,6 +32,29 @@ struct Current {
     value: (usize, usize),
 }
 
+/// Storage reads of scans and the bytes they moved, summed over every iterator that reports
+/// here (any thread; relaxed counters, read for statistics only).
+#[derive(Debug, Default)]
+pub struct ScanReads {
+    reads: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl ScanReads {
+    fn add(&self, stats: &ReadStats) {
+        self.reads.fetch_add(stats.data_reads, Ordering::Relaxed);
+        self.bytes.fetch_add(stats.bytes_read, Ordering::Relaxed);
+    }
+
+    /// (reads, bytes) so far.
+    pub fn get(&self) -> (u64, u64) {
+        (
+            self.reads.load(Ordering::Relaxed),
+            self.bytes.load(Ordering::Relaxed),
+        )
+    }
+}
+
 /// Iterator over a table; see the module doc.
 #[derive(Debug)]
 pub struct TableIter {
@@ -39,6 +64,8 @@ pub struct TableIter {
     pos: u64,
     cur: Option<Current>,
     stats: ReadStats,
+    /// Where the reads go when the iterator drops (scans of the database).
+    sink: Option<Arc<ScanReads>>,
 }
 
 impl Table {
@@ -51,6 +78,22 @@ impl Table {
             pos: 0,
             cur: None,
             stats: ReadStats::default(),
+            sink: None,
+        }
+    }
+
+    /// [`Table::iter`] whose reads are added to `sink` when it drops.
+    pub fn iter_counted(self: &Arc<Table>, sink: &Arc<ScanReads>) -> TableIter {
+        let mut it = self.iter();
+        it.sink = Some(Arc::clone(sink));
+        it
+    }
+}
+
+impl Drop for TableIter {
+    fn drop(&mut self) {
+        if let Some(sink) = &self.sink {
+            sink.add(&self.stats);
         }
     }
 }
