@@ -88,8 +88,9 @@ impl Tree {
             let frame = self.pool.frame(f);
             let _g = frame.latch.lock();
             let pid = frame.pid();
-            self.pool.discard(f);
+            // Page first, frame second, under the latch (see `Tree::merge_step` in smo.rs).
             self.pool.file().free_page(pid);
+            self.pool.discard(f);
         }
         self.root.store(
             Swip::Page(root_pid).encode(),

@@ -219,8 +219,12 @@ impl Tree {
         parent.store(&pbuf);
         parent.set_dirty(true);
         let right_pid = right.pid();
-        self.pool.discard(rf);
+        // The page leaves the file before the frame leaves the page table, both under the
+        // right leaf's latch: a lookup by page id (the learned path) meanwhile finds the frame
+        // latched and retries, then finds no page. The other order let it load the page's old
+        // copy from the file into a frame of its own and write to that orphan (a lost delete).
         self.pool.file().free_page(right_pid);
+        self.pool.discard(rf);
         self.count_smo();
         Ok(if node::count(pbuf.as_slice()) == 0 {
             Merged::ParentEmpty
@@ -248,8 +252,9 @@ impl Tree {
         let child = node::rightmost(words);
         let pid = root.pid();
         self.root.store(child, std::sync::atomic::Ordering::Relaxed);
-        self.pool.discard(r);
+        // Page first, frame second, under the latch (see `merge_step`).
         self.pool.file().free_page(pid);
+        self.pool.discard(r);
         Ok(())
     }
 }
