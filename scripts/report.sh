@@ -66,12 +66,7 @@ rm -f "$out_dir"/*.jsonl
 work="$(mktemp -d)"
 # shellcheck source=scripts/lib/serve.sh
 source scripts/lib/serve.sh
-redis_pid=""
-cleanup() {
-  for p in $lidb_pid $redis_pid; do kill -KILL "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap serve_cleanup EXIT
 
 python3 - "$(uname -n)" "$(nproc)" "$quick" >"$out_dir/machine.json" <<'PY'
 import datetime, json, sys
@@ -139,18 +134,9 @@ print(json.dumps({"bench": "serve", "engine": server, "workload": test, "threads
 PY
     done
   }
-  redis_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-  redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
-    --daemonize no --dir "$work" >"$work/redis.log" 2>&1 &
-  redis_pid=$!
-  for _ in $(seq 100); do
-    timeout 2 redis-cli -h 127.0.0.1 -p "$redis_port" PING >/dev/null 2>&1 && break
-    sleep 0.1
-  done
+  start_redis_server
   measure redis "$redis_port"
-  kill -TERM "$redis_pid"
-  wait "$redis_pid" || true
-  redis_pid=""
+  stop_redis_server
   start_lidb_serve lsm >/dev/null
   measure lidb "$port"
   stop_lidb_serve >/dev/null

@@ -69,12 +69,7 @@ svg="bench-out/${out_name%.*}.svg"
 work="$(mktemp -d)"
 # shellcheck source=scripts/lib/serve.sh
 source scripts/lib/serve.sh
-redis_pid=""
-cleanup() {
-  for p in $lidb_pid $redis_pid; do kill -KILL "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap serve_cleanup EXIT
 
 # Seconds left of MAX_SECONDS; fails once none are.
 left() {
@@ -128,9 +123,6 @@ for workload in c a; do
 done
 
 # 3. lidb serve against redis-server, server and client threads at each count.
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 # Runs SET then GET with redis-benchmark against 127.0.0.1:$3 at $2 threads; rows for server $1.
 measure() {
   local server="$1" count="$2" port="$3" test csv t
@@ -153,20 +145,11 @@ PY
 IFS=, read -r -a counts <<<"$threads"
 for count in "${counts[@]}"; do
   echo "== serve at $count threads ($(left serve)s left)" >&2
-  redis_port="$(free_port)"
   io=()
   [ "$count" -gt 1 ] && io=(--io-threads "$count" --io-threads-do-reads yes)
-  redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
-    --daemonize no --dir "$work" "${io[@]}" >"$work/redis.log" 2>&1 &
-  redis_pid=$!
-  for _ in $(seq 100); do
-    timeout 2 redis-cli -h 127.0.0.1 -p "$redis_port" PING >/dev/null 2>&1 && break
-    sleep 0.1
-  done
+  start_redis_server "${io[@]}"
   measure redis "$count" "$redis_port"
-  kill -TERM "$redis_pid"
-  wait "$redis_pid" || true
-  redis_pid=""
+  stop_redis_server
   rm -rf "$work/db"
   LIDB_SERVE_ARGS="--threads $count" start_lidb_serve lsm >/dev/null
   measure lidb "$count" "$port"

@@ -34,12 +34,7 @@ out="${OUT:-$work/results.jsonl}"
 : >"$out"
 # shellcheck source=scripts/lib/serve.sh
 source scripts/lib/serve.sh
-redis_pid=""
-cleanup() {
-  for p in $lidb_pid $redis_pid; do kill -KILL "$p" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap serve_cleanup EXIT
 fail() {
   echo "serve-compare: $*" >&2
   [ -s "$work/lidb.err" ] && sed 's/^/  lidb stderr: /' "$work/lidb.err" >&2
@@ -82,18 +77,9 @@ PY
 
 for round in $(seq "$rounds"); do
   echo "== round $round of $rounds"
-  redis_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-  redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
-    --daemonize no --dir "$work" >"$work/redis.log" 2>&1 &
-  redis_pid=$!
-  for _ in $(seq 100); do
-    timeout 2 redis-cli -h 127.0.0.1 -p "$redis_port" PING >/dev/null 2>&1 && break
-    sleep 0.1
-  done
+  start_redis_server
   measure redis "$redis_pid" "$redis_port" "$round"
-  kill -TERM "$redis_pid"
-  wait "$redis_pid" || true
-  redis_pid=""
+  stop_redis_server
   for variant in $variants; do
     rm -rf "$work/db"
     extra=()

@@ -22,14 +22,7 @@ bench_flags=(-t set,get,mset -n "$requests" -c 8 -P 16 --csv)
 work="$(mktemp -d)"
 # shellcheck source=scripts/lib/serve.sh
 source scripts/lib/serve.sh
-redis_pid=""
-cleanup() {
-  for p in $lidb_pid $redis_pid; do
-    kill -KILL "$p" 2>/dev/null || true
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap serve_cleanup EXIT
 
 fail() {
   echo "serve-smoke: $*" >&2
@@ -124,20 +117,11 @@ for test in SET GET MSET; do
 done
 
 if [ "$compare" = 1 ]; then
-  redis_port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-  echo "== redis-server on 127.0.0.1:$redis_port (--save '' --appendonly no)"
-  redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
-    --daemonize no --dir "$work" >"$work/redis.log" 2>&1 &
-  redis_pid=$!
-  for _ in $(seq 100); do
-    timeout 2 redis-cli -h 127.0.0.1 -p "$redis_port" PING >/dev/null 2>&1 && break
-    sleep 0.1
-  done
+  echo "== redis-server on 127.0.0.1 (--save '' --appendonly no)"
+  start_redis_server
   echo "== redis-benchmark -h 127.0.0.1 -p PORT ${bench_flags[*]}   (redis-server $(redis-server --version | awk '{print $3}'))"
   bench "$redis_port" | tee "$work/redis.csv"
-  kill -TERM "$redis_pid"
-  wait "$redis_pid" || true
-  redis_pid=""
+  stop_redis_server
   echo "== requests per second, lidb / redis"
   python3 - "$work/lidb.csv" "$work/redis.csv" <<'PY'
 import csv, sys

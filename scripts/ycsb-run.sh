@@ -29,11 +29,7 @@ workload_file="ycsb/workloads/workload$workload"
 work="$(mktemp -d)"
 # shellcheck source=scripts/lib/serve.sh
 source scripts/lib/serve.sh
-cleanup() {
-  [ -n "$lidb_pid" ] && kill -KILL "$lidb_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+trap serve_cleanup EXIT
 
 fail() {
   echo "ycsb-run: $*" >&2

@@ -1,8 +1,42 @@
-# Shared by scripts/serve-smoke.sh and scripts/ycsb-run.sh (sourced, not run): start and stop
-# `lidb serve` on a free port of 127.0.0.1. The caller sets `lidb` (the binary), `work` (a
-# scratch directory) and a `fail MESSAGE` function, and kills "$lidb_pid" in its EXIT trap if set.
+# Shared by the scripts that serve (sourced, not run): start and stop `lidb serve` and
+# redis-server on free ports of 127.0.0.1, and stop whatever is left at exit. The caller sets
+# `lidb` (the binary), `work` (a scratch directory) and a `fail MESSAGE` function, and installs
+# `trap serve_cleanup EXIT`.
 
 lidb_pid=""
+redis_pid=""
+
+# Kills a server still running and removes $work: the callers' EXIT trap.
+serve_cleanup() {
+  for p in $lidb_pid $redis_pid; do kill -KILL "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+
+# A free TCP port of 127.0.0.1.
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# Starts redis-server without persistence on a free port, its files in $work, with the extra
+# arguments given; sets redis_pid and redis_port and waits (10 s at most) for it to answer PING.
+start_redis_server() {
+  redis_port="$(free_port)"
+  redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no \
+    --daemonize no --dir "$work" "$@" >"$work/redis.log" 2>&1 &
+  redis_pid=$!
+  for _ in $(seq 100); do
+    timeout 2 redis-cli -h 127.0.0.1 -p "$redis_port" PING >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  fail "redis-server on port $redis_port did not answer PING within 10 s"
+}
+
+# Stops redis-server (SIGTERM) and waits for it.
+stop_redis_server() {
+  kill -TERM "$redis_pid"
+  wait "$redis_pid" || true
+  redis_pid=""
+}
 
 # Starts `lidb serve --engine $1` on a fresh database in $work/db, with the extra options of
 # LIDB_SERVE_ARGS (words) if set; sets lidb_pid, addr and port.
