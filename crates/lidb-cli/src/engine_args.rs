@@ -80,7 +80,7 @@ pub struct LsmArgs {
 
 /// learnedkv's conversion triggers.
 #[derive(Debug, Args)]
-#[command(next_help_heading = "learnedkv")]
+#[command(next_help_heading = "learnedkv, lsm+ and lsm+tier")]
 pub struct TierArgs {
     /// learnedkv: convert in the background (no values moved) when the LSM's tables reach this
     /// size (e.g. 256MiB); 0 = off.
@@ -89,6 +89,19 @@ pub struct TierArgs {
     /// learnedkv: convert in the background when the LSM has this many non-empty levels; 0 = off.
     #[arg(long, default_value_t = 0)]
     pub convert_at_lsm_levels: usize,
+    /// learnedkv, lsm+, lsm+tier: run a GC, which writes every live value in key order, once
+    /// scans have wasted RATIO times its cost in reads of values scattered through the value
+    /// log (1: never waste more than the GC costs; 0 = off; at most 1000).
+    #[arg(long, value_name = "RATIO", default_value_t = 1.0, value_parser = parse_scan_gc)]
+    pub scan_gc: f64,
+}
+
+/// Parses `--scan-gc`: a ratio in [0, 1000].
+pub fn parse_scan_gc(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(r) if (0.0..=1000.0).contains(&r) => Ok(r),
+        _ => Err(format!("\"{text}\" is not a ratio from 0 to 1000")),
+    }
 }
 
 /// The automatic checkpoint of the engines that checkpoint.
@@ -148,7 +161,7 @@ pub fn parse_recovery_mode(name: &str) -> Result<RecoveryMode, String> {
 }
 
 /// The engine options, as `--long-name`, in the order [`EngineArgs`] defines them.
-pub const ENGINE_OPTIONS: [&str; 17] = [
+pub const ENGINE_OPTIONS: [&str; 18] = [
     "--engine",
     "--sync",
     "--recovery-mode",
@@ -160,6 +173,7 @@ pub const ENGINE_OPTIONS: [&str; 17] = [
     "--sst-size",
     "--convert-at-lsm-bytes",
     "--convert-at-lsm-levels",
+    "--scan-gc",
     "--checkpoint-log-bytes",
     "--pool",
     "--page-size",
@@ -196,6 +210,7 @@ pub fn readers_of(opt: &str, engine: EngineKind) -> Option<(bool, &'static str)>
         "--convert-at-lsm-bytes" | "--convert-at-lsm-levels" => {
             (engine == K::LearnedKv, "learnedkv")
         }
+        "--scan-gc" => (engine.tiering().is_some(), "learnedkv, lsm+ and lsm+tier"),
         "--checkpoint-log-bytes" => (
             engine == K::Finedex || tree,
             "finedex, learnedstore and btree",
@@ -288,6 +303,7 @@ impl EngineArgs {
         cfg.lsm.sst_size_bytes = lsm.sst_size;
         cfg.tier.convert_at_lsm_bytes = Some(self.tier.convert_at_lsm_bytes);
         cfg.tier.convert_at_lsm_levels = self.tier.convert_at_lsm_levels;
+        cfg.tier.scan_gc_ratio = self.tier.scan_gc;
         cfg.set_checkpoint_log_bytes(Some(self.checkpoint.checkpoint_log_bytes));
         let tree = &self.tree;
         cfg.tree.pool_bytes = tree.pool;

@@ -76,6 +76,10 @@ pub struct CommonArgs {
     /// cache; 0 to 0.9.
     #[arg(long, default_value_t = 0.0)]
     rocksdb_row_cache: f64,
+    /// learnedkv, lsm+, lsm+tier: GC once scans have wasted RATIO times its cost in reads of
+    /// values scattered through the value log (0 = off; as every command's --scan-gc).
+    #[arg(long, value_name = "RATIO", default_value_t = 1.0, value_parser = crate::engine_args::parse_scan_gc)]
+    scan_gc: f64,
     /// Buffer pool of learnedstore and btree (the other engines ignore it). The default is
     /// --cache's, so the read caches are equal; the LSMs' memtable has no counterpart in the
     /// tree: for equal total memory give the pool --cache plus --memtable.
@@ -228,6 +232,7 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
         )));
     }
     engine.lsm.rocksdb_row_cache_share = a.rocksdb_row_cache;
+    engine.tier.scan_gc_ratio = a.scan_gc;
     engine.lsm.cache_mode = lidb_lsm::CacheMode::from_name(&a.lsm_cache).ok_or_else(|| {
         CliError::Usage(format!(
             "--lsm-cache: {} is not pages, entries or entries+pages",

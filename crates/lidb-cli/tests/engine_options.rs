@@ -38,6 +38,11 @@ fn options() -> Vec<(&'static str, Option<&'static str>, Vec<&'static str>)> {
         ("--sst-size", Some("8MiB"), LSM.to_vec()),
         ("--convert-at-lsm-bytes", Some("256MiB"), vec!["learnedkv"]),
         ("--convert-at-lsm-levels", Some("3"), vec!["learnedkv"]),
+        (
+            "--scan-gc",
+            Some("0"),
+            vec!["learnedkv", "lsm+", "lsm+tier"],
+        ),
         ("--checkpoint-log-bytes", Some("1MiB"), logged),
         ("--pool", Some("4MiB"), TREE.to_vec()),
         ("--page-size", Some("8KiB"), TREE.to_vec()),
@@ -135,7 +140,7 @@ fn every_option_is_accepted_or_refused_in_one_line_by_every_command() {
             }
         }
     }
-    assert_eq!(checked, 3 * 7 * 17);
+    assert_eq!(checked, 3 * 7 * 18);
 }
 
 /// `lidb CMD OPT nosuch --db DIR` must exit 2 with every one of `names` in its error.

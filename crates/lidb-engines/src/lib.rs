@@ -334,6 +334,9 @@ pub struct TierConfig {
     /// learnedkv's automatic conversion once the active LSM has this many non-empty levels;
     /// 0: off.
     pub convert_at_lsm_levels: usize,
+    /// learnedkv, lsm+ and lsm+tier: GC once scans have wasted this many times its cost in
+    /// reads of scattered values (lidb-kv's scan-triggered GC); 0: off. Default 1.
+    pub scan_gc_ratio: f64,
 }
 
 /// learnedstore's and btree's options.
@@ -387,6 +390,7 @@ impl EngineConfig {
                 over_provisioning: 0.3,
                 convert_at_lsm_bytes: None,
                 convert_at_lsm_levels: 0,
+                scan_gc_ratio: 1.0,
             },
             tree: TreeConfig {
                 pool_bytes: 8 << 20,

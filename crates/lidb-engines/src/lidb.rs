@@ -209,6 +209,7 @@ impl TieredEngine {
             } else {
                 0
             },
+            scan_gc_ratio: cfg.tier.scan_gc_ratio,
         };
         Ok(TieredEngine {
             store: Arc::new(Store::open_with_storage(storage, &cfg.dir, opts)?),

@@ -196,6 +196,16 @@ fn check_tier(
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         assert_eq!(got, want, "{what}: scan from {start:?}");
+        // A scan sized to fewer entries than it takes grows its chunks and misses nothing.
+        for hint in [1usize, 10, 400] {
+            let sized: Vec<_> = t
+                .iter_limited(&start, hint)
+                .expect("iter")
+                .take(400)
+                .collect::<Result<_, _>>()
+                .expect("scan");
+            assert_eq!(sized, want, "{what}: scan of {hint} from {start:?}");
+        }
     }
 }
 
@@ -215,6 +225,69 @@ fn every_family_and_page_boundary_on_every_key_set() {
             }
         }
     }
+}
+
+#[test]
+fn a_scan_told_its_length_reads_about_its_entries_and_then_grows() {
+    let sets = key_sets(20_000, 5);
+    let (_, map) = sets.first().expect("set");
+    let s = setup();
+    let t = build(&s, 1, map, TierOptions::default());
+    let (start, _) = map.iter().nth(7_000).expect("key");
+    let scan = |hint: Option<usize>, take: usize| {
+        let before = t.read_stats();
+        let it = match hint {
+            Some(n) => t.iter_limited(start, n),
+            None => t.iter(start),
+        };
+        let got: Vec<_> = it
+            .expect("iter")
+            .take(take)
+            .collect::<Result<_, _>>()
+            .expect("scan");
+        let want: Vec<_> = map
+            .range(start.clone()..)
+            .take(take)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        assert_eq!(got, want, "hint {hint:?}, {take} entries");
+        let after = t.read_stats();
+        (
+            after.svlog_bytes - before.svlog_bytes,
+            after.keylist_bytes - before.keylist_bytes,
+            after.svlog_reads - before.svlog_reads,
+        )
+    };
+    // 50 entries: their records alone (values under 120 bytes, so under 10 KiB, read in one
+    // chunk), against the fixed 1 MiB chunk of an unsized scan.
+    let (sized_svlog, sized_keys, sized_reads) = scan(Some(51), 50);
+    let (fixed_svlog, fixed_keys, _) = scan(None, 50);
+    assert!(
+        sized_svlog <= 51 * 150,
+        "{sized_svlog} svlog bytes for 50 entries"
+    );
+    assert_eq!(sized_reads, 1, "one svlog read for the 50 entries");
+    assert!(
+        sized_svlog * 20 < fixed_svlog,
+        "{sized_svlog} against {fixed_svlog}"
+    );
+    assert!(
+        sized_keys <= fixed_keys,
+        "{sized_keys} against {fixed_keys} key-list bytes"
+    );
+    // Past the pages the seek read, the key list too is read for the wanted entries alone, not
+    // in chunks of 64 pages.
+    let (_, sized_keys, _) = scan(Some(1_501), 1_500);
+    let (_, fixed_keys, _) = scan(None, 1_500);
+    assert!(
+        sized_keys + 32 * 4096 <= fixed_keys,
+        "{sized_keys} against {fixed_keys} key-list bytes for 1,500 entries"
+    );
+    // Told 1 but taking 5,000: the chunks double, so reads grow with the log of the length
+    // (log2 5,000 is 13; an svlog chunk also ends at the last key-list page held, whose chunks
+    // double too, so about twice that).
+    let (_, _, reads) = scan(Some(1), 5_000);
+    assert!(reads <= 30, "{reads} svlog reads for 5,000 entries told 1");
 }
 
 #[test]

@@ -116,7 +116,7 @@ pub fn describe_engine(cfg: &EngineConfig) -> String {
     format!(
         "memory={} memtable={} cache={} pool={} page_size={} bloom_bits={} direct_io={} sync={} \
          lsm_index={}/{} lsm_cache={} rocksdb_row_cache={} tier_index={}/{} pages \
-         over_provisioning={} background_gc={}",
+         over_provisioning={} scan_gc={} background_gc={}",
         cfg.memory_budget_bytes
             .map_or("none".to_string(), format_size),
         format_size(cfg.lsm.memtable_bytes),
@@ -133,6 +133,7 @@ pub fn describe_engine(cfg: &EngineConfig) -> String {
         cfg.tier.index.name(),
         cfg.tier.page_boundary,
         cfg.tier.over_provisioning,
+        cfg.tier.scan_gc_ratio,
         cfg.background,
     )
 }

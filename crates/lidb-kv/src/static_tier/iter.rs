@@ -1,7 +1,15 @@
 //! Range scans of the static tier: seek with the model, then read the key list forward in chunks
 //! of pages. A packed tier (GC-built: every record in its own svlog, in key order) reads the svlog
 //! forward in large chunks (the records of consecutive keys are contiguous); a converted tier
-//! reads each record where its entry points (one read per value). A `TierIter` is used by one
+//! reads each record where its entry points (one read per value).
+//!
+//! Chunk sizes: a scan that says how many entries it will take (`StaticTier::iter_limited`, from
+//! `Store::scan_limited`) reads, first, the key-list pages and the svlog bytes of those entries
+//! alone (the svlog chunk ends where the last one's record ends, read off the key list), and each
+//! later chunk covers twice the entries of the one before, up to the fixed chunks
+//! (`SCAN_KEYLIST_PAGES`, `SCAN_SVLOG_BYTES`) an unsized scan reads from the start. A YCSB E scan
+//! of 50 records of 1 KiB reads about 50 KiB of svlog and a page or two of key list, not 1 MiB
+//! and 256 KiB (RocksDB's readahead grows the same way, from one block). A `TierIter` is used by one
 //! thread; many may run over one tier. An iterator holds its tier by one `Arc` taken when it is
 //! made; its steps borrow the tier and its own fields apart, so a step writes no reference count
 //! that other readers of the tier write.
@@ -11,7 +19,7 @@ use std::sync::Arc;
 use lidb_storage::error::corruption;
 
 use super::StaticTier;
-use super::format::TierFile;
+use super::format::{PAGE_BYTES, TierFile};
 use super::reader::PageRun;
 use crate::Result;
 use crate::vlog::decode_pointed;
@@ -33,6 +41,10 @@ pub struct TierIter {
     done: bool,
     /// Yield keys with empty values and never read the svlog (`StaticTier::keys`).
     keys_only: bool,
+    /// Entries the next key-list chunk and the next svlog chunk should cover (None: the fixed
+    /// chunks); each doubles after its chunk is read.
+    want_pages: Option<u64>,
+    want_svlog: Option<u64>,
 }
 
 /// An entry with where its record is, without the value (`TierIter::next_entry`).
@@ -57,6 +69,19 @@ impl StaticTier {
             values_start: 0,
             done: false,
             keys_only: false,
+            want_pages: None,
+            want_svlog: None,
+        })
+    }
+
+    /// [`StaticTier::iter`] for a scan that expects to take about `entries` entries: its first
+    /// reads are sized to them (see the module documentation).
+    pub fn iter_limited(self: &Arc<Self>, start: &[u8], entries: usize) -> Result<TierIter> {
+        let want = Some((entries as u64).max(1));
+        Ok(TierIter {
+            want_pages: want,
+            want_svlog: want,
+            ..self.iter(start)?
         })
     }
 
@@ -76,11 +101,26 @@ fn page_loaded(pages: &PageRun, page: u64) -> bool {
     page >= pages.first_page && page < pages.first_page + held
 }
 
-/// Makes `pages` hold the key-list page of entry `next` (a chunk of `SCAN_KEYLIST_PAGES`).
-fn load_page(tier: &StaticTier, next: u64, pages: &mut PageRun) -> Result<()> {
-    let page = next / u64::from(tier.header().layout.entries_per_page);
+/// Makes `pages` hold the key-list page of entry `next`: a chunk of the pages of the `want`
+/// entries from `next` (then doubled), or of `SCAN_KEYLIST_PAGES`.
+fn load_page(
+    tier: &StaticTier,
+    next: u64,
+    pages: &mut PageRun,
+    want: &mut Option<u64>,
+) -> Result<()> {
+    let per = u64::from(tier.header().layout.entries_per_page).max(1);
+    let page = next / per;
     if !page_loaded(pages, page) {
-        *pages = tier.read_pages_uncached(page, page + SCAN_KEYLIST_PAGES)?;
+        let count = match want {
+            Some(w) => {
+                let count = ((next % per) + *w).div_ceil(per);
+                *w = w.saturating_mul(2);
+                count.clamp(1, SCAN_KEYLIST_PAGES)
+            }
+            None => SCAN_KEYLIST_PAGES,
+        };
+        *pages = tier.read_pages_uncached(page, page + count)?;
     }
     Ok(())
 }
@@ -99,7 +139,7 @@ impl TierIter {
         if self.next >= tier.header().entries {
             return Ok(None);
         }
-        load_page(tier, self.next, &mut self.pages)?;
+        load_page(tier, self.next, &mut self.pages, &mut self.want_pages)?;
         let (key, e) = tier.entry(&self.pages, self.next)?;
         let file = tier
             .header()
@@ -121,7 +161,7 @@ impl TierIter {
         if self.next >= tier.header().entries {
             return Ok(None);
         }
-        load_page(tier, self.next, &mut self.pages)?;
+        load_page(tier, self.next, &mut self.pages, &mut self.want_pages)?;
         let (key, e) = tier.entry(&self.pages, self.next)?;
         let key = key.to_vec();
         if self.keys_only {
@@ -134,7 +174,12 @@ impl TierIter {
                 bytes: &mut self.values,
                 start: &mut self.values_start,
             };
-            read_chunked(tier, chunk, idx, e.offset, e.len)?
+            let sized = SizedBy {
+                pages: &self.pages,
+                next: self.next,
+                want: &mut self.want_svlog,
+            };
+            read_chunked(tier, chunk, idx, e.offset, e.len, sized)?
         } else {
             tier.read_record(idx, e.offset, e.len)?
         };
@@ -152,14 +197,48 @@ impl TierIter {
     }
 }
 
-/// The record at `offset` of row `idx`, from the chunk held or a new chunk of at least
-/// `SCAN_SVLOG_BYTES` read from `offset` on.
+/// What sizes a packed scan's next svlog chunk: the key-list pages held, the entry being read
+/// and the entries the chunk should cover (None: `SCAN_SVLOG_BYTES`).
+struct SizedBy<'a> {
+    pages: &'a PageRun,
+    next: u64,
+    want: &'a mut Option<u64>,
+}
+
+/// Bytes of the next svlog chunk from `offset` (the record of entry `sized.next`, `len` bytes):
+/// to the end of the record of the last wanted entry the held key-list pages show (then the
+/// wanted entries double), or `SCAN_SVLOG_BYTES`; never less than the record.
+fn chunk_bytes(tier: &StaticTier, idx: usize, offset: u64, len: u32, sized: SizedBy<'_>) -> u64 {
+    let Some(want) = sized.want.as_mut() else {
+        return u64::from(len).max(SCAN_SVLOG_BYTES);
+    };
+    let per = u64::from(tier.header().layout.entries_per_page).max(1);
+    let held_end = (sized.pages.first_page + sized.pages.bytes.len() as u64 / PAGE_BYTES) * per;
+    let last = (sized.next + *want - 1)
+        .min(held_end.saturating_sub(1))
+        .min(tier.header().entries.saturating_sub(1))
+        .max(sized.next);
+    *want = want.saturating_mul(2);
+    // A packed tier's records follow their entries' order in one file; anything else (which
+    // the decode of the wanted entry reports, if damaged) falls back to the record alone.
+    let end = match tier.entry(sized.pages, last) {
+        Ok((_, e)) if usize::from(e.file_idx) == idx && e.offset >= offset => {
+            e.offset + u64::from(e.len)
+        }
+        _ => offset + u64::from(len),
+    };
+    (end - offset).clamp(u64::from(len), u64::from(len).max(SCAN_SVLOG_BYTES))
+}
+
+/// The record at `offset` of row `idx`, from the chunk held or a new chunk read from `offset` on
+/// (`chunk_bytes` long).
 fn read_chunked(
     tier: &StaticTier,
     chunk: Chunk<'_>,
     idx: usize,
     offset: u64,
     len: u32,
+    sized: SizedBy<'_>,
 ) -> Result<(Vec<u8>, Vec<u8>)> {
     let p = tier.pointer(super::format::EntryRef {
         file_idx: idx as u16,
@@ -170,9 +249,7 @@ fn read_chunked(
     let end = offset + u64::from(len);
     let held_end = *chunk.start + chunk.bytes.len() as u64;
     if offset < *chunk.start || end > held_end {
-        let n = u64::from(len)
-            .max(SCAN_SVLOG_BYTES)
-            .min(file_bytes.saturating_sub(offset));
+        let n = chunk_bytes(tier, idx, offset, len, sized).min(file_bytes.saturating_sub(offset));
         let mut buf = vec![0u8; n as usize];
         let handle = tier
             .file_handle(idx)

@@ -65,6 +65,8 @@ pub(crate) fn background(s: &Arc<Shared>) {
         }
         let job: Option<fn(&Shared) -> Result<()>> = if s.gc_due() {
             Some(run)
+        } else if s.scan_gc_due() {
+            Some(run_for_scans)
         } else if super::convert::due(s) {
             Some(super::convert::run)
         } else {
@@ -187,6 +189,13 @@ pub(crate) fn run(s: &Shared) -> Result<()> {
     run_once(s).inspect_err(|e| s.stop_writes(e))
 }
 
+/// [`run`], started because scans wasted reads on scattered values (`scan_gc`); counted apart.
+fn run_for_scans(s: &Shared) -> Result<()> {
+    run(s)?;
+    s.counters.scan_gcs.fetch_add(1, Ordering::Relaxed);
+    Ok(())
+}
+
 fn run_once(s: &Shared) -> Result<()> {
     let _one_at_a_time = lock(&s.gc_lock);
     refuse_if_stopped(s)?;
@@ -280,6 +289,8 @@ fn switch_locked(s: &Shared, w: &mut WriteState) -> Result<()> {
     )?;
     w.vlog.replace(writer)?;
     w.appended_since_gc = 0;
+    s.active_vlog_bytes.store(0, Ordering::Relaxed);
+    s.scan_scatter.reset();
     *lock(&s.next_all_keys) = Some(Arc::new(MemBloom::new(
         next_all_keys_capacity(s),
         crate::store::ALL_KEYS_BITS,
@@ -314,14 +325,18 @@ const ASSUMED_RECORD_BYTES: u64 = 256;
 /// since open (at least 1,024 of them), else by 256 bytes. A filter sized for 256-byte records
 /// holding 1 KiB records was four times too large (20 MB for 2M keys of 1 KiB).
 pub(crate) fn live_keys(s: &Shared) -> u64 {
+    s.live_bytes.load(Ordering::Relaxed) / mean_record_bytes(s)
+}
+
+/// The mean size of the records written since open (at least 1,024 of them), else 256 bytes.
+pub(crate) fn mean_record_bytes(s: &Shared) -> u64 {
     let records = s.appended_records.0.load(Ordering::Relaxed);
     let bytes = s.appended_records.1.load(Ordering::Relaxed);
-    let mean = if records >= 1024 {
+    if records >= 1024 {
         (bytes / records).max(1)
     } else {
         ASSUMED_RECORD_BYTES
-    };
-    s.live_bytes.load(Ordering::Relaxed) / mean
+    }
 }
 
 /// The every-key filter a GC starts: twice the live keys (room for the inserts until the next
@@ -347,7 +362,7 @@ pub(crate) fn collect(s: &Shared, view: &Arc<Tiers>) -> Result<KvIterator> {
         tier: view.tier.clone(),
         vlogs: view.vlogs.clone(),
     };
-    read::scan_view(s, Arc::new(without_active), b"", None, None)
+    read::scan_view(s, Arc::new(without_active), b"", None, None, None)
 }
 
 /// The key-list page cache of a learned tier: a namespace of its own in the store's one pool

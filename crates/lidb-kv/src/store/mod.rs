@@ -33,6 +33,7 @@ mod open;
 mod read;
 pub mod recovery;
 mod scan_batch;
+mod scan_gc;
 mod write;
 mod writeback;
 
@@ -72,6 +73,8 @@ pub struct StoreStats {
     /// LSM probes skipped because the in-memory Bloom filter said no.
     pub lsm_skipped: u64,
     pub gcs: u64,
+    /// Of `gcs`, those started because scans wasted reads on scattered values.
+    pub scan_gcs: u64,
     /// Range-query-assisted conversions installed (`Store::convert` or a threshold).
     pub conversions: u64,
     /// Live bytes of the value logs as of the last GC, plus new keys since.
@@ -146,6 +149,11 @@ pub(crate) struct Shared {
     /// (records, bytes) appended to value logs since open: their mean record size turns
     /// `live_bytes` into a key count when GC sizes its filters (`gc::live_keys`).
     pub appended_records: (AtomicU64, AtomicU64),
+    /// Bytes appended to the active value log since the last GC's switch (`appended_since_gc`,
+    /// readable without the write mutex): the records a GC would read one by one.
+    pub active_vlog_bytes: AtomicU64,
+    /// Reads scans wasted on scattered values (`scan_gc`).
+    pub scan_scatter: Arc<scan_gc::ScanScatter>,
     /// The memory budget the store holds its resident part and cache to (`u64::MAX`: none);
     /// GC refits the cache whenever it changes the resident part (`gc::refit`).
     pub memory_budget: AtomicU64,
@@ -173,6 +181,8 @@ pub(crate) struct Counters {
     pub missed: Counter,
     pub lsm_skipped: Counter,
     pub gcs: AtomicU64,
+    /// Of `gcs`, those the scans started (`scan_gc`).
+    pub scan_gcs: AtomicU64,
     pub conversions: AtomicU64,
 }
 
@@ -244,6 +254,18 @@ impl Shared {
         live > 0.0
             && total > live * (1.0 + self.opts.over_provisioning)
             && total - live > GC_MIN_DEAD_BYTES as f64
+    }
+
+    /// Whether scans have wasted, on values scattered through the active value log, what a GC
+    /// that puts them in key order costs (`scan_gc`; `scan_gc_ratio` 0: never).
+    pub fn scan_gc_due(&self) -> bool {
+        let active = self.active_vlog_bytes.load(Ordering::Relaxed) / gc::mean_record_bytes(self);
+        scan_gc::due(
+            self.opts.scan_gc_ratio,
+            self.scan_scatter.since_switch(),
+            active,
+            self.live_bytes.load(Ordering::Relaxed),
+        )
     }
 }
 
@@ -367,6 +389,7 @@ impl Store {
             reads_missed: c.missed.get(),
             lsm_skipped: c.lsm_skipped.get(),
             gcs: c.gcs.load(Ordering::Relaxed),
+            scan_gcs: c.scan_gcs.load(Ordering::Relaxed),
             conversions: c.conversions.load(Ordering::Relaxed),
             live_bytes_estimate: self.shared.live_bytes.load(Ordering::Relaxed),
             vlog_bytes: self.shared.vlog_bytes.load(Ordering::Relaxed),

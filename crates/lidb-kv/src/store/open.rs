@@ -209,6 +209,8 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         next_all_keys: Mutex::new(None),
         live_bytes: AtomicU64::new(live),
         appended_records: (AtomicU64::new(0), AtomicU64::new(0)),
+        active_vlog_bytes: AtomicU64::new(appended),
+        scan_scatter: Arc::default(),
         memory_budget: AtomicU64::new(u64::MAX),
         vlog_bytes: AtomicU64::new(vlog_bytes),
         next_number: AtomicU64::new(state.next_number),

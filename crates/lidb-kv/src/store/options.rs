@@ -43,6 +43,10 @@ pub struct StoreOptions {
     pub convert_at_lsm_bytes: u64,
     /// Convert when the active LSM has this many non-empty levels. 0 = off. Learned tier only.
     pub convert_at_lsm_levels: usize,
+    /// Start a GC (which writes every live value in key order) once scans have wasted this many
+    /// times its cost in reads of values scattered through the active value log (`scan_gc`);
+    /// checked by the background thread (`auto_gc`). 0 = off.
+    pub scan_gc_ratio: f64,
 }
 
 impl Default for StoreOptions {
@@ -64,6 +68,8 @@ impl Default for StoreOptions {
             // over-provisioned or rarely-updated stores, whose threshold depends on the workload.
             convert_at_lsm_bytes: 0,
             convert_at_lsm_levels: 0,
+            // The ski-rental point: scans never waste more than a GC would have cost.
+            scan_gc_ratio: 1.0,
         }
     }
 }
@@ -75,6 +81,12 @@ impl StoreOptions {
             return Err(lidb_storage::Error::InvalidOption(format!(
                 "over-provisioning {} is not in (0, 10]",
                 self.over_provisioning
+            )));
+        }
+        if !(self.scan_gc_ratio >= 0.0 && self.scan_gc_ratio <= 1000.0) {
+            return Err(lidb_storage::Error::InvalidOption(format!(
+                "scan GC ratio {} is not in [0, 1000]",
+                self.scan_gc_ratio
             )));
         }
         let converts = self.convert_at_lsm_bytes > 0 || self.convert_at_lsm_levels > 0;

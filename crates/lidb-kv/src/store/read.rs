@@ -12,6 +12,7 @@ use lidb_storage::{Result, error::corruption};
 use crate::pointer::Pointer;
 use crate::static_tier::TierIter;
 use crate::store::scan_batch::{self, VlogReadCounters};
+use crate::store::scan_gc::ScanScatter;
 use crate::store::state::{Tier, Tiers};
 use crate::store::{Shared, SpaceUsage};
 use crate::vlog::VlogReader;
@@ -161,6 +162,8 @@ pub struct KvIterator {
     end: Option<Vec<u8>>,
     reader: Arc<VlogReader>,
     io: Arc<VlogReadCounters>,
+    /// A user's scan counts its scattered reads here (`scan_gc`); GC's own scan does not.
+    scatter: Option<Arc<ScanScatter>>,
     direct: bool,
     /// Entries merged and read, in key order, after `current`.
     ready: VecDeque<(Vec<u8>, Vec<u8>)>,
@@ -251,7 +254,14 @@ impl KvIterator {
                     _ => None,
                 })
                 .collect();
-            let read = scan_batch::fetch(&self.reader, &self.io, self.direct, &dir, &batch)?;
+            let read = scan_batch::fetch(
+                &self.reader,
+                &self.io,
+                self.scatter.as_deref(),
+                self.direct,
+                &dir,
+                &batch,
+            )?;
             for (&i, v) in members.iter().zip(read) {
                 if let Some(slot) = values.get_mut(i) {
                     *slot = Some(v);
@@ -320,17 +330,19 @@ pub(crate) fn scan(
     end: Option<&[u8]>,
     expected: Option<usize>,
 ) -> Result<KvIterator> {
-    scan_view(s, s.current(), start, end, expected)
+    scan_view(s, s.current(), start, end, expected, Some(&s.scan_scatter))
 }
 
 /// A scan over a given view (GC scans a view without the active LSM). `expected`: how many
 /// entries the caller will take, if it knows (the first batch reads their values and one more).
+/// `scatter`: where a user's scan counts the reads it wastes on scattered values (`scan_gc`).
 pub(crate) fn scan_view(
     s: &Shared,
     view: Arc<Tiers>,
     start: &[u8],
     end: Option<&[u8]>,
     expected: Option<usize>,
+    scatter: Option<&Arc<ScanScatter>>,
 ) -> Result<KvIterator> {
     let mut sources = Vec::new();
     for part in [Some(&view.active), view.frozen.as_ref()]
@@ -340,7 +352,15 @@ pub(crate) fn scan_view(
         sources.push(Source::Lsm(part.db().scan(start, end)?, part.dir.clone()));
     }
     match view.tier.as_ref().map(|h| &h.tier) {
-        Some(Tier::Learned(t)) => sources.push(Source::Learned(TierCursor::new(t.iter(start)?)?)),
+        Some(Tier::Learned(t)) => {
+            // A scan told how many entries it takes sizes the tier's first reads to them (and
+            // the entry its last advance moves to).
+            let it = match expected {
+                Some(n) => t.iter_limited(start, n.saturating_add(1))?,
+                None => t.iter(start)?,
+            };
+            sources.push(Source::Learned(TierCursor::new(it)?));
+        }
         Some(Tier::Lsm(part)) => {
             sources.push(Source::Lsm(part.db().scan(start, end)?, part.dir.clone()));
         }
@@ -351,6 +371,7 @@ pub(crate) fn scan_view(
         end: end.map(<[u8]>::to_vec),
         reader: Arc::clone(&s.reader),
         io: Arc::clone(&s.vlog_reads),
+        scatter: scatter.cloned(),
         direct: s.opts.direct_io,
         ready: VecDeque::new(),
         merged_all: false,

@@ -23,6 +23,7 @@ use lidb_storage::error::corruption;
 
 use crate::Result;
 use crate::pointer::Pointer;
+use crate::store::scan_gc::ScanScatter;
 use crate::vlog::{VlogReader, decode_pointed};
 
 /// Records at most this far apart (end of one span to start of the next record) share a read:
@@ -94,11 +95,13 @@ pub(crate) fn plan(pointers: &[Pointer], gap: u64, max_span: u64) -> Vec<Span> {
 }
 
 /// The values of `batch` (each a key and the pointer its LSM holds), in the batch's order: one
-/// read per span of [`plan`]. A record holding another key than its LSM entry is corruption
+/// read per span of [`plan`]; a user's scan passes `scatter`, which counts the spans beyond
+/// what the same bytes in key order would take (`scan_gc`). A record holding another key than its LSM entry is corruption
 /// (named by `dir`, the LSM's directory, as a point read names it).
 pub(crate) fn fetch(
     reader: &VlogReader,
     counters: &VlogReadCounters,
+    scatter: Option<&ScanScatter>,
     direct: bool,
     dir: &Path,
     batch: &[(&[u8], Pointer)],
@@ -106,6 +109,10 @@ pub(crate) fn fetch(
     let pointers: Vec<Pointer> = batch.iter().map(|(_, p)| *p).collect();
     let mut values: Vec<Option<Vec<u8>>> = vec![None; batch.len()];
     let spans = plan(&pointers, COALESCE_GAP_BYTES, MAX_SPAN_BYTES);
+    if let Some(scatter) = scatter {
+        let bytes = pointers.iter().map(|p| u64::from(p.len)).sum();
+        scatter.add(spans.len(), bytes, MAX_SPAN_BYTES);
+    }
     let bufs = read_spans(reader, &spans)?;
     for (span, buf) in spans.into_iter().zip(bufs) {
         counters.count(span.start, span.end, direct);

@@ -180,6 +180,7 @@ fn write_group(s: &Shared, w: &mut WriteState, group: &[Arc<Writer>]) -> Result<
         w.vlog.sync()?;
     }
     w.appended_since_gc += bytes;
+    s.active_vlog_bytes.fetch_add(bytes, Ordering::Relaxed);
     s.appended_records.0.fetch_add(records, Ordering::Relaxed);
     s.appended_records.1.fetch_add(bytes, Ordering::Relaxed);
     s.vlog_bytes.fetch_add(bytes, Ordering::Relaxed);
