@@ -288,7 +288,7 @@ impl Probe for TieredEngine {
         json!({
             "reads_from_lsm": st.reads_from_lsm, "reads_from_tier": st.reads_from_tier,
             "reads_missed": st.reads_missed, "lsm_skipped": st.lsm_skipped, "gcs": st.gcs,
-            "conversions": st.conversions,
+            "scan_gcs": st.scan_gcs, "conversions": st.conversions,
             "live_bytes_estimate": st.live_bytes_estimate,
             "lsm_bytes": sp.lsm_bytes, "key_list_bytes": sp.key_list_bytes,
             "model_bytes": sp.model_bytes, "vlog_bytes": sp.vlog_bytes,
