@@ -283,6 +283,14 @@ fn a_scan_told_its_length_reads_about_its_entries_and_then_grows() {
         sized_keys + 32 * 4096 <= fixed_keys,
         "{sized_keys} against {fixed_keys} key-list bytes for 1,500 entries"
     );
+    // Told "everything" (a scan to an end key with no limit says usize::MAX): the fixed chunks.
+    let (huge_svlog, huge_keys, huge_reads) = scan(Some(usize::MAX), 1_500);
+    let (fixed_svlog, fixed_keys, fixed_reads) = scan(None, 1_500);
+    assert_eq!(
+        (huge_svlog, huge_keys, huge_reads),
+        (fixed_svlog, fixed_keys, fixed_reads),
+        "a scan told usize::MAX entries"
+    );
     // Told 1 but taking 5,000: the chunks double, so reads grow with the log of the length
     // (log2 5,000 is 13; an svlog chunk also ends at the last key-list page held, whose chunks
     // double too, so about twice that).

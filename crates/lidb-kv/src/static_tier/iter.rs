@@ -76,8 +76,12 @@ impl StaticTier {
 
     /// [`StaticTier::iter`] for a scan that expects to take about `entries` entries: its first
     /// reads are sized to them (see the module documentation).
+    /// A scan of more entries than the fixed key-list chunk holds (one told `usize::MAX`: a scan
+    /// to an end key) reads the fixed chunks.
     pub fn iter_limited(self: &Arc<Self>, start: &[u8], entries: usize) -> Result<TierIter> {
-        let want = Some((entries as u64).max(1));
+        let per = u64::from(self.header().layout.entries_per_page);
+        let entries = u64::try_from(entries).unwrap_or(u64::MAX);
+        let want = (entries < per.saturating_mul(SCAN_KEYLIST_PAGES)).then_some(entries.max(1));
         Ok(TierIter {
             want_pages: want,
             want_svlog: want,
@@ -114,7 +118,7 @@ fn load_page(
     if !page_loaded(pages, page) {
         let count = match want {
             Some(w) => {
-                let count = ((next % per) + *w).div_ceil(per);
+                let count = (next % per).saturating_add(*w).div_ceil(per);
                 *w = w.saturating_mul(2);
                 count.clamp(1, SCAN_KEYLIST_PAGES)
             }
@@ -214,7 +218,9 @@ fn chunk_bytes(tier: &StaticTier, idx: usize, offset: u64, len: u32, sized: Size
     };
     let per = u64::from(tier.header().layout.entries_per_page).max(1);
     let held_end = (sized.pages.first_page + sized.pages.bytes.len() as u64 / PAGE_BYTES) * per;
-    let last = (sized.next + *want - 1)
+    let last = sized
+        .next
+        .saturating_add(*want - 1)
         .min(held_end.saturating_sub(1))
         .min(tier.header().entries.saturating_sub(1))
         .max(sized.next);

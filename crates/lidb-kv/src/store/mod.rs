@@ -31,6 +31,7 @@ mod convert;
 pub(crate) mod gc;
 mod open;
 mod read;
+mod record_cache;
 pub mod recovery;
 mod scan_batch;
 mod scan_gc;
@@ -136,6 +137,8 @@ pub(crate) struct Shared {
     /// store's cache is one capacity however many parts GC makes. A part's pages leave the pool
     /// when the part is dropped.
     pub cache: Arc<lidb_storage::cache::PageCache>,
+    /// Hot records of point reads: a namespace of `cache`'s pool (`record_cache`).
+    pub records: lidb_storage::cache::PageCache,
     /// Value-log reads of point reads and scans.
     pub vlog_reads: Arc<scan_batch::VlogReadCounters>,
     /// (reads, bytes) the parts GC retired had made (see `StoreReads`).

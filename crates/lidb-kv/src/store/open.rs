@@ -202,6 +202,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         }),
         write_queue: Default::default(),
         reader,
+        records: cache.new_namespace_with_mode(lidb_storage::cache::CacheMode::Entries),
         cache,
         vlog_reads: Arc::default(),
         retired_reads: (AtomicU64::new(0), AtomicU64::new(0)),

@@ -11,6 +11,7 @@ use lidb_storage::{Result, error::corruption};
 
 use crate::pointer::Pointer;
 use crate::static_tier::TierIter;
+use crate::store::record_cache;
 use crate::store::scan_batch::{self, VlogReadCounters};
 use crate::store::scan_gc::ScanScatter;
 use crate::store::state::{Tier, Tiers};
@@ -36,6 +37,10 @@ fn resolve(s: &Shared, dir: &std::path::Path, key: &[u8], raw: &[u8]) -> Result<
             format!("an LSM entry of {} bytes is not a value pointer", raw.len()),
         )
     })?;
+    // A cached record of another key falls through to the read, which reports the damage.
+    if let Some(v) = record_cache::get(&s.records, p.file, p.offset, key) {
+        return Ok(v);
+    }
     let (k, v) = s.reader.read(p)?;
     s.vlog_reads
         .count(p.offset, p.offset + u64::from(p.len), s.opts.direct_io);
@@ -48,7 +53,26 @@ fn resolve(s: &Shared, dir: &std::path::Path, key: &[u8], raw: &[u8]) -> Result<
             ),
         ));
     }
+    record_cache::put(&s.records, p.file, p.offset, key, &v);
     Ok(v)
+}
+
+/// A learned tier's value of `key`: from the record cache, else read (and cached).
+fn tier_get(
+    s: &Shared,
+    t: &crate::static_tier::StaticTier,
+    generation: u64,
+    key: &[u8],
+) -> Result<Option<Vec<u8>>> {
+    let slot = lidb_storage::cache::entry_hash(key);
+    if let Some(v) = record_cache::get(&s.records, generation, slot, key) {
+        return Ok(Some(v));
+    }
+    let found = t.get(key)?;
+    if let Some(v) = &found {
+        record_cache::put(&s.records, generation, slot, key, v);
+    }
+    Ok(found)
 }
 
 pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadSource)> {
@@ -69,9 +93,9 @@ pub(crate) fn get(s: &Shared, key: &[u8]) -> Result<(Option<Vec<u8>>, ReadSource
             return Ok((Some(resolve(s, &part.dir, key, &raw)?), ReadSource::Lsm));
         }
     }
-    let found = match view.tier.as_ref().map(|h| &h.tier) {
-        Some(Tier::Learned(t)) => t.get(key)?,
-        Some(Tier::Lsm(part)) => match part.db().get(key)? {
+    let found = match view.tier.as_ref().map(|h| (&h.tier, h.generation)) {
+        Some((Tier::Learned(t), generation)) => tier_get(s, t, generation, key)?,
+        Some((Tier::Lsm(part), _)) => match part.db().get(key)? {
             Some(raw) => Some(resolve(s, &part.dir, key, &raw)?),
             None => None,
         },
