@@ -183,10 +183,18 @@ impl TieredEngine {
         let opts = StoreOptions {
             // The store's LSMs (active, frozen, tier) and static tiers share one cache of this
             // size; under a budget it starts with all of it and is fitted after the load.
-            lsm: lsm_options(
-                cfg,
-                cfg.memory_budget_bytes.unwrap_or(cfg.lsm.block_cache_bytes),
-            ),
+            lsm: Options {
+                // The store's LSMs hold 20-byte value pointers: a cached page holds some 140
+                // of them, while an entry costs its slot plus 160 bytes of overhead, so pages
+                // keep every pointer of a store in a fraction of the memory (with entries, 200K
+                // keys under a 16 MiB budget still read a table page on two gets in three).
+                // `--lsm-cache` is lsm's, whose entries carry their values.
+                cache_mode: lidb_lsm::CacheMode::Pages,
+                ..lsm_options(
+                    cfg,
+                    cfg.memory_budget_bytes.unwrap_or(cfg.lsm.block_cache_bytes),
+                )
+            },
             tier,
             over_provisioning: cfg.tier.over_provisioning,
             auto_gc: cfg.background,

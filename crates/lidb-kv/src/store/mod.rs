@@ -435,9 +435,11 @@ impl Store {
     }
 
     /// Namespaces (LSMs, static tiers) holding pages in the store's cache now: at most the parts
-    /// of the current view and of views readers still hold.
+    /// of the current view and of views readers still hold. The record cache's namespace (hot
+    /// records of point reads, `record_cache`) is not a part and is not counted.
     pub fn cached_parts(&self) -> u64 {
-        self.shared.cache.namespaces_cached()
+        let records = u64::from(self.shared.records.namespace_usage_bytes() > 0);
+        self.shared.cache.namespaces_cached() - records
     }
 
     /// What the open found and cut (torn tails, and damage in point-in-time mode).

@@ -52,7 +52,11 @@ pub struct StoreOptions {
 impl Default for StoreOptions {
     fn default() -> Self {
         StoreOptions {
-            lsm: lidb_lsm::Options::default(),
+            // Pointers are small: cached pages hold far more of them than cached entries would.
+            lsm: lidb_lsm::Options {
+                cache_mode: lidb_lsm::CacheMode::Pages,
+                ..lidb_lsm::Options::default()
+            },
             tier: TierKind::Learned {
                 family: Family::Plr,
                 page_boundary: 2,

@@ -8,6 +8,11 @@
 //! zipfian workload its cache held key lists and LSM pages while every get still cost a read
 //! (1.0 device reads per get against RocksDB's 0.66 at 16 MiB, with a third of the budget unused).
 //!
+//! Writes go through: a write's record is cached as the group's pointers reach the LSM, since a
+//! key just written is the likeliest to be read next (RocksDB answers it from its memtable, which
+//! here holds only the pointer). Under YCSB A the hot keys are rewritten all the time, so a
+//! read-filled cache held mostly their dead versions.
+//!
 //! Keys of the entries: records never change where they are, so a record is cached under where
 //! it lies, as RocksDB's row cache keys an entry by its table file:
 //! - a value-log record that an LSM pointer names: table = its log's file number, slot = its

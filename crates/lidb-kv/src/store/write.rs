@@ -40,6 +40,7 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use lidb_lsm::batch::WriteBatch;
 use lidb_storage::{Error, Result};
 
+use crate::store::record_cache;
 use crate::store::state::{Tier, Tiers, lock};
 use crate::store::{Shared, WriteState};
 
@@ -161,12 +162,14 @@ fn write_group(s: &Shared, w: &mut WriteState, group: &[Arc<Writer>]) -> Result<
     let mut batch = WriteBatch::new();
     // Record bytes of each entry's value (0 for a deletion).
     let mut lens = Vec::with_capacity(group.len());
+    let mut written = Vec::with_capacity(group.len());
     for (key, value) in entries() {
         match value {
             Some(v) => {
                 let p = w.vlog.append(key, v)?;
                 lens.push(u64::from(p.len));
                 batch.put(key, &p.encode());
+                written.push((key, v, p));
             }
             None => {
                 lens.push(0);
@@ -192,6 +195,11 @@ fn write_group(s: &Shared, w: &mut WriteState, group: &[Arc<Writer>]) -> Result<
         }
     }
     view.active.db().write(batch)?;
+    // Write-through: a key just written is the likeliest to be read next (RocksDB answers it
+    // from its memtable; here the memtable holds only the pointer).
+    for (key, value, p) in written {
+        record_cache::put(&s.records, p.file, p.offset, key, value);
+    }
     for (key, value) in entries() {
         if value.is_some() {
             s.note_live_key(key);
