@@ -242,6 +242,9 @@ fn every_engine_fits_a_memory_budget_or_says_why_not() {
         }
         engine.flush().unwrap();
         let fit = engine.fit_memory_budget(budget).unwrap();
+        // The resident part as the fit found it: learnedstore's reads below may retrain its
+        // model on mispredictions, which moves its resident bytes a little afterwards.
+        let at_fit = engine.memory();
         for i in (0..8_000u32).step_by(5) {
             let got = engine.get(format!("k{i:06}").as_bytes()).unwrap();
             assert_eq!(got.as_deref(), Some(&value[..]), "{name} key {i}");
@@ -286,7 +289,7 @@ fn every_engine_fits_a_memory_budget_or_says_why_not() {
                 let engines::BudgetFit::Resized(plan) = fit else {
                     panic!("{name}: {fit:?}");
                 };
-                assert_eq!(plan.resident_bytes, m.resident_bytes(), "{name}");
+                assert_eq!(plan.resident_bytes, at_fit.resident_bytes(), "{name}");
                 assert!(plan.cache_bytes >= 16 * 4096, "{name}: {plan:?}");
                 assert!(m.cache_bytes <= plan.cache_bytes, "{name}: {m:?} {plan:?}");
                 assert!(
