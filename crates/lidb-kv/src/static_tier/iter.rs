@@ -75,8 +75,7 @@ impl StaticTier {
     }
 
     /// [`StaticTier::iter`] for a scan that expects to take about `entries` entries: its first
-    /// reads are sized to them (see the module documentation).
-    /// A scan of more entries than the fixed key-list chunk holds (one told `usize::MAX`: a scan
+    /// reads are sized to them (see the module documentation). A scan of more entries than the fixed key-list chunk holds (one told `usize::MAX`: a scan
     /// to an end key) reads the fixed chunks.
     pub fn iter_limited(self: &Arc<Self>, start: &[u8], entries: usize) -> Result<TierIter> {
         let per = u64::from(self.header().layout.entries_per_page);

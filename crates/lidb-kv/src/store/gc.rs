@@ -288,7 +288,6 @@ fn switch_locked(s: &Shared, w: &mut WriteState) -> Result<()> {
         &state_of(s, &next, s.live_bytes.load(Ordering::Relaxed)),
     )?;
     w.vlog.replace(writer)?;
-    w.appended_since_gc = 0;
     s.active_vlog_bytes.store(0, Ordering::Relaxed);
     s.scan_scatter.reset();
     *lock(&s.next_all_keys) = Some(Arc::new(MemBloom::new(
@@ -485,7 +484,8 @@ fn install_locked(
         vlogs,
     };
     // Writes since the switch are counted live (an over-estimate until the next GC).
-    let live = tier_live + w.appended_since_gc;
+    let appended = s.active_vlog_bytes.load(Ordering::Relaxed);
+    let live = tier_live + appended;
     write_state(&*s.storage, &s.dir, &state_of(s, &next, live))?;
     s.live_bytes.store(live, Ordering::Relaxed);
     // The every-key filter restarts from the keys that survived this GC (collected, or written
@@ -495,8 +495,7 @@ fn install_locked(
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = fresh;
     }
-    s.vlog_bytes
-        .store(tier_bytes + w.appended_since_gc, Ordering::Relaxed);
+    s.vlog_bytes.store(tier_bytes + appended, Ordering::Relaxed);
     s.install(w, next);
     Ok(())
 }

@@ -117,8 +117,6 @@ pub struct SpaceUsage {
 pub(crate) struct WriteState {
     /// Appended to only under the write mutex; synced also by the LSMs' flush hook.
     pub vlog: ActiveVlog,
-    /// Bytes appended to value logs since the last GC started.
-    pub appended_since_gc: u64,
 }
 
 pub(crate) struct Shared {
@@ -152,8 +150,10 @@ pub(crate) struct Shared {
     /// (records, bytes) appended to value logs since open: their mean record size turns
     /// `live_bytes` into a key count when GC sizes its filters (`gc::live_keys`).
     pub appended_records: (AtomicU64, AtomicU64),
-    /// Bytes appended to the active value log since the last GC's switch (`appended_since_gc`,
-    /// readable without the write mutex): the records a GC would read one by one.
+    /// Bytes appended to the active value log since the last GC's switch: the records a GC
+    /// would read one by one (the scan-GC trigger reads it without the write mutex), and the
+    /// writes a GC's install counts live. Changed only under the write mutex, so a reader
+    /// holding it sees it exact.
     pub active_vlog_bytes: AtomicU64,
     /// Reads scans wasted on scattered values (`scan_gc`).
     pub scan_scatter: Arc<scan_gc::ScanScatter>,

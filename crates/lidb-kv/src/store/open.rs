@@ -196,10 +196,7 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
         dir: dir.to_path_buf(),
         storage,
         current: arc_swap::ArcSwap::from_pointee(view),
-        write: Mutex::new(WriteState {
-            vlog: active_vlog,
-            appended_since_gc: appended,
-        }),
+        write: Mutex::new(WriteState { vlog: active_vlog }),
         write_queue: Default::default(),
         reader,
         records: cache.new_namespace_with_mode(lidb_storage::cache::CacheMode::Entries),

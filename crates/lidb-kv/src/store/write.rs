@@ -182,7 +182,6 @@ fn write_group(s: &Shared, w: &mut WriteState, group: &[Arc<Writer>]) -> Result<
     if s.opts.sync && records > 0 {
         w.vlog.sync()?;
     }
-    w.appended_since_gc += bytes;
     s.active_vlog_bytes.fetch_add(bytes, Ordering::Relaxed);
     s.appended_records.0.fetch_add(records, Ordering::Relaxed);
     s.appended_records.1.fetch_add(bytes, Ordering::Relaxed);
