@@ -37,10 +37,16 @@ impl LinearModel {
         }
     }
 
-    /// `key - base` as f64 (exact while the distance is below 2^53; monotone in `key`). Two
-    /// u64 conversions instead of one i128 conversion, which is a slow library call.
+    /// `key - base` as f64 (exact while the distance is below 2^53; monotone in `key`). The
+    /// wrapped difference read as an i64 is the true one whenever it lies within +-2^63, which
+    /// its sign tells; then one signed conversion does it (an i128 conversion is a library call,
+    /// a u64 one six instructions without AVX-512). Distances beyond take two u64 conversions.
+    #[inline]
     pub fn offset(&self, key: u64) -> f64 {
-        if key >= self.base {
+        let wrapped = key.wrapping_sub(self.base) as i64;
+        if (key >= self.base) == (wrapped >= 0) {
+            wrapped as f64
+        } else if key >= self.base {
             (key - self.base) as f64
         } else {
             -((self.base - key) as f64)
@@ -48,11 +54,13 @@ impl LinearModel {
     }
 
     /// The fractional position predicted for `key`.
+    #[inline]
     pub fn predict(&self, key: u64) -> f64 {
         self.slope * self.offset(key) + self.intercept
     }
 
     /// The predicted slot among `slots` (> 0), clamped to `[0, slots)`.
+    #[inline]
     pub fn slot(&self, key: u64, slots: usize) -> usize {
         clamp_slot(self.predict(key), slots)
     }
@@ -101,15 +109,26 @@ impl LinearModel {
     }
 }
 
-/// `position` truncated to a slot in `[0, slots)`; NaN goes to 0.
+/// `position` truncated to a slot in `[0, slots)`; NaN goes to 0. Branch-free: two
+/// comparisons and selects, then one signed conversion (the position is below `slots` by then).
+#[inline]
 pub(crate) fn clamp_slot(position: f64, slots: usize) -> usize {
-    let last = slots.saturating_sub(1);
-    if position.is_nan() || position <= 0.0 {
-        0
-    } else if position >= last as f64 {
-        last
+    let last = slots.saturating_sub(1) as i64 as f64;
+    // `!(position > 0.0)` holds for NaN too.
+    let low = if position > 0.0 { position } else { 0.0 };
+    let clamped = if low < last { low } else { last };
+    clamped as i64 as usize
+}
+
+/// `floor(position)` as an integer, saturating, NaN as 0: `f64::floor` is a library call on
+/// x86-64 without SSE4.1, and the routing of every lookup takes one per level.
+#[inline]
+pub(crate) fn floor_i64(position: f64) -> i64 {
+    let whole = position as i64;
+    if (whole as f64) > position {
+        whole.saturating_sub(1)
     } else {
-        position as usize
+        whole
     }
 }
 
@@ -135,5 +154,62 @@ mod tests {
         assert!(slots.windows(2).all(|w| w.first() <= w.get(1)));
         assert_eq!(slots.first(), Some(&0));
         assert_eq!(slots.last(), Some(&99));
+    }
+
+    /// The i128 difference as f64: what `offset` must equal (both round to nearest).
+    fn exact_offset(key: u64, base: u64) -> f64 {
+        let d = i128::from(key) - i128::from(base);
+        if d >= 0 {
+            d as u128 as f64
+        } else {
+            -((-d) as u128 as f64)
+        }
+    }
+
+    #[test]
+    fn offset_is_exact_across_the_signed_range() {
+        let edges = [0, 1, 1 << 52, (1 << 63) - 1, 1 << 63, (1 << 63) + 1, u64::MAX - 1, u64::MAX];
+        for &base in &edges {
+            let model = LinearModel::new(base, 1.0, 0.0);
+            for &key in &edges {
+                for key in [key, key.wrapping_add(12345), key.wrapping_sub(12345)] {
+                    assert_eq!(model.offset(key), exact_offset(key, base), "key {key} base {base}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn clamp_and_floor_match_their_definitions() {
+        let positions = [
+            f64::NAN,
+            f64::NEG_INFINITY,
+            -1e300,
+            -2.5,
+            -0.0,
+            0.0,
+            0.3,
+            1.0,
+            6.999,
+            7.0,
+            7.5,
+            1e300,
+            f64::INFINITY,
+        ];
+        for &p in &positions {
+            for slots in [0usize, 1, 2, 8] {
+                let last = slots.saturating_sub(1);
+                let want = if p.is_nan() || p <= 0.0 {
+                    0
+                } else if p >= last as f64 {
+                    last
+                } else {
+                    p.trunc() as usize
+                };
+                assert_eq!(clamp_slot(p, slots), want, "position {p} slots {slots}");
+            }
+            let want = if p.is_nan() { 0 } else { p.floor() as i64 };
+            assert_eq!(floor_i64(p), want, "position {p}");
+        }
     }
 }

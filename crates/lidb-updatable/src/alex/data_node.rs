@@ -196,32 +196,47 @@ impl DataNode {
 
     /// Exponential search from `key`'s predicted slot for the first slot where `before` (a
     /// predicate true on a prefix of the slots) is false; the slot and its distance from the
-    /// prediction.
+    /// prediction. As the reference implementation searches: probes at distances 1, 2, 4, ...
+    /// bracket the answer, then a binary search with a branch per step narrows it. A branch,
+    /// not a conditional move: predicted, it lets the processor start the next lookup's loads
+    /// while this one's key line is still on its way from memory, which a branch-free search
+    /// (each step's address waiting on the last step's load) prevents; that overlap was most of
+    /// the reference's lead on 10M keys.
     #[inline]
     fn search_from_prediction(&self, key: u64, before: impl Fn(u64) -> bool) -> (usize, usize) {
-        let cap = self.capacity();
-        let p = self.model.slot(key, cap);
-        let at = |i: usize| self.keys.get(i).copied().unwrap_or(u64::MAX);
-        let (lo, hi) = if !before(at(p)) {
-            let mut bound = 1;
-            while bound <= p && !before(at(p - bound)) {
-                bound *= 2;
+        let keys = self.keys.as_slice();
+        let p = self.model.slot(key, keys.len());
+        let (mut lo, mut hi) = match keys.get(p) {
+            Some(&k) if !before(k) => {
+                let mut bound = 1;
+                while let Some(&k) = p.checked_sub(bound).and_then(|i| keys.get(i)) {
+                    if before(k) {
+                        break;
+                    }
+                    bound *= 2;
+                }
+                (p.saturating_sub(bound), p - bound / 2)
             }
-            let lo = if bound > p { 0 } else { p - bound + 1 };
-            (lo, p - bound / 2)
-        } else {
-            let mut bound = 1;
-            while p + bound < cap && before(at(p + bound)) {
-                bound *= 2;
+            _ => {
+                let mut bound = 1;
+                while let Some(&k) = keys.get(p + bound) {
+                    if !before(k) {
+                        break;
+                    }
+                    bound *= 2;
+                }
+                (p + bound / 2, (p + bound).min(keys.len()))
             }
-            (p + bound / 2 + 1, (p + bound).min(cap))
         };
-        let found = lo
-            + self
-                .keys
-                .get(lo..hi)
-                .map_or(0, |s| s.partition_point(|&k| before(k)));
-        (found, found.abs_diff(p))
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if keys.get(mid).is_some_and(|&k| before(k)) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        (lo, lo.abs_diff(p))
     }
 
     /// Slot holding `key`, if present. As the reference implementation finds a key: the last

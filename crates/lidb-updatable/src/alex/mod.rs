@@ -103,17 +103,24 @@ pub(crate) struct ModelNode {
 
 /// The unclamped slot of `key`: `floor(model(key)) + offset`.
 fn raw_slot(model: &LinearModel, offset: i64, key: u64) -> i64 {
-    let p = model.predict(key);
-    let whole = if p.is_nan() { 0 } else { p.floor() as i64 };
-    whole.saturating_add(offset)
+    crate::model::floor_i64(model.predict(key)).saturating_add(offset)
 }
 
-/// The child slot of `key` among `fanout`: [`raw_slot`] clamped to `[0, fanout)`.
+/// The child slot of `key` among `fanout`: [`raw_slot`] clamped to `[0, fanout)`. Every lookup
+/// routes through here once per model node, so the usual case (no offset: only a root whose
+/// domain grew to the left has one) is one clamp of the prediction, which equals the general
+/// case's result: truncation is the floor on the positive predictions it keeps.
+#[inline]
 fn route(model: &LinearModel, offset: i64, fanout: usize, key: u64) -> usize {
-    raw_slot(model, offset, key).clamp(0, fanout as i64 - 1) as usize
+    if offset == 0 {
+        crate::model::clamp_slot(model.predict(key), fanout)
+    } else {
+        raw_slot(model, offset, key).clamp(0, (fanout as i64 - 1).max(0)) as usize
+    }
 }
 
 impl ModelNode {
+    #[inline]
     fn child_slot(&self, key: u64) -> usize {
         route(&self.model, self.offset, self.children.len(), key)
     }

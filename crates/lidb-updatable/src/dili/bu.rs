@@ -5,7 +5,8 @@
 //! than two (the cost of a node is [`NODE_COST`] plus, per key, [`SEARCH_COST`] times
 //! `log2(rmse + 1)`, the local search a linear model of that error leaves). Each higher level
 //! does the same over the lower bounds of the level below (runs of two nodes), until one node
-//! remains. Only the lower bounds of every level are kept: the DILI tree (built top-down in
+//! remains, or, as in the reference implementation, until a level above the first has at most
+//! [`ROOT_MAX_CHILDREN`] nodes: those become the root's children. Only the lower bounds of every level are kept: the DILI tree (built top-down in
 //! [`super`]) takes its fanouts from them.
 //!
 //! Fits are incremental: a segment keeps the moments of its (key offset, rank) points, and two
@@ -18,6 +19,9 @@ const INITIAL_RUN: usize = 8;
 const NODE_COST: f64 = 16.0;
 /// Cost of one step of local search.
 const SEARCH_COST: f64 = 1.0;
+/// Most children the root takes directly once the levels above the leaves begin (the reference
+/// implementation's 10,000).
+const ROOT_MAX_CHILDREN: usize = 10_000;
 /// Largest level-0 segment (bounds the leaf a single BU node may ask for).
 const MAX_SEGMENT_KEYS: f64 = (1 << 20) as f64;
 
@@ -127,6 +131,12 @@ pub(super) fn levels(keys: &[u64]) -> Vec<Vec<u64>> {
         if top.len() <= 1 {
             break;
         }
+        if levels.len() >= 2 && top.len() <= ROOT_MAX_CHILDREN {
+            // The reference's rule: above the first internal level, a level this small is the
+            // root's children; merging it again only adds a level every lookup walks.
+            levels.push(top.get(..1).map(<[u64]>::to_vec).unwrap_or_default());
+            break;
+        }
         let mut next = merge_level(top, 2);
         if next.len() >= top.len() {
             // No merge paid off: one root over the whole level.
@@ -160,5 +170,36 @@ mod tests {
         let built = levels(&keys);
         assert!(built.first().map_or(0, Vec::len) > 1, "{}", built.len());
         assert_eq!(built.last().map(Vec::len), Some(1));
+    }
+
+    #[test]
+    fn the_first_small_level_above_the_leaves_is_the_roots_children() {
+        // Two far-apart clusters of bursty keys (random gaps of very different scales): level 0
+        // has about 155,000 segments and level 1 about 150 nodes in two groups, which a merge of
+        // level 1 keeps apart: without the rule, two nodes under the root (a level every lookup
+        // walks for nothing).
+        let mut x = 7u64;
+        let mut key = 0u64;
+        let keys: Vec<u64> = (0..4_000_000u64)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                key += 1 + (x % 16) * (1 << (x % 30));
+                if i == 2_000_000 {
+                    key += 1 << 62;
+                }
+                key
+            })
+            .collect();
+        let sizes: Vec<usize> = levels(&keys).iter().map(Vec::len).collect();
+        assert_eq!(sizes.last(), Some(&1), "{sizes:?}");
+        let first_small = sizes
+            .iter()
+            .enumerate()
+            .skip(1)
+            .find(|&(_, &n)| n <= ROOT_MAX_CHILDREN)
+            .map(|(h, _)| h);
+        assert_eq!(first_small, Some(sizes.len() - 2), "{sizes:?}");
     }
 }
