@@ -168,12 +168,25 @@ mod tests {
 
     #[test]
     fn offset_is_exact_across_the_signed_range() {
-        let edges = [0, 1, 1 << 52, (1 << 63) - 1, 1 << 63, (1 << 63) + 1, u64::MAX - 1, u64::MAX];
+        let edges = [
+            0,
+            1,
+            1 << 52,
+            (1 << 63) - 1,
+            1 << 63,
+            (1 << 63) + 1,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
         for &base in &edges {
             let model = LinearModel::new(base, 1.0, 0.0);
             for &key in &edges {
                 for key in [key, key.wrapping_add(12345), key.wrapping_sub(12345)] {
-                    assert_eq!(model.offset(key), exact_offset(key, base), "key {key} base {base}");
+                    assert_eq!(
+                        model.offset(key),
+                        exact_offset(key, base),
+                        "key {key} base {base}"
+                    );
                 }
             }
         }
