@@ -18,6 +18,7 @@ pub mod peers;
 pub mod plot;
 pub mod progress;
 pub mod report;
+pub mod string_index_bench;
 pub mod table;
 pub mod timing;
 pub mod unclustered;

@@ -107,7 +107,9 @@ impl FamilyArgs {
 pub struct BenchArgs {
     /// Keys: a SOSD u64 file (plain or .zst), or synthetic:NAME:N (uniform_dense, uniform_sparse,
     /// normal, lognormal, piecewise_linear, clustered, lineargen, piecewise, randomgen; N accepts
-    /// K and M suffixes; `lidb data gen --help` says how each is generated).
+    /// K and M suffixes; `lidb data gen --help` says how each is generated), or text:PATH: byte-
+    /// string keys, one a line (plain or .zst, any order; sorted and deduplicated first), over
+    /// which the indexes are binary (search over the sorted strings) and lits, one row each.
     #[arg(long, default_value = "synthetic:lognormal:1M")]
     data: String,
     /// Indexes, comma-separated, or "all": the families fp, binary, plr, fiting, pgm, rs, rmi,
@@ -196,6 +198,9 @@ pub fn run(cmd: IndexCommand) -> Result<(), CliError> {
 }
 
 fn bench(a: BenchArgs) -> Result<(), CliError> {
+    if let Some(path) = a.data.strip_prefix("text:") {
+        return bench_strings(&a, path);
+    }
     let indexes = IndexName::parse_list(&a.index).map_err(crate::args::usage("--index"))?;
     let boundaries = parse_boundaries(&a.boundary)?;
     for &b in &boundaries {
@@ -268,6 +273,54 @@ fn bench(a: BenchArgs) -> Result<(), CliError> {
     });
     ran?;
     failed.map_or(Ok(()), Err)
+}
+
+/// `lidb index bench --data text:PATH`: binary search and LITS over byte-string keys.
+fn bench_strings(a: &BenchArgs, path: &str) -> Result<(), CliError> {
+    use lidb_bench::string_index_bench::{self as strings, StringIndex};
+    let indexes =
+        StringIndex::parse_list(&a.index).map_err(|e| CliError::Usage(format!("--index: {e}")))?;
+    if a.queries == 0 {
+        return Err(CliError::Usage("--queries must be at least 1".into()));
+    }
+    let keys = strings::prepare(lidb_data::text::read_keys_any_order(path)?);
+    if keys.is_empty() {
+        return Err(CliError::Usage(format!("{}: no keys to look up", a.data)));
+    }
+    let queries = strings::draw_queries(&keys, a.queries, a.seed);
+    let config_line = format!(
+        "# lidb index bench: data={} keys={} (distinct, sorted) queries={} seed={} rounds={} \
+         lookup=lower bound (lits: range_from(q) first entry), get=point lookup, \
+         size_bytes with keys and positions (binary: the array of strings)",
+        a.data,
+        keys.len(),
+        queries.len(),
+        a.seed,
+        a.rounds
+    );
+    if a.json {
+        eprintln!("{config_line}");
+    } else {
+        println!("{config_line}");
+    }
+    let rows = strings::run(&keys, &queries, &indexes, a.rounds)
+        .map_err(|e| CliError::Check(format!("wrong answer: {e}")))?;
+    let mut text = String::new();
+    if !a.json {
+        text.push_str(&render_line(&HEADER.map(String::from)));
+        text.push('\n');
+    }
+    for row in &rows {
+        if a.json {
+            text.push_str(&serde_json::to_string(row).map_err(|e| CliError::Usage(e.to_string()))?);
+        } else {
+            text.push_str(&render_line(&cells_of(row)));
+        }
+        text.push('\n');
+    }
+    std::io::stdout()
+        .write_all(text.as_bytes())
+        .map_err(io("stdout"))
 }
 
 /// The table's columns.

@@ -203,3 +203,52 @@ fn a_family_still_needs_its_boundary_and_names_are_checked() {
 fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+#[test]
+fn bench_over_text_keys_runs_binary_and_lits_and_refuses_the_others() {
+    let dir = Scratch::new("uncl-text");
+    let data = dir.join("words.txt");
+    // Unsorted, with a duplicate, an empty key and non-ASCII bytes: the bench sorts and
+    // deduplicates them.
+    let mut words: Vec<Vec<u8>> = (0..3000u32)
+        .map(|i| format!("key:{:06}", (i * 7919) % 3000).into_bytes())
+        .collect();
+    words.extend([
+        b"key:000001".to_vec(),
+        Vec::new(),
+        "w\u{e9}rd".as_bytes().to_vec(),
+    ]);
+    lidb_data::text::write_keys(&data, &words).unwrap();
+    let spec = format!("text:{}", data.to_str().unwrap());
+    let o = support::lidb(
+        &[
+            "index",
+            "bench",
+            "--data",
+            &spec,
+            "--queries",
+            "500",
+            "--rounds",
+            "1",
+            "--json",
+        ],
+        "",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<Value> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r["index"].as_str().unwrap()).collect();
+    assert_eq!(names, ["binary", "lits"]);
+    for row in &rows {
+        assert_eq!(row["keys"], 3002, "{row}");
+        assert!(row["get_ns_mean"].as_f64().unwrap() > 0.0, "{row}");
+    }
+    let o = support::lidb(
+        &["index", "bench", "--data", &spec, "--index", "lits,alex"],
+        "",
+    );
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("binary and lits"), "{}", stderr(&o));
+}
