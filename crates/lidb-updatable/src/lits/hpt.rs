@@ -97,6 +97,16 @@ impl Hpt {
 
     /// The CDF position of `key` read from byte `start` (see the module doc for its order).
     pub(crate) fn cdf(&self, key: &[u8], start: usize) -> u64 {
+        self.cdf_to(key, start, 1 << 16)
+    }
+
+    /// [`Hpt::cdf`], read only until the interval left is narrower than `resolution` (after the
+    /// first symbol): a model node passes the CDF width of one of its slots, past which no
+    /// further symbol can move the key by a whole slot, as the reference's `getPos` stops once
+    /// the remaining probability covers less than one slot. Still monotone: two keys that
+    /// differ before either stops are ordered as by `cdf`, and two that agree up to where one
+    /// stops have the same interval there, so both stop at the same start.
+    pub(crate) fn cdf_to(&self, key: &[u8], start: usize, resolution: u64) -> u64 {
         let (mut lo, mut range) = (0u64, CDF_RANGE);
         for i in start..start + DEPTH {
             let s = symbol(key, i);
@@ -106,7 +116,7 @@ impl Hpt {
             // range < 2^48 and c, end <= 2^15: the products fit in u64.
             lo += (range * c) >> 15;
             range = (range * end.saturating_sub(c)) >> 15;
-            if s == 0 || range < (1 << 16) {
+            if s == 0 || range < resolution {
                 break;
             }
         }
@@ -141,6 +151,20 @@ mod tests {
         for hpt in [Hpt::train(&keys), Hpt::train::<Vec<u8>>(&[])] {
             let cdfs: Vec<u64> = keys.iter().map(|k| hpt.cdf(k, 0)).collect();
             assert!(cdfs.windows(2).all(|w| matches!(w, [a, b] if a <= b)));
+            // Stopping early (as a model node does at its slot width) keeps the order, never
+            // passes the full CDF, and still separates keys at their first byte.
+            for resolution in [1u64 << 20, 1 << 32, 1 << 44] {
+                let cut: Vec<u64> = keys.iter().map(|k| hpt.cdf_to(k, 0, resolution)).collect();
+                assert!(cut.windows(2).all(|w| matches!(w, [a, b] if a <= b)));
+                assert!(cut.iter().zip(&cdfs).all(|(c, f)| c <= f));
+                for w in keys.windows(2) {
+                    if let [a, b] = w
+                        && a.first() != b.first()
+                    {
+                        assert!(hpt.cdf_to(a, 0, resolution) < hpt.cdf_to(b, 0, resolution));
+                    }
+                }
+            }
             for w in keys.windows(2) {
                 if let [a, b] = w
                     && a.first() != b.first()

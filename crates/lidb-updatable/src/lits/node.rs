@@ -31,11 +31,17 @@ const REBUILD_GROWTH: u64 = 2;
 
 pub(crate) type Pair = (Box<[u8]>, u64);
 
+/// The narrowest interval a CDF reads on to (what [`Hpt::cdf`] stops at).
+const MIN_RESOLUTION: u64 = 1 << 16;
+
 #[derive(Debug)]
 pub(crate) struct ModelNode {
     prefix: Box<[u8]>,
     cdf_first: u64,
     cdf_last: u64,
+    /// The CDF width of one slot, `(cdf_last - cdf_first) / (slots - 1)`, at least
+    /// [`MIN_RESOLUTION`]: a lookup's CDF stops reading symbols below it ([`Hpt::cdf_to`]).
+    cdf_per_slot: u64,
     pub(super) slots: Vec<Slot>,
     pub(super) size: u64,
     build_size: u64,
@@ -66,10 +72,13 @@ impl ModelNode {
         };
         let slot_count = (pairs.len() * SLOTS_PER_KEY).max(MIN_SLOTS);
         let size = pairs.len() as u64;
+        let cdf_per_slot = (cdf_last.saturating_sub(cdf_first) / (slot_count as u64 - 1).max(1))
+            .max(MIN_RESOLUTION);
         let mut node = ModelNode {
             prefix,
             cdf_first,
             cdf_last,
+            cdf_per_slot,
             slots: Vec::with_capacity(slot_count),
             size,
             build_size: size,
@@ -110,7 +119,7 @@ impl ModelNode {
             Ordering::Less => 0,
             Ordering::Greater => last,
             Ordering::Equal => {
-                let cdf = hpt.cdf(key, self.prefix.len());
+                let cdf = hpt.cdf_to(key, self.prefix.len(), self.cdf_per_slot);
                 if cdf <= self.cdf_first {
                     0
                 } else if cdf >= self.cdf_last {
