@@ -69,3 +69,31 @@ fn a_failed_checkpoint_stops_writes_until_reopen() {
         .put(b"b", b"2")
         .unwrap_or_else(|e| panic!("put after reopen: {e}"));
 }
+
+#[test]
+fn a_checkpoint_after_the_log_failed_is_refused_again_not_a_panic() {
+    // The stress run under faults found it: a checkpoint whose log switch the failed logger
+    // never took left the new file queued, and the next checkpoint's switch asserted that
+    // none was.
+    let mem = MemStorage::new();
+    let spec = FaultSpec::parse("sync-fail=1").unwrap_or_else(|e| panic!("{e}"));
+    let storage = FaultStorage::new(Arc::new(mem.clone()), spec, 3);
+    storage.set_enabled(false);
+    let store = open(&storage);
+    store.put(b"a", b"1").unwrap_or_else(|e| panic!("put: {e}"));
+    storage.set_enabled(true);
+    assert!(
+        store.put(b"b", b"2").is_err(),
+        "its sync fails: the log has failed"
+    );
+    storage.set_enabled(false);
+    for attempt in 0..3 {
+        assert!(
+            store.checkpoint().is_err(),
+            "checkpoint {attempt} on a failed log"
+        );
+    }
+    drop(store);
+    let reopened = open(&storage);
+    assert_eq!(reopened.get(b"a").as_deref(), Some(&b"1"[..]));
+}
