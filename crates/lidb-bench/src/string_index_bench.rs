@@ -117,6 +117,17 @@ impl Built<'_> {
     }
 }
 
+/// Mean ns of `lookup` over `queries`, one un-instrumented pass.
+fn mean_ns(queries: &[Vec<u8>], lookup: impl Fn(&[u8]) -> u64) -> f64 {
+    let t = Instant::now();
+    let mut acc = 0u64;
+    for q in queries {
+        acc = acc.wrapping_add(lookup(black_box(q)));
+    }
+    black_box(acc);
+    t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64
+}
+
 /// A wrong answer: the index and the query it answered wrongly.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WrongAnswer {
@@ -180,25 +191,12 @@ pub fn run(
         }
         built.push((name, index, build_ns));
     }
-    let per_query = |t: Instant| t.elapsed().as_nanos() as f64 / queries.len().max(1) as f64;
     let mut lookups: Vec<Vec<f64>> = vec![Vec::new(); built.len()];
     let mut gets: Vec<Vec<f64>> = vec![Vec::new(); built.len()];
     for _ in 0..rounds.max(1) {
         for ((_, index, _), (l, g)) in built.iter().zip(lookups.iter_mut().zip(gets.iter_mut())) {
-            let t = Instant::now();
-            let mut acc = 0u64;
-            for q in queries {
-                acc = acc.wrapping_add(index.lower_bound(black_box(q)));
-            }
-            black_box(acc);
-            l.push(per_query(t));
-            let t = Instant::now();
-            let mut acc = 0u64;
-            for q in queries {
-                acc = acc.wrapping_add(index.get(black_box(q)));
-            }
-            black_box(acc);
-            g.push(per_query(t));
+            l.push(mean_ns(queries, |q| index.lower_bound(q)));
+            g.push(mean_ns(queries, |q| index.get(q)));
         }
     }
     let n = keys.len() as u64;

@@ -183,15 +183,10 @@ impl Logger {
             if st.durable_seq > seq {
                 return Ok(());
             }
-            // A failed or stopped logger never takes the file (or took it and failed before
-            // switching): the switch did not happen, and the next one must find none queued.
             if let Some(e) = &st.error {
-                let failed = Logger::failed(e);
-                st.switch_to = None;
-                return Err(failed);
+                return Err(Logger::failed(e));
             }
             if st.stopped {
-                st.switch_to = None;
                 return Err(Error::Closed("the store is closed".into()));
             }
             st = self.wait_done(st);

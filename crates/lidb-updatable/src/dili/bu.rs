@@ -6,8 +6,8 @@
 //! `log2(rmse + 1)`, the local search a linear model of that error leaves). Each higher level
 //! does the same over the lower bounds of the level below (runs of two nodes), until one node
 //! remains, or, as in the reference implementation, until a level above the first has at most
-//! [`ROOT_MAX_CHILDREN`] nodes: those become the root's children. Only the lower bounds of every level are kept: the DILI tree (built top-down in
-//! [`super`]) takes its fanouts from them.
+//! [`ROOT_MAX_CHILDREN`] nodes: those become the root's children. Only the lower bounds of every
+//! level are kept: the DILI tree (built top-down in [`super`]) takes its fanouts from them.
 //!
 //! Fits are incremental: a segment keeps the moments of its (key offset, rank) points, and two
 //! segments merge in O(1) by shifting the second's moments to the first's origin. Pure functions

@@ -31,6 +31,9 @@ pub(crate) const DEPTH: usize = 8;
 const TRAIN_LEN: usize = 64;
 /// Keys sampled for training (evenly spread).
 const TRAIN_KEYS: usize = 100_000;
+/// The narrowest interval a CDF reads on to: [`Hpt::cdf`] stops there, and a model node's
+/// [`Hpt::cdf_to`] never reads past it.
+pub(crate) const MIN_RESOLUTION: u64 = 1 << 16;
 /// Width of the interval a CDF starts from (times [`TOTAL`] it still fits in u64).
 const CDF_RANGE: u64 = 1 << 48;
 
@@ -97,7 +100,7 @@ impl Hpt {
 
     /// The CDF position of `key` read from byte `start` (see the module doc for its order).
     pub(crate) fn cdf(&self, key: &[u8], start: usize) -> u64 {
-        self.cdf_to(key, start, 1 << 16)
+        self.cdf_to(key, start, MIN_RESOLUTION)
     }
 
     /// [`Hpt::cdf`], read only until the interval left is narrower than `resolution` (after the

@@ -15,7 +15,7 @@
 
 use std::cmp::Ordering;
 
-use super::hpt::Hpt;
+use super::hpt::{Hpt, MIN_RESOLUTION};
 use crate::IndexStats;
 
 /// Largest compact leaf; one more key turns it into a child model node.
@@ -30,9 +30,6 @@ const MIN_SLOTS: usize = 4;
 const REBUILD_GROWTH: u64 = 2;
 
 pub(crate) type Pair = (Box<[u8]>, u64);
-
-/// The narrowest interval a CDF reads on to (what [`Hpt::cdf`] stops at).
-const MIN_RESOLUTION: u64 = 1 << 16;
 
 #[derive(Debug)]
 pub(crate) struct ModelNode {
