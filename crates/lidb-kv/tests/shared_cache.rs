@@ -165,10 +165,10 @@ fn a_resized_cache_keeps_its_capacity_across_gc_and_conversion() {
     }
 }
 
-/// GC sizes the every-key filter by the live keys, from the mean size of the records written:
-/// 20,000 keys of 1 KiB values get a filter for 2 x 64K keys (the floor) at 10 bits, 160 KiB,
-/// where a size taken from 256-byte records gave a million-key floor, 2.5 MB. The filter still
-/// knows every key (updates after the GC are not counted as new live data).
+/// The key filters are sized by the keys known, not by a guess: open gives each a first stage of
+/// 64K keys at 10 bits (80 KiB; a million-key floor gave 2.5 MB), and after GC 20,000 keys of
+/// 1 KiB values keep them there. The every-key filter still knows every key (updates after the
+/// GC are not counted as new live data).
 #[test]
 fn gc_sizes_the_every_key_filter_by_the_keys_written() {
     let store = Store::open_with_storage(
@@ -183,7 +183,10 @@ fn gc_sizes_the_every_key_filter_by_the_keys_written() {
     }
     store.gc().unwrap();
     let after = store.memory().filter_bytes;
-    assert!(before >= 2_500_000, "the open-time filter: {before} bytes");
+    assert!(
+        before <= 2 * 81_920,
+        "the open-time filters: {before} bytes"
+    );
     assert!(after < 400_000, "after GC: {after} bytes of filters");
     let live = store.stats().live_bytes_estimate;
     for i in 0..20_000u32 {
@@ -197,6 +200,43 @@ fn gc_sizes_the_every_key_filter_by_the_keys_written() {
     assert_eq!(
         store.get(&7u32.to_be_bytes()).unwrap(),
         Some(vec![8u8; 1000])
+    );
+}
+
+/// The key filters grow with the keys written (a stage of twice the keys when one fills), and
+/// under a held budget the cache gives back what each growth takes, without a GC: 150,000
+/// inserts grow the every-key filter and the LSM's read filter from 64K keys to 192K each.
+#[test]
+fn growing_key_filters_take_their_memory_from_the_cache() {
+    let mut opts = small(learned());
+    // No flush: the LSM's own tables and filters stay as they are, only the key filters grow.
+    opts.lsm.write_buffer_bytes = 64 << 20;
+    let store =
+        Store::open_with_storage(Arc::new(MemStorage::new()), Path::new("/kv"), opts).unwrap();
+    let budget = 8 << 20;
+    let opened = store.memory();
+    let cache = store.hold_memory_budget(budget);
+    assert_eq!(cache, budget - opened.index_bytes - opened.filter_bytes);
+    for i in 0..150_000u32 {
+        store.put(&i.to_be_bytes(), b"v").unwrap();
+    }
+    let grown = store.memory();
+    // Two filters of 64K + 128K keys at 10 and 11 bits: 524,288 bytes, from 163,840.
+    assert!(
+        grown.filter_bytes >= opened.filter_bytes + 2 * 180_224,
+        "filters {} bytes at open, {} after 150,000 keys",
+        opened.filter_bytes,
+        grown.filter_bytes
+    );
+    assert_eq!(
+        store.cache_capacity_bytes(),
+        budget - grown.index_bytes - grown.filter_bytes,
+        "the cache did not give the grown filters their room"
+    );
+    assert!(
+        (0..150_000u32)
+            .step_by(7)
+            .all(|i| store.get(&i.to_be_bytes()).unwrap().is_some())
     );
 }
 

@@ -311,10 +311,12 @@ pub(crate) fn refit(s: &Shared) -> u64 {
     cache
 }
 
-/// Keys the every-key filter is sized for at open, given the live bytes: twice the keys of
-/// 256-byte records, at least a million (nothing measured yet: a fresh store loads into it).
+/// Keys the every-key filter's first stage is sized for at open, given the live bytes: the keys
+/// of 1 KiB records. Record sizes are not known before records are written; the filter grows
+/// if they are smaller, and a first stage sized for 256-byte records held four times the bits
+/// of 1 KiB records' keys.
 pub(crate) fn all_keys_capacity(live_bytes: u64) -> u64 {
-    (live_bytes / 256).max(1 << 20) * 2
+    (live_bytes / 1024).max(MIN_FILTER_KEYS)
 }
 
 /// Mean record size assumed until enough records were written since open to measure it.
@@ -338,15 +340,21 @@ pub(crate) fn mean_record_bytes(s: &Shared) -> u64 {
     }
 }
 
-/// The every-key filter a GC starts: twice the live keys (room for the inserts until the next
-/// GC), at least 64K keys.
+/// Keys the first stage of a key filter holds at least: 80 KB at 10 bits a key. The filters
+/// grow past their first stage (`membloom`), so a first stage is sized for what is known, not
+/// for what may come.
+pub(crate) const MIN_FILTER_KEYS: u64 = 1 << 16;
+
+/// The every-key filter a GC starts: the live keys and a quarter more (inserts until the next
+/// GC; past that it grows).
 fn next_all_keys_capacity(s: &Shared) -> u64 {
-    live_keys(s).max(1 << 16) * 2
+    let live = live_keys(s);
+    (live + live / 4).max(MIN_FILTER_KEYS)
 }
 
 fn bloom_capacity(s: &Shared) -> u64 {
     // Keys a new LSM will hold before the next GC: about the over-provisioned share of the data.
-    (live_keys(s) as f64 * s.opts.over_provisioning) as u64 + 100_000
+    ((live_keys(s) as f64 * s.opts.over_provisioning) as u64).max(MIN_FILTER_KEYS)
 }
 
 /// Phase 2: the frozen LSM merged over the old tier, in key order (an iterator over the view

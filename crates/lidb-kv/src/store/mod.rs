@@ -205,10 +205,12 @@ pub(crate) const ALL_KEYS_BITS: u32 = 10;
 
 impl Shared {
     /// Records that `key` is live after the running GC (it goes into the next every-key filter).
-    pub fn note_live_key(&self, key: &[u8]) {
-        if let Some(next) = state::lock(&self.next_all_keys).as_ref() {
-            next.insert(key);
-        }
+    /// True if that filter grew (a stage added), which the caller refits the cache for (not
+    /// here: the caller may hold what a refit takes).
+    pub fn note_live_key(&self, key: &[u8]) -> bool {
+        state::lock(&self.next_all_keys)
+            .as_ref()
+            .is_some_and(|next| next.insert(key) == crate::membloom::Inserted::Grew)
     }
 
     /// The current view, owned (a reference count): for a caller that keeps it beyond a short

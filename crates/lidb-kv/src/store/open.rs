@@ -21,7 +21,8 @@ use crate::membloom::MemBloom;
 use crate::static_tier::StaticTier;
 use crate::store::active_vlog::ActiveVlog;
 use crate::store::gc::{
-    all_keys_capacity, engine_code, engine_name, open_part_in, state_with, tier_cache, vlog_file_in,
+    MIN_FILTER_KEYS, all_keys_capacity, engine_code, engine_name, open_part_in, state_with,
+    tier_cache, vlog_file_in,
 };
 use crate::store::options::{StoreOptions, TierKind};
 use crate::store::recovery::StoreRecovery;
@@ -77,8 +78,9 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
     }
     let all_keys_cap = all_keys_capacity(state.live_bytes);
     let all_keys = Arc::new(MemBloom::new(all_keys_cap, ALL_KEYS_BITS));
-    // The LSMs' read filters: half as many keys (the every-key filter's headroom is 2x).
-    let capacity = all_keys_cap / 2;
+    // The active LSM's read filter: the keys written since the last GC are not known before
+    // its keys are read; it starts at the least first stage and grows.
+    let capacity = MIN_FILTER_KEYS;
     let reader = Arc::new(VlogReader::new(
         Arc::clone(&storage),
         dir.to_path_buf(),

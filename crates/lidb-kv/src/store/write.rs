@@ -40,9 +40,10 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use lidb_lsm::batch::WriteBatch;
 use lidb_storage::{Error, Result};
 
-use crate::store::record_cache;
+use crate::membloom::Inserted;
 use crate::store::state::{Tier, Tiers, lock};
 use crate::store::{Shared, WriteState};
+use crate::store::{gc, record_cache};
 
 /// One key's write in a writer's batch (value None: a deletion).
 type Entry = (Vec<u8>, Option<Vec<u8>>);
@@ -187,10 +188,19 @@ fn write_group(s: &Shared, w: &mut WriteState, group: &[Arc<Writer>]) -> Result<
     s.appended_records.1.fetch_add(bytes, Ordering::Relaxed);
     s.vlog_bytes.fetch_add(bytes, Ordering::Relaxed);
     let all = Arc::clone(&s.all_keys.read().unwrap_or_else(PoisonError::into_inner));
+    let mut grew = false;
     for ((key, value), &len) in entries().zip(&lens) {
-        if value.is_some() && !all.may_contain(key) {
-            all.insert(key);
-            s.live_bytes.fetch_add(len, Ordering::Relaxed);
+        if value.is_some() {
+            match all.insert(key) {
+                Inserted::Present => {}
+                Inserted::New => {
+                    s.live_bytes.fetch_add(len, Ordering::Relaxed);
+                }
+                Inserted::Grew => {
+                    s.live_bytes.fetch_add(len, Ordering::Relaxed);
+                    grew = true;
+                }
+            }
         }
     }
     view.active.db().write(batch)?;
@@ -201,11 +211,15 @@ fn write_group(s: &Shared, w: &mut WriteState, group: &[Arc<Writer>]) -> Result<
     }
     for (key, value) in entries() {
         if value.is_some() {
-            s.note_live_key(key);
+            grew |= s.note_live_key(key);
         }
         if let Some(b) = &view.active.bloom {
-            b.insert(key);
+            grew |= b.insert(key) == Inserted::Grew;
         }
+    }
+    // A filter that added a stage took memory from the budget: the cache gives it back.
+    if grew {
+        gc::refit(s);
     }
     Ok(())
 }
