@@ -4,8 +4,9 @@
 //! - [`hpt`]: the HPT, trained on (a sample of) the keys, gives every key a CDF position read
 //!   from any byte on, monotone in key order.
 //! - [`node`]: a model node strips its keys' common prefix and maps the CDF of the rest onto its
-//!   slots; small groups sharing a slot live in a compact leaf (a sorted array of at most 16
-//!   pairs), larger ones in a child model node (a subtrie).
+//!   slots; small groups sharing a slot live in a compact leaf (at most 16 pairs in key order,
+//!   packed with a one-byte hash tag a key in one allocation, [`leaf`]), larger ones in a child
+//!   model node (a subtrie).
 //! - Inserts fill a slot or a leaf; a leaf that overflows splits into a child node; a node whose
 //!   subtree has doubled since its build is rebuilt; the whole index (HPT included) is retrained
 //!   when it has doubled since the HPT was trained. Removals shrink leaves and merge a child node
@@ -28,11 +29,12 @@
 //! PMSS decision tree; we always build model nodes (a group whose keys differ right after their
 //! common prefix is always split by one), so there is no HOT-style node and no PMSS. The
 //! reference's minimum of 1000 keys for a bulk load is gone: a small or empty index is a single
-//! node that retrains as it grows. Keys are copied into boxed slices in the leaves (the reference
-//! keeps pointers to caller key-value records).
+//! node that retrains as it grows. Keys are copied into the leaves (the reference keeps pointers to
+//! key-value records it allocates, one a key, with a 16-bit hash in each pointer; see [`leaf`]).
 
 mod hpt;
 mod iter;
+mod leaf;
 mod node;
 
 pub use iter::Iter;

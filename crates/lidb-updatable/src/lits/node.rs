@@ -5,17 +5,18 @@
 //! compares its head with the prefix (smaller: slot 0; larger: the last slot) and otherwise maps
 //! its CDF linearly from `[cdf_first, cdf_last]` onto the slots, so the map is monotone in key
 //! order and the first and last built key land in different slots (the HPT separates keys that
-//! differ right after the prefix). A slot is empty, a compact leaf (a sorted array of at most
-//! [`LEAF_MAX`] pairs), or a child model node for a larger group.
+//! differ right after the prefix). A slot is empty, a compact leaf (at most [`LEAF_MAX`] pairs
+//! packed in key order in one allocation, [`Leaf`]), or a child model node for a larger group.
 //!
 //! Invariants (checked by [`ModelNode::check`]):
 //! 1. every key stored under slot s of node N has `N.slot_of(key) == s`;
-//! 2. leaves are non-empty, strictly increasing, at most `LEAF_MAX` long;
+//! 2. leaves are non-empty, strictly increasing, at most `LEAF_MAX` long (and [`Leaf::check`]);
 //! 3. `size` counts the subtree's keys, and a child node holds more than [`MERGE_AT`] keys.
 
 use std::cmp::Ordering;
 
 use super::hpt::{Hpt, MIN_RESOLUTION};
+use super::leaf::Leaf;
 use crate::IndexStats;
 
 /// Largest compact leaf; one more key turns it into a child model node.
@@ -47,12 +48,20 @@ pub(crate) struct ModelNode {
 #[derive(Debug)]
 pub(crate) enum Slot {
     Empty,
-    Leaf(Vec<Pair>),
+    Leaf(Leaf),
     Child(Box<ModelNode>),
 }
 
+// Slots are most of the index's bytes (two a key at every level): a tag and one thin pointer.
+const _: () = assert!(std::mem::size_of::<Slot>() == 16);
+
 fn common_prefix_len(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The compact leaf of a group of at most [`LEAF_MAX`] pairs.
+fn leaf_of(group: &[Pair]) -> Leaf {
+    Leaf::new(group.iter().map(|(k, v)| (&**k, *v)))
 }
 
 impl ModelNode {
@@ -99,7 +108,7 @@ impl ModelNode {
 
     fn place(&mut self, hpt: &Hpt, slot: usize, group: Vec<Pair>) {
         let entry = if group.len() <= LEAF_MAX {
-            Slot::Leaf(group)
+            Slot::Leaf(leaf_of(&group))
         } else {
             Slot::Child(Box::new(ModelNode::build(hpt, group)))
         };
@@ -135,10 +144,7 @@ impl ModelNode {
         loop {
             match node.slots.get(node.slot_of(hpt, key))? {
                 Slot::Empty => return None,
-                Slot::Leaf(pairs) => {
-                    let i = pairs.binary_search_by(|p| (*p.0).cmp(key)).ok()?;
-                    return pairs.get(i).map(|p| p.1);
-                }
+                Slot::Leaf(leaf) => return leaf.get(key),
                 Slot::Child(child) => node = child,
             }
         }
@@ -151,17 +157,19 @@ impl ModelNode {
         let entry = self.slots.get_mut(s)?;
         let replaced = match entry {
             Slot::Empty => {
-                *entry = Slot::Leaf(vec![(key.into(), value)]);
+                *entry = Slot::Leaf(Leaf::new(std::iter::once((key, value))));
                 None
             }
-            Slot::Leaf(pairs) => match pairs.binary_search_by(|p| (*p.0).cmp(key)) {
-                Ok(i) => pairs.get_mut(i).map(|p| std::mem::replace(&mut p.1, value)),
+            Slot::Leaf(leaf) => match leaf.find(key) {
+                Ok(i) => Some(leaf.set_value(i, value)),
+                Err(i) if leaf.len() < LEAF_MAX => {
+                    *leaf = leaf.inserted(i, key, value);
+                    None
+                }
                 Err(i) => {
-                    pairs.insert(i, (key.into(), value));
-                    if pairs.len() > LEAF_MAX {
-                        let group = std::mem::take(pairs);
-                        *entry = Slot::Child(Box::new(ModelNode::build(hpt, group)));
-                    }
+                    let mut group: Vec<Pair> = leaf.iter().map(|(k, v)| (k.into(), v)).collect();
+                    group.insert(i, (key.into(), value));
+                    *entry = Slot::Child(Box::new(ModelNode::build(hpt, group)));
                     None
                 }
             },
@@ -190,18 +198,16 @@ impl ModelNode {
         let entry = self.slots.get_mut(s)?;
         let removed = match entry {
             Slot::Empty => None,
-            Slot::Leaf(pairs) => {
-                let i = pairs.binary_search_by(|p| (*p.0).cmp(key)).ok()?;
-                let (_, value) = pairs.remove(i);
-                if pairs.is_empty() {
-                    *entry = Slot::Empty;
-                }
+            Slot::Leaf(leaf) => {
+                let i = leaf.find(key).ok()?;
+                let value = leaf.value(i);
+                *entry = leaf.removed(i).map_or(Slot::Empty, Slot::Leaf);
                 Some(value)
             }
             Slot::Child(child) => {
                 let removed = child.remove(hpt, key)?;
                 if child.size <= MERGE_AT {
-                    *entry = Slot::Leaf(child.take_pairs());
+                    *entry = Slot::Leaf(leaf_of(&child.take_pairs()));
                 }
                 Some(removed)
             }
@@ -224,7 +230,7 @@ impl ModelNode {
         for slot in &mut self.slots {
             match std::mem::replace(slot, Slot::Empty) {
                 Slot::Empty => {}
-                Slot::Leaf(pairs) => out.extend(pairs),
+                Slot::Leaf(leaf) => out.extend(leaf.iter().map(|(k, v)| (k.into(), v))),
                 Slot::Child(mut child) => child.drain_into(out),
             }
         }
@@ -237,10 +243,7 @@ impl ModelNode {
             .iter()
             .map(|slot| match slot {
                 Slot::Empty => 0,
-                Slot::Leaf(pairs) => {
-                    (pairs.capacity() * std::mem::size_of::<Pair>()) as u64
-                        + pairs.iter().map(|p| p.0.len() as u64).sum::<u64>()
-                }
+                Slot::Leaf(leaf) => leaf.heap_bytes(),
                 Slot::Child(c) => std::mem::size_of::<ModelNode>() as u64 + c.heap_bytes(),
             })
             .sum::<u64>()
@@ -254,11 +257,11 @@ impl ModelNode {
         for slot in &self.slots {
             match slot {
                 Slot::Empty => {}
-                Slot::Leaf(pairs) => {
+                Slot::Leaf(leaf) => {
                     acc.nodes += 1;
                     acc.leaf_nodes += 1;
                     acc.depth_max = acc.depth_max.max(level + 1);
-                    *key_depth_sum += (level + 1) * pairs.len() as u64;
+                    *key_depth_sum += (level + 1) * leaf.len() as u64;
                 }
                 Slot::Child(c) => c.shape(level + 1, acc, key_depth_sum),
             }
@@ -272,13 +275,10 @@ impl ModelNode {
             let start = out.len();
             match slot {
                 Slot::Empty => {}
-                Slot::Leaf(pairs) => {
-                    assert!(
-                        !pairs.is_empty() && pairs.len() <= LEAF_MAX,
-                        "lits: leaf of {} keys",
-                        pairs.len()
-                    );
-                    out.extend(pairs.iter().map(|p| &*p.0));
+                Slot::Leaf(leaf) => {
+                    leaf.check();
+                    assert!(leaf.len() <= LEAF_MAX, "lits: leaf of {} keys", leaf.len());
+                    out.extend(leaf.iter().map(|(k, _)| k));
                 }
                 Slot::Child(c) => c.check(hpt, false, out),
             }
