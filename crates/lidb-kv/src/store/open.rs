@@ -78,9 +78,15 @@ pub(crate) fn open(storage: Arc<dyn Storage>, dir: &Path, opts: StoreOptions) ->
     }
     let all_keys_cap = all_keys_capacity(state.live_bytes);
     let all_keys = Arc::new(MemBloom::new(all_keys_cap, ALL_KEYS_BITS));
-    // The active LSM's read filter: the keys written since the last GC are not known before
-    // its keys are read; it starts at the least first stage and grows.
-    let capacity = MIN_FILTER_KEYS;
+    // The LSMs' read filters: they let reads of settled keys skip the LSM, so a store with no
+    // tier yet (every key is in its LSM, as after a load into a fresh store) has none; the GC
+    // that makes the tier opens the next LSM with one. Otherwise the keys written since the
+    // last GC are not known before they are read: the least first stage, grown as they are.
+    let capacity = if state.tier.is_some() {
+        MIN_FILTER_KEYS
+    } else {
+        0
+    };
     let reader = Arc::new(VlogReader::new(
         Arc::clone(&storage),
         dir.to_path_buf(),
