@@ -87,7 +87,16 @@ impl Engine for LsmEngine {
         limit: usize,
         each: &mut dyn FnMut(&[u8], &[u8]),
     ) -> EngineResult<usize> {
-        Ok(drain(&mut self.db.scan(start, end)?, limit, each)?)
+        // Told its limit, each table reads ahead that far (and the entry past it), not 64 KiB.
+        let opts = lidb_lsm::ScanOptions {
+            fill_cache: true,
+            limit: Some((limit as u64).saturating_add(1)),
+        };
+        Ok(drain(
+            &mut self.db.scan_with(start, end, opts)?,
+            limit,
+            each,
+        )?)
     }
     fn gc(&self) -> EngineResult<()> {
         Ok(self.db.compact()?)

@@ -42,5 +42,7 @@ pub use db::{
 };
 pub use hooks::{FlushHook, ReplayFilter};
 pub use lidb_storage::{Error, RecoveryMode, Result};
-pub use options::{CacheMode, Granularity, IndexKind, IndexOptions, Options, Unclustered};
+pub use options::{
+    CacheMode, Granularity, IndexKind, IndexOptions, Options, ScanOptions, Unclustered,
+};
 pub use types::{EntryKind, ReadStats, SortedIter, TableMeta};

@@ -191,6 +191,36 @@ pub struct Options {
 
 pub const MIB: u64 = 1 << 20;
 
+/// How one scan reads its tables (RocksDB's `ReadOptions` for an iterator).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScanOptions {
+    /// Read through the page cache and keep the pages the scan returns entries from (the
+    /// default, as RocksDB's `fill_cache`). Off, the scan reads past the cache and evicts
+    /// nothing: a one-off scan of a whole database beside a hot point-read set.
+    pub fill_cache: bool,
+    /// The entries the caller will take at most, if it knows: each table's first read-ahead
+    /// after a seek covers that many slots instead of 64 KiB, and doubles from there.
+    pub limit: Option<u64>,
+}
+
+impl ScanOptions {
+    /// A scan of a whole database by the engine's own machinery (a conversion, a repair, filling
+    /// filters at open): no cache filled, full read-ahead.
+    pub const WHOLE: ScanOptions = ScanOptions {
+        fill_cache: false,
+        limit: None,
+    };
+}
+
+impl Default for ScanOptions {
+    fn default() -> Self {
+        ScanOptions {
+            fill_cache: true,
+            limit: None,
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {

@@ -206,7 +206,7 @@ fn every_key(
             ..opts.lsm.clone()
         };
         let db = Db::open_with_storage(Arc::clone(storage), &part, lsm_opts)?;
-        let mut it = db.scan(b"", None)?;
+        let mut it = db.scan_with(b"", None, lidb_lsm::ScanOptions::WHOLE)?;
         while it.valid() {
             keys.insert(it.key().to_vec());
             it.next()?;

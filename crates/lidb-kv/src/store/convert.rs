@@ -134,7 +134,9 @@ fn build(
     let Some(frozen) = view.frozen.as_ref() else {
         unreachable!("conversion runs after the switch, which freezes the LSM");
     };
-    let mut lsm = frozen.db().scan(b"", None)?;
+    let mut lsm = frozen
+        .db()
+        .scan_with(b"", None, lidb_lsm::ScanOptions::WHOLE)?;
     let mut old = match view.tier.as_ref().map(|h| &h.tier) {
         Some(Tier::Learned(t)) => Some(t.iter(b"")?),
         _ => None,

@@ -323,9 +323,12 @@ fn open_tier(
     }))
 }
 
-/// Puts every key of an LSM into its read filter and into the every-key filter.
+/// Puts every key of an LSM into its read filter and into the every-key filter (a scan of the
+/// whole LSM that leaves the page cache alone).
 fn refill_blooms(part: &LsmPart, all_keys: &MemBloom) -> Result<()> {
-    let mut it = part.db().scan(b"", None)?;
+    let mut it = part
+        .db()
+        .scan_with(b"", None, lidb_lsm::ScanOptions::WHOLE)?;
     while it.valid() {
         if let Some(b) = &part.bloom {
             b.insert(it.key());

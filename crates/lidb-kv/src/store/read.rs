@@ -368,12 +368,19 @@ pub(crate) fn scan_view(
     expected: Option<usize>,
     scatter: Option<&Arc<ScanScatter>>,
 ) -> Result<KvIterator> {
+    // A user's scan (it counts scattered reads) fills the LSMs' page cache, as an LSM scan
+    // does; GC's scans of a whole view leave it alone.
+    let lsm_scan = lidb_lsm::ScanOptions {
+        fill_cache: scatter.is_some(),
+        limit: expected.map(|n| (n as u64).saturating_add(1)),
+    };
     let mut sources = Vec::new();
     for part in [Some(&view.active), view.frozen.as_ref()]
         .into_iter()
         .flatten()
     {
-        sources.push(Source::Lsm(part.db().scan(start, end)?, part.dir.clone()));
+        let it = part.db().scan_with(start, end, lsm_scan)?;
+        sources.push(Source::Lsm(it, part.dir.clone()));
     }
     match view.tier.as_ref().map(|h| &h.tier) {
         Some(Tier::Learned(t)) => {
@@ -386,7 +393,8 @@ pub(crate) fn scan_view(
             sources.push(Source::Learned(TierCursor::new(it)?));
         }
         Some(Tier::Lsm(part)) => {
-            sources.push(Source::Lsm(part.db().scan(start, end)?, part.dir.clone()));
+            let it = part.db().scan_with(start, end, lsm_scan)?;
+            sources.push(Source::Lsm(it, part.dir.clone()));
         }
         None => {}
     }

@@ -40,7 +40,7 @@ pub use read::{DbIterator, Source, Traced};
 pub use state::{DbStats, LevelStats, MemoryUsage, RecoveryReport};
 
 use crate::batch::WriteBatch;
-use crate::options::Options;
+use crate::options::{Options, ScanOptions};
 use crate::types::ReadStats;
 use lidb_storage::Storage;
 use lidb_storage::error::Result;
@@ -142,7 +142,18 @@ impl Db {
     /// A forward iterator over keys in `[start, end)` (`end` None: to the last key), seeing the
     /// database as it was when the call was made, whatever runs meanwhile.
     pub fn scan(&self, start: &[u8], end: Option<&[u8]>) -> Result<DbIterator> {
-        read::scan(&self.shared, start, end)
+        read::scan(&self.shared, start, end, ScanOptions::default())
+    }
+
+    /// [`Db::scan`] read as `opts` says (whether it fills the page cache, how far it reads
+    /// ahead).
+    pub fn scan_with(
+        &self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        opts: ScanOptions,
+    ) -> Result<DbIterator> {
+        read::scan(&self.shared, start, end, opts)
     }
 
     /// Writes the memtable (and any immutable ones) to L0 tables now.

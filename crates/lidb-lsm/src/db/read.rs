@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::db::state::{Shared, SuperVersion, TableHandle};
 use crate::iter::{DbIter, LevelIter, MergingIter};
+use crate::options::ScanOptions;
 use crate::table::reader::Via;
 use crate::types::{EntryKind, ReadStats, SortedIter};
 use lidb_storage::error::{Error, Result};
@@ -185,25 +186,49 @@ impl DbIterator {
     }
 }
 
-pub(crate) fn scan(s: &Shared, start: &[u8], end: Option<&[u8]>) -> Result<DbIterator> {
+pub(crate) fn scan(
+    s: &Shared,
+    start: &[u8],
+    end: Option<&[u8]>,
+    opts: ScanOptions,
+) -> Result<DbIterator> {
     let snapshot = s.last_seq.load(Ordering::SeqCst);
     let sv = s.current();
     let mut sources: Vec<Box<dyn SortedIter>> = vec![Box::new(sv.mem.iter(snapshot))];
     for (m, _) in &sv.imm {
         sources.push(Box::new(m.iter(snapshot)));
     }
+    // A scan told its limit expects each sorted run to give it a share of that many entries in
+    // proportion to the run's size; each run reads ahead twice its share (at least 2 slots),
+    // and its chunks double from there when the keys fall otherwise.
+    let total: u64 = sv
+        .tables
+        .levels
+        .iter()
+        .flatten()
+        .map(|t| t.meta.entries)
+        .sum();
+    let share = |entries: u64| ScanOptions {
+        limit: opts.limit.map(|limit| {
+            let part = u128::from(limit) * u128::from(entries) * 2 / u128::from(total.max(1));
+            u64::try_from(part).unwrap_or(limit).clamp(2, limit.max(2))
+        }),
+        ..opts
+    };
     for (level, tables) in sv.tables.levels.iter().enumerate() {
         if level == 0 {
             for t in tables {
-                sources.push(Box::new(t.table.iter_counted(&s.scan_reads)));
+                let it = t.table.iter_scan(&s.scan_reads, share(t.meta.entries));
+                sources.push(Box::new(it));
             }
         } else if !tables.is_empty() {
+            let opts = share(tables.iter().map(|t| t.meta.entries).sum());
             let handles: Vec<Arc<TableHandle>> = tables.clone();
             let sink = Arc::clone(&s.scan_reads);
             sources.push(Box::new(LevelIter::new(
                 handles,
                 move |h: &Arc<TableHandle>| {
-                    Ok(Box::new(h.table.iter_counted(&sink)) as Box<dyn SortedIter>)
+                    Ok(Box::new(h.table.iter_scan(&sink, opts)) as Box<dyn SortedIter>)
                 },
                 |h: &Arc<TableHandle>| h.meta.largest.as_slice(),
             )));

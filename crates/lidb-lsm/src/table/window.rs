@@ -43,13 +43,29 @@ use lidb_storage::PAGE_SIZE;
 use lidb_storage::cache::{PageCache, entry_hash};
 use lidb_storage::error::{Error, Result, corruption};
 
+/// The window's pages a scan's seek hands on: consecutive pages from page `first`, each with
+/// whether it was read and is not cached yet.
+pub(crate) struct SeekPages {
+    pub first: u64,
+    pub pages: Vec<(Arc<[u8]>, bool)>,
+}
+
+/// What a lookup through the window keeps in the cache.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Keep {
+    /// A point lookup's answer, as the cache mode says.
+    Answer,
+    /// A scan's seek: the pages of the slots on both sides of the position found.
+    Position,
+}
+
 /// First and last page holding bytes `[start, end)` (`start < end`).
 fn pages_of(start: u64, end: u64) -> (u64, u64) {
     (start / PAGE_SIZE, (end - 1) / PAGE_SIZE)
 }
 
 /// A run of consecutive pages of one table, each cached, read by this lookup, or absent.
-struct PageRun {
+pub(super) struct PageRun {
     first: u64,
     /// Page `first + i`: its bytes and whether this lookup read it (it is not in the cache).
     pages: Vec<Option<(Arc<[u8]>, bool)>>,
@@ -162,8 +178,41 @@ impl Table {
         cache.insert_entry(self.number(), entry_hash(key), bytes.into());
     }
 
+    /// A scan's seek through the cache: the first position `p` in `[lo, hi)` (`lo < hi <=
+    /// entries`) whose key is `>= key` (`hi` if none), found as a point lookup finds it, keeping
+    /// the pages of the slots on both sides of `p` in every cache mode and no entry, so the same
+    /// seek again is answered by those pages. With it come the window's pages from `p`'s first
+    /// on that the lookup had (cached or read), for the scan to go on from: the first page's
+    /// number and each page with whether it was read and is not cached yet.
+    pub(crate) fn seek_window_cached(
+        &self,
+        cache: &PageCache,
+        key: &[u8],
+        lo: u64,
+        hi: u64,
+        stats: &mut ReadStats,
+    ) -> Result<(u64, SeekPages)> {
+        let (p, _, run) =
+            self.search_window_cached(cache, key, lo, hi, Via::Cache, Keep::Position, stats)?;
+        let w = self.slot_width();
+        let from = p * w / PAGE_SIZE;
+        // keep_answer cached the pages up to the one slot p ends in.
+        let kept = ((p + 1) * w - 1) / PAGE_SIZE;
+        let pages = (from..)
+            .map_while(|page| run.page(page).cloned())
+            .zip(from..)
+            .map(|((bytes, fresh), page)| (bytes, fresh && page > kept))
+            .collect();
+        Ok((p, SeekPages { first: from, pages }))
+    }
+
     /// The first position in `[lo, hi)` (`lo < hi <= entries`) whose key is `>= key` (`hi` if
-    /// none), and the entry there if it holds `key`; reads through `cache` as the module doc says.
+    /// none), and the entry there if it holds `key`; reads through `cache` as the module doc says,
+    /// keeping what `keep` says. With them, the window's pages the lookup had.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the window, the read path and what to keep, all needed by one search"
+    )]
     pub(super) fn search_window_cached(
         &self,
         cache: &PageCache,
@@ -171,8 +220,9 @@ impl Table {
         lo: u64,
         hi: u64,
         via: Via,
+        keep: Keep,
         stats: &mut ReadStats,
-    ) -> Result<(u64, Option<Found>)> {
+    ) -> Result<(u64, Option<Found>, PageRun)> {
         debug_assert!(lo < hi && hi <= self.entries(), "window inside the table");
         let w = self.slot_width();
         let short = |what: &str| corruption(self.path(), format!("{what} of slots [{lo}, {hi})"));
@@ -196,21 +246,21 @@ impl Table {
                 .bytes(b * w, (b + 1) * w)
                 .ok_or_else(|| short("cached page"))?;
             let found = self.match_slot(&slot, b, b, key)?;
-            if found.is_some() {
+            if found.is_some() && keep == Keep::Answer {
                 self.keep_entry(key, via, Some((b, &slot)));
             }
             if found.is_some() || a == b {
-                self.keep_answer(cache, &run, lo, hi, b, found.is_some());
+                self.keep_answer(cache, &run, lo, hi, b, found.is_some(), keep);
                 stats.cache_hits += 1;
                 stats.search_time += t.elapsed();
-                return Ok((b, found));
+                return Ok((b, found, run));
             }
         } else if a == b {
             // Slot hi - 1 is known and smaller than key: no slot of the window holds it.
-            self.keep_answer(cache, &run, lo, hi, b, false);
+            self.keep_answer(cache, &run, lo, hi, b, false, keep);
             stats.cache_hits += 1;
             stats.search_time += t.elapsed();
-            return Ok((b, None));
+            return Ok((b, None, run));
         }
         stats.search_time += t.elapsed();
 
@@ -245,12 +295,12 @@ impl Table {
         } else {
             None
         };
-        if found.is_some() {
+        if found.is_some() && keep == Keep::Answer {
             self.keep_entry(key, via, Some((p, self.slot_in(&buf, p - a)?)));
         }
         stats.search_time += t.elapsed();
-        self.keep_answer(cache, &run, lo, hi, p, found.is_some());
-        Ok((p, found))
+        self.keep_answer(cache, &run, lo, hi, p, found.is_some(), keep);
+        Ok((p, found, run))
     }
 
     /// Caches the pages that answered position `p` of `[lo, hi)`: slot `p` when it holds the
@@ -258,11 +308,26 @@ impl Table {
     /// smaller, and `p`, larger), which together prove it absent on a later lookup. Those that
     /// were cached are marked used before those this lookup read are inserted, so an insert
     /// never evicts a page of the same answer.
-    /// Nothing in [`CacheMode::Entries`].
-    fn keep_answer(&self, cache: &PageCache, run: &PageRun, lo: u64, hi: u64, p: u64, hit: bool) {
-        if cache.mode() == CacheMode::Entries {
+    /// Nothing in [`CacheMode::Entries`] for a point lookup's answer; a seek's position
+    /// ([`Keep::Position`]) keeps the slots on both sides of `p` in every mode.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the window, its pages, the answer and what to keep"
+    )]
+    fn keep_answer(
+        &self,
+        cache: &PageCache,
+        run: &PageRun,
+        lo: u64,
+        hi: u64,
+        p: u64,
+        hit: bool,
+        keep: Keep,
+    ) {
+        if keep == Keep::Answer && cache.mode() == CacheMode::Entries {
             return;
         }
+        let hit = hit && keep == Keep::Answer;
         let w = self.slot_width();
         let first_slot = if !hit && p > lo { p - 1 } else { p };
         let last_slot = p.min(hi - 1);
