@@ -61,13 +61,7 @@ fn a_scan_counts_its_table_reads_apart_from_lookups() {
 /// 4,000 entries of 200-byte values in tables of 256 KiB (a scan's 64 KiB read-ahead chunk is
 /// a fraction of a table), compacted, with a cache that holds them all.
 fn scanned_db(dir: &Scratch) -> Db {
-    let opts = lidb_lsm::Options {
-        sst_size_bytes: 256 * 1024,
-        write_buffer_bytes: 256 * 1024,
-        block_cache_bytes: 8 << 20,
-        ..support::small_options(Family::Pgm, 16)
-    };
-    let db = Db::open(dir.join("db"), opts).unwrap();
+    let db = scanned_db_reopened(dir);
     let value = vec![5u8; 200];
     for i in 0..4_000u32 {
         db.put(format!("k{i:06}").as_bytes(), &value).unwrap();
@@ -183,4 +177,58 @@ fn a_scan_told_its_limit_reads_ahead_only_that_far() {
         long_bytes >= 400 * 200,
         "{long_bytes} bytes for 400 entries"
     );
+}
+
+/// Scans every key with `Db::scan` (through the cache); the first error, if any.
+fn scan_all(db: &Db) -> Option<lidb_lsm::Error> {
+    let mut it = match db.scan(b"", None) {
+        Ok(it) => it,
+        Err(e) => return Some(e),
+    };
+    while it.valid() {
+        if let Err(e) = it.next() {
+            return Some(e);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_flipped_bit_fails_a_scan_through_the_cache_every_time() {
+    let dir = Scratch::new("scan-damage");
+    let path = {
+        let db = scanned_db(&dir);
+        assert!(scan_all(&db).is_none(), "an undamaged database scans whole");
+        let mut tables: Vec<_> = std::fs::read_dir(dir.join("db"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "sst"))
+            .collect();
+        tables.sort();
+        tables.swap_remove(0)
+    };
+    // A bit inside the fourth page of the data region: a slot's bytes, under its checksum.
+    let mut bytes = std::fs::read(&path).unwrap();
+    *bytes.get_mut(3 * 4096 + 100).unwrap() ^= 0x10;
+    std::fs::write(&path, &bytes).unwrap();
+
+    let db = scanned_db_reopened(&dir);
+    for round in 0..2 {
+        let e = scan_all(&db).unwrap_or_else(|| panic!("scan {round} found no damage"));
+        assert!(
+            matches!(e, lidb_lsm::Error::Corruption { .. }),
+            "scan {round}: {e}"
+        );
+    }
+}
+
+/// `scanned_db`'s database (opened again, as it is on disk, or made empty).
+fn scanned_db_reopened(dir: &Scratch) -> Db {
+    let opts = lidb_lsm::Options {
+        sst_size_bytes: 256 * 1024,
+        write_buffer_bytes: 256 * 1024,
+        block_cache_bytes: 8 << 20,
+        ..support::small_options(Family::Pgm, 16)
+    };
+    Db::open(dir.join("db"), opts).unwrap()
 }
