@@ -661,87 +661,46 @@ impl Table {
         };
         let first = start / PAGE_SIZE;
         let last = (end - 1) / PAGE_SIZE;
-        let pages = self.fetch_pages(cache, first, last, via, stats)?;
-        for (i, (page, fresh)) in pages.iter().enumerate() {
-            if *fresh {
-                cache.insert(self.number, first + i as u64, Arc::clone(page));
-            }
-        }
-        let buf = bytes_of_pages(&pages, first, start, end);
-        stats.io_time += t.elapsed();
-        buf.ok_or_else(|| {
-            corruption(
-                &self.path,
-                format!("cached pages of slots [{lo}, {hi}) are short"),
-            )
-        })
-    }
-
-    /// Pages `[first, last]` of the table file through `cache`: each cached page as it is (its
-    /// use marked in the LRU order), and the span from the first to the last missing page in
-    /// one storage read (`data_reads` and its bytes counted; no read is one `cache_hits`). Each
-    /// page comes with whether this call read it; caching those is the caller's choice.
-    /// `Via::CacheOnly` fails with `NotInMemory` instead of reading.
-    fn fetch_pages(
-        &self,
-        cache: &PageCache,
-        first: u64,
-        last: u64,
-        via: Via,
-        stats: &mut ReadStats,
-    ) -> Result<Vec<(Arc<[u8]>, bool)>> {
-        let mut pages: Vec<Option<(Arc<[u8]>, bool)>> = (first..=last)
-            .map(|p| cache.get(self.number, p).map(|b| (b, false)))
-            .collect();
+        let mut pages: Vec<Option<Arc<[u8]>>> =
+            (first..=last).map(|p| cache.get(self.number, p)).collect();
         let missing_first = pages.iter().position(Option::is_none);
         let missing_last = pages.iter().rposition(Option::is_none);
+        if via == Via::CacheOnly && missing_first.is_some() {
+            return Err(Error::NotInMemory);
+        }
         if let (Some(mf), Some(ml)) = (missing_first, missing_last) {
-            if via == Via::CacheOnly {
-                return Err(Error::NotInMemory);
-            }
             let span_start = (first + mf as u64) * PAGE_SIZE;
             let span_end = ((first + ml as u64 + 1) * PAGE_SIZE).min(self.file.len());
-            let mut span = vec![0u8; span_end.saturating_sub(span_start) as usize];
+            let mut span = vec![0u8; (span_end - span_start) as usize];
             self.file.read_at(span_start, &mut span)?;
             stats.data_reads += 1;
-            stats.bytes_read += span.len() as u64;
+            stats.bytes_read += span_end - span_start;
             for (i, chunk) in span.chunks(PAGE_SIZE as usize).enumerate() {
-                if let Some(slot @ None) = pages.get_mut(mf + i) {
-                    *slot = Some((chunk.into(), true));
+                let slot = pages.get_mut(mf + i);
+                if let Some(slot @ None) = slot {
+                    let page: Arc<[u8]> = chunk.into();
+                    cache.insert(self.number, first + (mf + i) as u64, Arc::clone(&page));
+                    *slot = Some(page);
                 }
             }
         } else {
             stats.cache_hits += 1;
         }
-        pages
-            .into_iter()
-            .zip(first..)
-            .map(|(page, n)| {
-                page.ok_or_else(|| {
-                    corruption(&self.path, format!("page {n} is past the file's end"))
-                })
-            })
-            .collect()
-    }
-}
-
-/// Bytes `[start, end)` of the file out of its consecutive pages from page `first`; `None`
-/// when the pages fall short of `end`.
-fn bytes_of_pages(
-    pages: &[(Arc<[u8]>, bool)],
-    first: u64,
-    start: u64,
-    end: u64,
-) -> Option<Vec<u8>> {
-    let mut buf = Vec::with_capacity(end.saturating_sub(start) as usize);
-    for (i, (page, _)) in pages.iter().enumerate() {
-        let page_start = (first + i as u64) * PAGE_SIZE;
-        if page_start >= end {
-            break;
+        let mut buf = Vec::with_capacity((end - start) as usize);
+        for (i, page) in pages.iter().enumerate() {
+            let page_start = (first + i as u64) * PAGE_SIZE;
+            let page = page.as_deref().unwrap_or_default();
+            let from = start.saturating_sub(page_start) as usize;
+            let to = (end - page_start).min(page.len() as u64) as usize;
+            buf.extend_from_slice(page.get(from..to).unwrap_or_default());
         }
-        let from = start.saturating_sub(page_start).min(page.len() as u64) as usize;
-        let to = (end - page_start).min(page.len() as u64) as usize;
-        buf.extend_from_slice(page.get(from..to)?);
+        stats.io_time += t.elapsed();
+        if buf.len() as u64 != end - start {
+            return Err(corruption(
+                &self.path,
+                format!("cached pages of slots [{lo}, {hi}) are short"),
+            ));
+        }
+        Ok(buf)
     }
-    (buf.len() as u64 == end.saturating_sub(start)).then_some(buf)
 }
