@@ -62,6 +62,12 @@ pub struct ServeArgs {
     /// hand-off; engines with no memory-only read tier send them to the engine threads anyway).
     #[arg(long)]
     no_memory_reads: bool,
+    /// Send every write to the engine threads, also the pipelined SETs the engine could take
+    /// without waiting (by default lsm, with no --sync, writes those on the async workers when no
+    /// other write runs and its memtable has room; other engines send them to the engine threads
+    /// anyway).
+    #[arg(long)]
+    no_worker_writes: bool,
     /// Serve with one single-threaded async runtime per worker thread (--threads of them), each
     /// owning the connections dealt to it, instead of one work-stealing runtime.
     #[arg(long)]
@@ -234,6 +240,7 @@ pub fn run(args: ServeArgs, given: &[String]) -> Result<(), CliError> {
         drain_timeout: Duration::from_secs(args.drain_timeout),
         threads: args.threads,
         memory_reads: !args.no_memory_reads,
+        worker_writes: !args.no_worker_writes,
         thread_per_core: args.thread_per_core,
         requirepass,
         protected_mode: args.protected_mode == "yes",

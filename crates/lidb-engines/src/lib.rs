@@ -183,6 +183,16 @@ pub trait Engine: Probe + Send + Sync {
         }
         Ok(())
     }
+    /// [`Engine::put_many`] only if that needs no wait: `Ok(true)` when the entries were written
+    /// as `put_many` writes them, `Ok(false)` when the write would wait (on another writer, a
+    /// memtable switch, a stall, a sync) and then nothing was written. The write tier of
+    /// [`Engine::get_if_in_memory`]: `lidb serve` writes a pipeline's SETs this way on its async
+    /// worker and hands the others to a thread that may block. Engines without such a path keep
+    /// the default: always `Ok(false)`.
+    fn try_put_many(&self, entries: &[(&[u8], &[u8])]) -> EngineResult<bool> {
+        let _ = entries;
+        Ok(false)
+    }
     /// Garbage collection with conversion where the engine has one (learnedkv, lsm+,
     /// lsm+tier), a full compaction for lsm and rocksdb, a checkpoint for finedex, learnedstore
     /// and btree: the one call that reclaims space, whatever the engine.

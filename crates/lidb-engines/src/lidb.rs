@@ -74,11 +74,10 @@ impl Engine for LsmEngine {
         Ok(self.db.delete(key)?)
     }
     fn put_many(&self, entries: &[(&[u8], &[u8])]) -> EngineResult<()> {
-        let mut batch = lidb_lsm::batch::WriteBatch::new();
-        for (key, value) in entries {
-            batch.put(key, value);
-        }
-        Ok(self.db.write(batch)?)
+        Ok(self.db.write(batch_of(entries))?)
+    }
+    fn try_put_many(&self, entries: &[(&[u8], &[u8])]) -> EngineResult<bool> {
+        Ok(self.db.try_write(&batch_of(entries))?)
     }
     fn scan(
         &self,
@@ -386,6 +385,15 @@ fn split_of(m: lidb_lsm::MemoryUsage) -> MemorySplit {
         memtable_bytes: m.memtable_bytes,
         data_bytes: 0,
     }
+}
+
+/// One lidb-lsm batch of every `(key, value)`, in order.
+fn batch_of(entries: &[(&[u8], &[u8])]) -> lidb_lsm::batch::WriteBatch {
+    let mut batch = lidb_lsm::batch::WriteBatch::new();
+    for (key, value) in entries {
+        batch.put(key, value);
+    }
+    batch
 }
 
 #[cfg(test)]

@@ -173,6 +173,9 @@ impl Storage for Metered {
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
+/// `Db::try_write` calls of `thread_workload` that wrote, and that declined.
+static TRIED: (AtomicU64, AtomicU64) = (AtomicU64::new(0), AtomicU64::new(0));
+
 /// Thread `t`'s writes: puts, overwrites, deletes, two-key and 70-key batches over keys only it
 /// writes.
 /// Returns the final state of its keys (absent: deleted or never written).
@@ -183,9 +186,21 @@ fn thread_workload(db: &Db, t: u32, steps: u32, seed: u64) -> Model {
     for step in 0..steps {
         let k = key(rng.gen_range(0..150));
         let r = rng.gen_range(0..100);
-        if r < 60 {
+        if r < 30 {
             let v = format!("{step}-{}", "v".repeat(rng.gen_range(0..120))).into_bytes();
             db.put(&k, &v).unwrap();
+            model.insert(k, v);
+        } else if r < 60 {
+            // As `lidb serve` writes on its async worker: only if no wait, else as any write.
+            let v = format!("t{step}-{}", "v".repeat(rng.gen_range(0..120))).into_bytes();
+            let mut b = WriteBatch::new();
+            b.put(&k, &v);
+            if db.try_write(&b).unwrap() {
+                TRIED.0.fetch_add(1, Ordering::Relaxed);
+            } else {
+                TRIED.1.fetch_add(1, Ordering::Relaxed);
+                db.write(b).unwrap();
+            }
             model.insert(k, v);
         } else if r < 75 {
             db.delete(&k).unwrap();
@@ -277,8 +292,24 @@ fn writers_beyond_the_core_count_match_a_btreemap_and_survive_reopen() {
             )
             .unwrap(),
         );
+        let before = (
+            TRIED.0.load(Ordering::Relaxed),
+            TRIED.1.load(Ordering::Relaxed),
+        );
         let model = run_writers(&db, 300, seed);
         check(&db, &model, &ctx);
+        let wrote = TRIED.0.load(Ordering::Relaxed) - before.0;
+        let declined = TRIED.1.load(Ordering::Relaxed) - before.1;
+        if sync {
+            // A synced write always waits for its sync: never written without a wait.
+            assert_eq!(wrote, 0, "{ctx}: try_write wrote with sync on");
+            assert!(declined > 0, "{ctx}");
+        } else {
+            assert!(
+                wrote > 0,
+                "{ctx}: no try_write ever wrote ({declined} declined)"
+            );
+        }
         if sync {
             // Every write was acknowledged after its group's sync: a power cut now loses none.
             meter.cut(seed);
@@ -495,4 +526,43 @@ fn after_a_failed_wal_sync_no_write_is_acknowledged_even_across_a_memtable_switc
             String::from_utf8_lossy(k)
         );
     }
+}
+
+/// `Db::try_write` writes only what needs no wait: it declines, writing nothing, when the
+/// memtable is full (a switch would sync the WAL and create a file) or with `sync` on, and what
+/// it wrote is read back and survives a reopen.
+#[test]
+fn try_write_declines_a_write_that_would_wait_and_writes_nothing_then() {
+    // small_options: a 64 KiB memtable.
+    let opts = small_options(Family::Pgm, 16);
+    let mem = MemStorage::new();
+    let db = Db::open_with_storage(Arc::new(mem.clone()), Path::new("/db"), opts.clone()).unwrap();
+    let one = |k: &[u8], v: &[u8]| {
+        let mut b = WriteBatch::new();
+        b.put(k, v);
+        b
+    };
+    assert!(db.try_write(&one(b"a", b"1")).unwrap());
+    assert_eq!(db.get(b"a").unwrap(), Some(b"1".to_vec()));
+    // Fills the memtable past its 64 KiB: the next write must switch it first.
+    assert!(db.try_write(&one(b"big", &[7u8; 70_000])).unwrap());
+    assert!(!db.try_write(&one(b"a", b"2")).unwrap());
+    assert_eq!(
+        db.get(b"a").unwrap(),
+        Some(b"1".to_vec()),
+        "a declined write was applied"
+    );
+    // A write that may wait switches the memtable; then there is room again.
+    db.write(one(b"b", b"1")).unwrap();
+    assert!(db.try_write(&one(b"a", b"3")).unwrap());
+    drop(db);
+    let db = Db::open_with_storage(Arc::new(mem), Path::new("/db"), opts.clone()).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), Some(b"3".to_vec()));
+    assert_eq!(db.get(b"b").unwrap(), Some(b"1".to_vec()));
+    drop(db);
+
+    let synced = Options { sync: true, ..opts };
+    let db = Db::open_with_storage(Arc::new(MemStorage::new()), Path::new("/db"), synced).unwrap();
+    assert!(!db.try_write(&one(b"a", b"1")).unwrap());
+    assert_eq!(db.get(b"a").unwrap(), None);
 }

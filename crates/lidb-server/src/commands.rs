@@ -103,6 +103,47 @@ fn plain_set(request: &[Bytes]) -> Option<(&[u8], &[u8])> {
     }
 }
 
+/// The leading run of plain SETs of `requests` that is written as one
+/// [`Engine::put_many`](lidb_engines::Engine::put_many): as many as follow each other, up to
+/// [`GROUP_BYTES`] of keys and values (at least one). Empty when the first request is not one.
+pub fn set_run(requests: &[Vec<Bytes>]) -> Vec<(&[u8], &[u8])> {
+    let mut group = Vec::new();
+    let mut bytes = 0;
+    for request in requests {
+        match plain_set(request) {
+            Some((k, v)) if group.is_empty() || bytes + k.len() + v.len() <= GROUP_BYTES => {
+                bytes += k.len() + v.len();
+                group.push((k, v));
+            }
+            _ => break,
+        }
+    }
+    group
+}
+
+/// Counts a written run of `n` SETs (and times it for `--metrics-listen`) and appends its `n`
+/// replies: OK each, or the engine's error each.
+pub fn answer_sets(
+    shared: &Shared,
+    n: usize,
+    written: &lidb_engines::EngineResult<()>,
+    started: Option<std::time::Instant>,
+    protocol: crate::reply::Protocol,
+    out: &mut BytesMut,
+) {
+    shared.counters.commands_processed.add(n as u64);
+    if let Some(started) = started {
+        shared
+            .counters
+            .metrics
+            .record_sets(n as u64, started.elapsed(), written.is_err());
+    }
+    let reply = written.as_ref().map_or_else(engine_error, |()| ok());
+    for _ in 0..n {
+        reply.encode(protocol, out);
+    }
+}
+
 /// Runs a pipelined batch in order, appending one reply per request until QUIT to `out`, each
 /// in the session's protocol when it was answered (a HELLO changes the form of the replies
 /// after it). A run of plain SETs of an authenticated session is written as one
@@ -116,17 +157,7 @@ pub fn execute_batch(
 ) {
     let mut rest = requests;
     while let Some((first, _)) = rest.split_first() {
-        let mut group = Vec::new();
-        let mut bytes = 0;
-        for request in rest {
-            match plain_set(request) {
-                Some((k, v)) if group.is_empty() || bytes + k.len() + v.len() <= GROUP_BYTES => {
-                    bytes += k.len() + v.len();
-                    group.push((k, v));
-                }
-                _ => break,
-            }
-        }
+        let group = set_run(rest);
         if group.len() < 2 || !session.authenticated {
             execute(shared, session, first).encode(session.protocol, out);
             rest = rest.get(1..).unwrap_or_default();
@@ -143,18 +174,14 @@ pub fn execute_batch(
                 .lock_shared(&order(group.iter().map(|(k, _)| *k)));
             shared.engine.put_many(&group)
         };
-        shared.counters.commands_processed.add(group.len() as u64);
-        if let Some(started) = started {
-            shared.counters.metrics.record_sets(
-                group.len() as u64,
-                started.elapsed(),
-                written.is_err(),
-            );
-        }
-        let reply = written.map_or_else(|e| engine_error(&e), |()| ok());
-        for _ in 0..group.len() {
-            reply.encode(session.protocol, out);
-        }
+        answer_sets(
+            shared,
+            group.len(),
+            &written,
+            started,
+            session.protocol,
+            out,
+        );
         rest = rest.get(group.len()..).unwrap_or_default();
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! A batch runs on the engine pool (`pool.rs`): engine calls may block on I/O, so they never run
 //! on an async worker; the connection's task awaits the replies. Only its leading reads that the
-//! engine answers from memory are answered on the task itself (`memory_reads.rs`).
+//! engine answers from memory and SETs it writes with no wait are answered on the task itself
+//! (`on_worker.rs`).
 //!
 //! Over TLS (`tls.rs`) the task first runs the handshake, then serves the TLS stream with the same
 //! code: [`serve`] is generic over the stream, so the plain-TCP path is compiled for `TcpStream`
@@ -35,7 +36,7 @@ use tokio_util::codec::Decoder;
 
 use crate::codec::{DecodeError, Limits, RequestCodec};
 use crate::commands::{Reply, error, execute_batch};
-use crate::memory_reads;
+use crate::on_worker::{self, Allowed};
 use crate::pool::EnginePool;
 use crate::session::Session;
 use crate::state::Shared;
@@ -55,8 +56,8 @@ pub struct ConnectionContext {
     pub pool: Arc<EnginePool>,
     pub limits: Limits,
     pub idle_timeout: Option<Duration>,
-    /// Answer the leading in-memory reads of a batch on this task (`memory_reads.rs`).
-    pub memory_reads: bool,
+    /// What of a batch's leading requests this task answers itself (`on_worker.rs`).
+    pub on_worker: Allowed,
     pub shutdown: watch::Receiver<bool>,
     /// Run a TLS handshake before serving (`tls.rs`); `None`: plain TCP.
     pub tls: Option<Tls>,
@@ -122,12 +123,15 @@ where
         }
         let full = batch.len() == MAX_BATCH;
         // A session that has not authenticated gets NOAUTH from `execute`, never a value.
-        if ctx.memory_reads && session.authenticated && !batch.is_empty() {
-            let mut replies = Vec::new();
-            let answered = memory_reads::answer_prefix(&ctx.shared, &batch, &mut replies);
-            for reply in &replies {
-                reply.encode(session.protocol, &mut output);
-            }
+        let allowed = ctx.on_worker;
+        if (allowed.reads || allowed.writes) && session.authenticated && !batch.is_empty() {
+            let answered = on_worker::answer_prefix(
+                &ctx.shared,
+                &batch,
+                allowed,
+                session.protocol,
+                &mut output,
+            );
             batch.drain(..answered);
         }
         if !batch.is_empty() {

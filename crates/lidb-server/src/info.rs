@@ -60,6 +60,10 @@ fn section(shared: &Shared, name: &str, out: &mut String) {
                 "reads_answered_in_memory".into(),
                 c.memory_reads.get().to_string(),
             ),
+            (
+                "writes_answered_on_worker".into(),
+                c.worker_writes.get().to_string(),
+            ),
         ],
         "persistence" => vec![
             (

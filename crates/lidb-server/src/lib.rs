@@ -10,8 +10,8 @@
 //!   as one batch on the engine pool, writes the replies together (pipelining).
 //! - `commands`, `keyspace`, `info`: one table from command to engine call.
 //! - `pool`: the threads that run batches against the engine.
-//! - `memory_reads`: the leading reads of a batch that the engine answers from memory, answered
-//!   on the async worker without the hand-off to the pool.
+//! - `on_worker`: the leading reads of a batch that the engine answers from memory and SETs it
+//!   writes with no wait, answered on the async worker without the hand-off to the pool.
 //! - `state`: what connections share (the engine, the key stripes, SCAN cursors, counters).
 //! - `stripes`: the striped key locks that order commands on the same keys; reads take none.
 //! - `server`: accept loop, connection cap, graceful stop (stop accepting, finish batches, flush).
@@ -23,8 +23,9 @@
 //!   default is one work-stealing runtime, see docs/ARCHITECTURE.md for the measurement).
 //!
 //! The engine is any [`lidb_engines::Engine`]; its calls may block, so they run on the
-//! engine pool's threads (`pool.rs`), never on tokio's async workers; the one exception is the
-//! engine's memory-only read tier (`memory_reads.rs`), which by its contract never reads storage.
+//! engine pool's threads (`pool.rs`), never on tokio's async workers; the exceptions are the
+//! engine's memory-only read tier and its no-wait write (`on_worker.rs`), which by their
+//! contracts never read storage and never wait.
 
 pub mod codec;
 mod commands;
@@ -33,8 +34,8 @@ pub mod glob;
 mod info;
 mod inline;
 mod keyspace;
-mod memory_reads;
 mod metrics;
+mod on_worker;
 mod pool;
 pub mod reply;
 mod server;

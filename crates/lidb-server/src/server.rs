@@ -54,8 +54,11 @@ pub struct ServerConfig {
     /// Tokio worker threads; 0: one per core.
     pub threads: usize,
     /// Answer the reads the engine can answer from memory on the async workers instead of the
-    /// engine threads (`memory_reads.rs`); off sends every request to the engine threads.
+    /// engine threads (`on_worker.rs`); off sends every read to the engine threads.
     pub memory_reads: bool,
+    /// Write the pipelined SETs the engine takes with no wait on the async workers instead of
+    /// the engine threads (`on_worker.rs`); off sends every write to the engine threads.
+    pub worker_writes: bool,
     /// One single-threaded runtime per worker thread, each serving the connections dealt to it,
     /// instead of one work-stealing runtime (`workers.rs`).
     pub thread_per_core: bool,
@@ -83,6 +86,7 @@ impl Default for ServerConfig {
             drain_timeout: Duration::from_secs(10),
             threads: 0,
             memory_reads: true,
+            worker_writes: true,
             thread_per_core: false,
             requirepass: None,
             protected_mode: true,
@@ -376,7 +380,10 @@ async fn accept_loop(
                     pool: Arc::clone(&pool),
                     limits: config.limits,
                     idle_timeout: config.idle_timeout,
-                    memory_reads: config.memory_reads,
+                    on_worker: crate::on_worker::Allowed {
+                        reads: config.memory_reads,
+                        writes: config.worker_writes,
+                    },
                     shutdown: shutdown.clone(),
                     tls: config.tls.clone(),
                 };

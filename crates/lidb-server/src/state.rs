@@ -55,8 +55,10 @@ pub struct Counters {
     pub connections_open: AtomicU64,
     pub connections_rejected: AtomicU64,
     pub commands_processed: Counter,
-    /// Commands answered from memory on an async worker (`memory_reads.rs`).
+    /// Commands answered from memory on an async worker (`on_worker.rs`).
     pub memory_reads: Counter,
+    /// SETs written on an async worker, with no wait (`on_worker.rs`).
+    pub worker_writes: Counter,
     /// Wrong passwords given to AUTH or HELLO (Redis's `acl_access_denied_auth`).
     pub auth_failures: AtomicU64,
     /// Per-command counts, errors and latencies for `--metrics-listen` (`metrics.rs`).

@@ -6,7 +6,7 @@
 //! reader-writer lock that writers and waiting readers take, plus a version word that optimistic
 //! readers only load. A stripe sits alone on its cache lines ([`CachePadded`]), so two stripes never share one.
 //!
-//! Who takes what (the commands are in `commands.rs` and `memory_reads.rs`):
+//! Who takes what (the commands are in `commands.rs` and `on_worker.rs`):
 //! - A command that reads a key and then writes it (SETNX, GETSET, SET NX|XX|GET) holds its
 //!   key's stripe exclusively ([`Stripes::lock`]) across its read and its write.
 //! - A plain SET holds its key's stripe shared ([`Stripes::lock_shared`]); a pipelined run of
@@ -38,7 +38,7 @@
 //!    while it read: whatever the engine returned is from before or after each such write whole.
 
 use std::sync::atomic::{AtomicU64, Ordering, fence};
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard, TryLockError};
 
 use lidb_sync::CachePadded;
 
@@ -176,6 +176,31 @@ impl Stripes {
         self.take(ordered, Mode::Shared)
     }
 
+    /// Holds `ordered` shared if none of them is held exclusively now; `None` (holding nothing)
+    /// otherwise. Never waits: for plain SETs written on an async worker, which must not wait
+    /// behind a command that holds a stripe across a storage read.
+    pub fn try_lock_shared(&self, ordered: &[usize]) -> Option<Held<'_>> {
+        debug_assert!(
+            ordered.windows(2).all(|w| w.first() < w.get(1)),
+            "stripes must come from `order`: ascending, no duplicates"
+        );
+        let mut guards = Vec::with_capacity(ordered.len());
+        for &index in ordered {
+            let stripe = self.stripe(index);
+            let guard = match stripe.lock.try_read() {
+                Ok(g) => g,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                // Dropping `guards` releases what was taken.
+                Err(TryLockError::WouldBlock) => return None,
+            };
+            guards.push((Guard::Shared(guard), &stripe.version));
+        }
+        Some(Held {
+            guards,
+            publishing: false,
+        })
+    }
+
     /// Holds `ordered` for a write of several keys: optimistic readers of these stripes restart
     /// until it is dropped.
     pub fn lock_publishing(&self, ordered: &[usize]) -> Held<'_> {
@@ -281,5 +306,31 @@ mod tests {
         drop((first, second));
         assert!(s.lock.try_write().is_ok());
         assert_eq!(stripes.read_or_lock(&a, || 4), 4);
+    }
+
+    #[test]
+    fn try_lock_shared_never_waits_and_keeps_nothing_when_it_fails() {
+        let stripes = Stripes::default();
+        let both = order([b"a".as_slice(), b"b".as_slice()]);
+        let (Some(&first), Some(&last)) = (both.first(), both.last()) else {
+            panic!("two stripes");
+        };
+        // Shared holders do not exclude a try.
+        let shared = stripes.lock_shared(&both);
+        let tried = stripes.try_lock_shared(&both);
+        assert!(tried.is_some());
+        drop((shared, tried));
+        // One stripe held exclusively: the try fails and leaves the other stripe free.
+        let held = stripes.lock(&[last]);
+        assert!(stripes.try_lock_shared(&both).is_none());
+        if first != last {
+            assert!(stripes.stripe(first).lock.try_write().is_ok());
+        }
+        drop(held);
+        let tried = stripes.try_lock_shared(&both);
+        assert!(tried.is_some());
+        assert!(stripes.stripe(last).lock.try_write().is_err());
+        drop(tried);
+        assert!(stripes.stripe(last).lock.try_write().is_ok());
     }
 }

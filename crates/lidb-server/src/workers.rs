@@ -1,7 +1,7 @@
 //! Thread-per-core serving (`ServerConfig::thread_per_core`): one thread per core, each driving
 //! a single-threaded tokio runtime, and the accept loop deals each new connection to one of them
 //! in turn. A connection then lives on one thread: its socket's readiness, its in-memory reads
-//! (`memory_reads.rs`) and the wake-up when the engine pool answers its batch all happen there,
+//! (`on_worker.rs`) and the wake-up when the engine pool answers its batch all happen there,
 //! with no work stealing and no wake-up of a second async thread to take over a task.
 //!
 //! Engine calls that may block still go to the engine pool (`pool.rs`): lsm's writers stall

@@ -115,6 +115,14 @@ impl Db {
         write::write(&self.shared, batch)
     }
 
+    /// Applies `batch` as [`Db::write`] does, but only if that needs no wait: no other write is
+    /// running or queued, the memtable has room, no stall is due, and `Options::sync` is off.
+    /// `Ok(false)`: nothing was written (call [`Db::write`] from a thread that may block). Not a
+    /// promise that no system call runs: the WAL append is one write to the operating system.
+    pub fn try_write(&self, batch: &WriteBatch) -> Result<bool> {
+        write::try_write(&self.shared, batch)
+    }
+
     /// The newest value of `key`, or None if it is absent or deleted.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         Ok(self.get_with_stats(key)?.0)

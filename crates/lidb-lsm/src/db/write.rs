@@ -43,7 +43,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 use crate::batch::WriteBatch;
@@ -75,6 +75,8 @@ struct QueueState {
     waiting: VecDeque<Arc<Writer>>,
     /// A leader is running a group.
     leading: bool,
+    /// The running group is a [`try_write`]'s: it cannot wait on I/O, and ends in microseconds.
+    quick: bool,
 }
 
 /// Followers insert their own batches in parallel when they bring at least this many ops;
@@ -87,6 +89,12 @@ const PARALLEL_INSERT_MIN_OPS: u64 = 64;
 /// times and yielding 32 halved the throughput of the readers beside them (YCSB A, `lidb bench
 /// ycsb`), against sleeping at once.
 const WAIT_SPINS: u32 = 16;
+/// How long a [`try_write`] waits, spinning, for another `try_write`'s group to end before it
+/// declines: such a group is a WAL append to the page cache and a few memtable inserts, some
+/// microseconds. Two async workers of `lidb serve` writing pipelines of SETs meet here all the
+/// time; without the wait, one of them hands its batch to the engine threads, and then the
+/// queued batch makes the next tries decline too.
+const TRY_WAIT: Duration = Duration::from_micros(100);
 
 /// One queued caller of [`write`].
 #[derive(Debug)]
@@ -235,6 +243,61 @@ pub(crate) fn write(s: &Arc<Shared>, batch: WriteBatch) -> Result<()> {
     }
 }
 
+/// Writes `batch` only if that needs no wait: no group runs or is queued, the write mutex is free,
+/// the memtable has room and no stall is due, and the WAL is not synced per write
+/// (`Options::sync` off: then a write is a WAL append to the operating system's page cache and
+/// memtable inserts, as Redis's event loop appends to its AOF). Returns `Ok(false)`, having
+/// written nothing, when it would wait; the caller then calls [`write`] from a thread that may
+/// block. `lidb serve` writes a pipeline's SETs this way on its async worker.
+///
+/// The write is a group of its own batch alone, under the same invariants as every group.
+pub(crate) fn try_write(s: &Arc<Shared>, batch: &WriteBatch) -> Result<bool> {
+    batch.validate()?;
+    if batch.is_empty() {
+        return Ok(true);
+    }
+    if s.opts.sync {
+        return Ok(false);
+    }
+    let mut since: Option<Instant> = None;
+    loop {
+        let mut q = lock(&s.writers.state);
+        if !q.leading && q.waiting.is_empty() {
+            q.leading = true;
+            q.quick = true;
+            break;
+        }
+        let started = *since.get_or_insert_with(Instant::now);
+        if !q.quick || !q.waiting.is_empty() || started.elapsed() > TRY_WAIT {
+            return Ok(false);
+        }
+        drop(q);
+        for _ in 0..WAIT_SPINS {
+            std::hint::spin_loop();
+        }
+    }
+    let w = match s.write.try_lock() {
+        Ok(w) => w,
+        Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        Err(TryLockError::WouldBlock) => {
+            hand_off(s);
+            return Ok(false);
+        }
+    };
+    if let Err(e) = check_open(s) {
+        drop(w);
+        hand_off(s);
+        return Err(e);
+    }
+    if !has_room(s) {
+        drop(w);
+        hand_off(s);
+        return Ok(false);
+    }
+    run_group(s, w, batch, Vec::new())?;
+    Ok(true)
+}
+
 /// Runs one group led by `me` (see the module documentation) and hands the lead on.
 fn lead(s: &Arc<Shared>, own: &WriteBatch) -> Result<()> {
     let mut w = lock(&s.write);
@@ -244,6 +307,17 @@ fn lead(s: &Arc<Shared>, own: &WriteBatch) -> Result<()> {
         return Err(e);
     }
     let followers = take_group(s, own.approximate_bytes());
+    run_group(s, w, own, followers)
+}
+
+/// Logs and inserts the group of `own` and `followers` under the write mutex `w`, publishes its
+/// last sequence number, tells the followers the outcome and hands the lead on.
+fn run_group(
+    s: &Arc<Shared>,
+    mut w: MutexGuard<'_, WriteState>,
+    own: &WriteBatch,
+    followers: Vec<Arc<Writer>>,
+) -> Result<()> {
     let first_seq = s.last_seq.load(Ordering::SeqCst) + 1;
     let mut seqs = Vec::with_capacity(followers.len() + 1);
     let mut next_seq = first_seq;
@@ -337,6 +411,7 @@ fn log_group(
 fn hand_off(s: &Shared) {
     let mut q = lock(&s.writers.state);
     q.leading = false;
+    q.quick = false;
     if let Some(next) = q.waiting.front() {
         next.tell(Phase::TryLead);
     }
@@ -362,16 +437,22 @@ fn check_open(s: &Shared) -> Result<()> {
     Ok(())
 }
 
+/// Whether a write can go into the memtable now, with no switch and no stall.
+fn has_room(s: &Shared) -> bool {
+    let sv = s.current();
+    sv.mem.approximate_bytes() < s.opts.write_buffer_bytes
+        && !should_stall(&sv.tables.version, s.opts.l0_stop_writes)
+}
+
 /// Ensures the memtable has room, switching it and stalling as needed. Holds the write mutex.
 fn make_room(s: &Arc<Shared>, w: &mut WriteState) -> Result<()> {
     let mut stalled = Duration::ZERO;
     loop {
-        let sv = s.current();
-        let full = sv.mem.approximate_bytes() >= s.opts.write_buffer_bytes;
-        let l0_deep = should_stall(&sv.tables.version, s.opts.l0_stop_writes);
-        if !full && !l0_deep {
+        if has_room(s) {
             break;
         }
+        let sv = s.current();
+        let full = sv.mem.approximate_bytes() >= s.opts.write_buffer_bytes;
         if !s.opts.background_compaction {
             // No background thread: do the work inline, deterministically.
             if full {

@@ -1,6 +1,7 @@
-//! Reads answered from memory on the async workers (`memory_reads.rs`): the same replies as the
-//! engine threads give, in pipeline order around writes; counted in INFO; none with the option
-//! off; and keys whose pages are not cached still answered (by the engine threads).
+//! Requests answered on the async workers (`on_worker.rs`): reads from memory and SETs written
+//! with no wait give the same replies as the engine threads, in pipeline order; both are counted
+//! in INFO, none with their option off; keys whose pages are not cached are still answered (by
+//! the engine threads), and SETs that meet a full memtable are written by the engine threads.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
@@ -10,13 +11,22 @@ use lidb_server::ServerConfig;
 use redis::Value;
 use support::{start_prepared, start_with};
 
-fn answered_in_memory(c: &mut redis::Connection) -> u64 {
+/// The INFO stats field `name` as a number.
+fn stat(c: &mut redis::Connection, name: &str) -> u64 {
     let stats: String = redis::cmd("INFO").arg("stats").query(c).unwrap();
     stats
         .lines()
-        .find_map(|l| l.strip_prefix("reads_answered_in_memory:"))
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no reads_answered_in_memory in {stats}"))
+        .unwrap_or_else(|| panic!("no {name} in {stats}"))
+}
+
+fn answered_in_memory(c: &mut redis::Connection) -> u64 {
+    stat(c, "reads_answered_in_memory")
+}
+
+fn written_on_worker(c: &mut redis::Connection) -> u64 {
+    stat(c, "writes_answered_on_worker")
 }
 
 fn key(i: u64) -> String {
@@ -41,21 +51,25 @@ fn get_all(c: &mut redis::Connection, n: u64) {
 
 #[test]
 fn pipelines_mixing_reads_and_writes_answer_in_order() {
-    for (engine, memory_reads) in [
-        ("lsm", true),
-        ("lsm", false),
-        ("finedex", true),
-        ("learnedstore", true),
+    for (engine, memory_reads, worker_writes) in [
+        ("lsm", true, true),
+        ("lsm", true, false),
+        ("lsm", false, true),
+        ("lsm", false, false),
+        ("finedex", true, true),
+        ("learnedstore", true, true),
     ] {
         let config = ServerConfig {
             memory_reads,
+            worker_writes,
             ..ServerConfig::default()
         };
         let server = start_with(engine, config);
         let mut c = server.client();
         let () = redis::cmd("SET").arg("a").arg("1").query(&mut c).unwrap();
-        // The leading reads can be answered from memory; from the SET on, the engine threads
-        // answer the rest of the pipeline.
+        // The leading reads can be answered from memory, lsm's SET written on the worker and the
+        // reads after it answered there too; from the DEL on, the engine threads answer the rest
+        // of the pipeline.
         let mut pipe = redis::pipe();
         pipe.cmd("GET").arg("a");
         pipe.cmd("GET").arg("a");
@@ -82,18 +96,31 @@ fn pipelines_mixing_reads_and_writes_answer_in_order() {
         assert_eq!(
             got.get(..want.len()),
             Some(&want[..]),
-            "{engine} {memory_reads}"
+            "{engine} {memory_reads} {worker_writes}"
         );
         assert_eq!(
             got[8..],
             [Value::Int(1), Value::Nil],
-            "{engine} {memory_reads}"
+            "{engine} {memory_reads} {worker_writes}"
         );
         let counted = answered_in_memory(&mut c);
         if memory_reads {
             assert!(counted >= 2, "{engine}: {counted} reads answered in memory");
         } else {
             assert_eq!(counted, 0, "{engine}: the option is off");
+        }
+        let written = written_on_worker(&mut c);
+        if worker_writes && engine == "lsm" {
+            // The pipeline's SET follows two GETs: with the reads off, they end the prefix and
+            // the whole pipeline goes to the engine threads.
+            let sets = if memory_reads { 2 } else { 1 };
+            assert_eq!(
+                written, sets,
+                "{engine} {memory_reads}: SETs written on the worker"
+            );
+        } else {
+            // Off, or an engine with no write that never waits.
+            assert_eq!(written, 0, "{engine} {worker_writes}");
         }
         server.stop();
     }
@@ -121,5 +148,32 @@ fn keys_not_in_memory_go_to_the_engine_threads_and_then_are_cached() {
     get_all(&mut c, n);
     let second = answered_in_memory(&mut c) - first;
     assert_eq!(second, n, "the first pass cached every page");
+    server.stop();
+}
+
+#[test]
+fn pipelined_sets_are_written_on_the_worker_until_the_memtable_is_full() {
+    // 256 KiB memtables: 6,000 SETs of some 115 bytes switch it twice or more. A switch syncs
+    // the WAL and creates a file, so the run of SETs that meets a full memtable is declined on
+    // the worker and written by the engine threads; the others are written on the worker.
+    let n = 6000;
+    let server = start_with("lsm", ServerConfig::default());
+    let mut c = server.client();
+    for chunk in (0..n).collect::<Vec<u64>>().chunks(500) {
+        let mut pipe = redis::pipe();
+        for &i in chunk {
+            pipe.cmd("SET").arg(key(i)).arg(value(i));
+        }
+        let got: Vec<Value> = pipe.query(&mut c).unwrap();
+        assert!(got.iter().all(|v| *v == Value::Okay), "{got:?}");
+    }
+    let written = written_on_worker(&mut c);
+    assert!(
+        written > 0 && written < n,
+        "{written} of {n} SETs written on the worker"
+    );
+    get_all(&mut c, n);
+    let processed = stat(&mut c, "total_commands_processed");
+    assert!(processed >= n + n, "{processed} commands counted");
     server.stop();
 }
