@@ -3,9 +3,19 @@
 //!
 //! Threads: all methods take `&self`. The writers of a write group (db/write.rs) call
 //! [`MemTable::insert`], each under the write lock; readers on any thread call [`MemTable::get`]
-//! and iterate. Inside is one `RwLock` over a `BTreeMap`; iterators take the read lock per chunk
-//! of entries and keep a cursor, so no lock is held between iterator calls and a long scan never
+//! and iterate. Inside is one `RwLock` over two indexes of the user keys: a `BTreeSet` in key
+//! order, where iterators seek and step, and a `HashMap` from user key to the key's versions,
+//! where a point lookup finds them with one hash probe. Iterators take the read lock per chunk of
+//! entries and keep a cursor, so no lock is held between iterator calls and a long scan never
 //! blocks a writer.
+//!
+//! Why the hash map: every get of the engine looks in the memtable first, and a B-tree lookup of
+//! 100K keys is some 35 key comparisons, each a pointer to a key elsewhere in memory. Under
+//! `lidb serve` with every key in the memtable, `perf` put half of the server's CPU samples in
+//! that search (memcmp and the B-tree's descent); the hash probe is one hash and one comparison.
+//! Its price: a second entry per key, and a resize that rehashes every key under the write lock
+//! once each time the key count doubles (amortized, as any hash table's; Redis resizes
+//! incrementally instead).
 //!
 //! Why not a lock-free skiplist, which would spare a get the read lock's shared write: one was
 //! built (crossbeam's `base::SkipList`, borrowed entries under an epoch guard, an 8-byte key
@@ -17,19 +27,16 @@
 //! the next step, measured on a many-core machine.
 //!
 //! Invariants:
-//! 1. The map is ordered by (user key ascending, sequence number descending): the first entry of
-//!    a user key is its newest version.
-//! 2. Entries are never modified or removed once inserted. The engine gives every entry its own
+//! 1. `order` and `by_key` hold the same user keys; a key's versions are in ascending sequence
+//!    order, so its newest version is the last.
+//! 2. Versions are never modified or removed once inserted. The engine gives every entry its own
 //!    sequence number; if a (key, seq) pair were inserted twice the second insert would replace
 //!    the first (the later write of a batch wins).
 //! 3. A snapshot at sequence `s` sees, for each key, the newest version with seq <= s. Writers
 //!    only insert sequence numbers above every snapshot handed out, so a snapshot iterator's view
 //!    never changes while it runs, whatever other threads insert.
 
-use std::borrow::Borrow;
-use std::cmp::Ordering;
-use std::collections::BTreeMap;
-use std::collections::btree_map;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
@@ -38,109 +45,65 @@ use std::sync::{Arc, PoisonError, RwLock};
 use crate::types::{EntryKind, SortedIter};
 use lidb_storage::error::Result;
 
-/// Bytes counted per entry on top of its key and value (map node share, sequence, kind, vectors).
+/// Bytes counted per entry on top of its key and value (index entries' share, sequence, kind,
+/// vectors).
 pub const ENTRY_OVERHEAD_BYTES: u64 = 48;
 
 /// Entries an iterator copies out per read-lock acquisition.
 const CHUNK_ENTRIES: usize = 256;
-/// Map entries (visible or not) an iterator scans per read-lock acquisition, at most (the scan
-/// only stops between user keys, so one key with many versions may exceed it).
+/// User keys an iterator scans per read-lock acquisition, at most.
 const CHUNK_SCAN_LIMIT: usize = 4 * CHUNK_ENTRIES;
 
-/// A memtable key: user key ascending, then sequence number descending.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct InternalKey {
-    user: Vec<u8>,
-    seq: u64,
-}
-
-/// What the map holds for one internal key.
+/// One version of a user key.
 #[derive(Debug, Clone)]
-struct Slot {
+struct Version {
+    seq: u64,
     kind: EntryKind,
     value: Vec<u8>,
 }
 
-/// A borrowed or owned internal key, so the map can be searched without allocating a key.
-trait Lookup {
-    fn user(&self) -> &[u8];
-    fn seq(&self) -> u64;
+/// The versions of one user key, oldest first (ascending sequence numbers).
+type Versions = Vec<Version>;
+
+/// The newest of `versions` with seq <= `snapshot_seq`.
+fn visible(versions: &Versions, snapshot_seq: u64) -> Option<&Version> {
+    versions.iter().rev().find(|v| v.seq <= snapshot_seq)
 }
 
-impl Lookup for InternalKey {
-    fn user(&self) -> &[u8] {
-        &self.user
-    }
-    fn seq(&self) -> u64 {
-        self.seq
-    }
-}
-
-/// A search key borrowing the caller's user key.
-struct Probe<'a> {
-    user: &'a [u8],
-    seq: u64,
-}
-
-impl Lookup for Probe<'_> {
-    fn user(&self) -> &[u8] {
-        self.user
-    }
-    fn seq(&self) -> u64 {
-        self.seq
-    }
-}
-
-fn compare(a: &dyn Lookup, b: &dyn Lookup) -> Ordering {
-    a.user().cmp(b.user()).then_with(|| b.seq().cmp(&a.seq()))
-}
-
-impl Ord for InternalKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare(self, other)
+/// Adds `version` to `versions` in sequence order; true when it replaced a version of the same
+/// sequence number (invariant 2). The newest version usually comes last: one group's batches may
+/// be inserted by their writers in any order, so an older one can still arrive.
+fn place(versions: &mut Versions, version: Version) -> bool {
+    match versions.last() {
+        Some(last) if last.seq >= version.seq => {
+            match versions.binary_search_by(|v| v.seq.cmp(&version.seq)) {
+                Ok(at) => {
+                    if let Some(slot) = versions.get_mut(at) {
+                        *slot = version;
+                    }
+                    true
+                }
+                Err(at) => {
+                    versions.insert(at, version);
+                    false
+                }
+            }
+        }
+        _ => {
+            versions.push(version);
+            false
+        }
     }
 }
 
-impl PartialOrd for InternalKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl<'a> Borrow<dyn Lookup + 'a> for InternalKey {
-    fn borrow(&self) -> &(dyn Lookup + 'a) {
-        self
-    }
-}
-
-impl PartialEq for dyn Lookup + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        compare(self, other) == Ordering::Equal
-    }
-}
-
-impl Eq for dyn Lookup + '_ {}
-
-impl PartialOrd for dyn Lookup + '_ {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for dyn Lookup + '_ {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare(self, other)
-    }
-}
-
-type Map = BTreeMap<InternalKey, Slot>;
-
-/// The entries of `map` from `from` on.
-fn range_from<'m, 'k>(
-    map: &'m Map,
-    from: Bound<&'k (dyn Lookup + 'k)>,
-) -> btree_map::Range<'m, InternalKey, Slot> {
-    map.range::<dyn Lookup + 'k, _>((from, Bound::Unbounded))
+/// What the lock guards: every user key twice, in order for iterators and by hash for point
+/// lookups, and each key's versions once, in the hash map.
+#[derive(Debug, Default)]
+struct Inner {
+    /// User keys in order: where iterators seek and step.
+    order: BTreeSet<Arc<[u8]>>,
+    /// User key to its versions: a point lookup's one probe.
+    by_key: HashMap<Arc<[u8]>, Versions>,
 }
 
 /// Saturates a length into the u32 the table format records.
@@ -148,9 +111,9 @@ fn len_u32(len: usize) -> u32 {
     u32::try_from(len).unwrap_or(u32::MAX)
 }
 
-/// Sequence-numbered versions of keys, in memory. See the module documentation.
+/// An in-memory sorted table of versioned entries; see the module documentation.
 pub struct MemTable {
-    map: RwLock<Map>,
+    inner: RwLock<Inner>,
     approximate_bytes: AtomicU64,
     entries: AtomicUsize,
     max_key_len: AtomicU32,
@@ -175,7 +138,7 @@ impl Default for MemTable {
 impl MemTable {
     pub fn new() -> MemTable {
         MemTable {
-            map: RwLock::new(BTreeMap::new()),
+            inner: RwLock::new(Inner::default()),
             approximate_bytes: AtomicU64::new(0),
             entries: AtomicUsize::new(0),
             max_key_len: AtomicU32::new(0),
@@ -185,17 +148,22 @@ impl MemTable {
 
     /// Adds version `seq` of `key`. A Delete's value is normally empty.
     pub fn insert(&self, seq: u64, kind: EntryKind, key: &[u8], value: &[u8]) {
-        let internal = InternalKey {
-            user: key.to_vec(),
+        let version = Version {
             seq,
-        };
-        let slot = Slot {
             kind,
             value: value.to_vec(),
         };
         let replaced = {
-            let mut map = self.map.write().unwrap_or_else(PoisonError::into_inner);
-            map.insert(internal, slot).is_some()
+            let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+            match inner.by_key.get_mut(key) {
+                Some(versions) => place(versions, version),
+                None => {
+                    let user: Arc<[u8]> = Arc::from(key);
+                    inner.order.insert(Arc::clone(&user));
+                    inner.by_key.insert(user, vec![version]);
+                    false
+                }
+            }
         };
         if !replaced {
             self.entries.fetch_add(1, MemOrder::Relaxed);
@@ -217,13 +185,9 @@ impl MemTable {
 
     /// The newest version of `key` with seq <= `snapshot_seq`: (kind, seq, value).
     pub fn get_at(&self, key: &[u8], snapshot_seq: u64) -> Option<(EntryKind, u64, Vec<u8>)> {
-        let probe = Probe {
-            user: key,
-            seq: snapshot_seq,
-        };
-        let map = self.map.read().unwrap_or_else(PoisonError::into_inner);
-        let (found, slot) = range_from(&map, Bound::Included(&probe)).next()?;
-        (found.user == key).then(|| (slot.kind, found.seq, slot.value.clone()))
+        let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
+        let found = visible(inner.by_key.get(key)?, snapshot_seq)?;
+        Some((found.kind, found.seq, found.value.clone()))
     }
 
     /// Keys + values + [`ENTRY_OVERHEAD_BYTES`] per insert: what a flush compares with the write
@@ -272,8 +236,6 @@ enum Resume {
     Start,
     /// At the first user key >= this one.
     At(Vec<u8>),
-    /// At the first user key > this one.
-    After(Vec<u8>),
     /// Nothing is left.
     Done,
 }
@@ -325,55 +287,42 @@ impl MemTableIter {
 
     /// Copies one chunk starting at `self.resume`; returns where the following chunk starts.
     fn fill_once(&mut self) -> Resume {
-        let probe = match &self.resume {
-            Resume::Start => None,
-            Resume::At(key) => Some((
-                Probe {
-                    user: key,
-                    seq: u64::MAX,
-                },
-                true,
-            )),
-            // (key, 0) is the last possible version of `key`: everything after it is a later key.
-            Resume::After(key) => Some((Probe { user: key, seq: 0 }, false)),
-            Resume::Done => return Resume::Done,
-        };
-        let from: Bound<&dyn Lookup> = match &probe {
-            None => Bound::Unbounded,
-            Some((p, true)) => Bound::Included(p),
-            Some((p, false)) => Bound::Excluded(p),
-        };
-        let map = self
+        let inner = self
             .table
-            .map
+            .inner
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut previous: Option<&[u8]> = None;
-        let mut emitted_current = false;
-        for (scanned, (key, slot)) in range_from(&map, from).enumerate() {
-            if previous != Some(key.user.as_slice()) {
-                if let Some(prev) = previous
-                    && (self.chunk.len() >= CHUNK_ENTRIES || scanned >= CHUNK_SCAN_LIMIT)
-                {
-                    return Resume::After(prev.to_vec());
-                }
-                previous = Some(&key.user);
-                emitted_current = false;
+        let from: Bound<&[u8]> = match &self.resume {
+            Resume::Start => Bound::Unbounded,
+            Resume::At(key) => Bound::Included(key),
+            Resume::Done => return Resume::Done,
+        };
+        let keys = inner
+            .order
+            .range::<[u8], _>((from, Bound::Unbounded))
+            .enumerate();
+        for (scanned, user) in keys {
+            if self.chunk.len() >= CHUNK_ENTRIES || scanned >= CHUNK_SCAN_LIMIT {
+                return Resume::At(user.to_vec());
             }
-            if !emitted_current && key.seq <= self.snapshot_seq {
-                emitted_current = true;
-                let key_start = self.arena.len();
-                self.arena.extend_from_slice(&key.user);
-                let value_start = self.arena.len();
-                self.arena.extend_from_slice(&slot.value);
-                self.chunk.push(ChunkEntry {
-                    key_start,
-                    value_start,
-                    value_end: self.arena.len(),
-                    kind: slot.kind,
-                    seq: key.seq,
-                });
-            }
+            let Some(version) = inner
+                .by_key
+                .get(user)
+                .and_then(|versions| visible(versions, self.snapshot_seq))
+            else {
+                continue;
+            };
+            let key_start = self.arena.len();
+            self.arena.extend_from_slice(user);
+            let value_start = self.arena.len();
+            self.arena.extend_from_slice(&version.value);
+            self.chunk.push(ChunkEntry {
+                key_start,
+                value_start,
+                value_end: self.arena.len(),
+                kind: version.kind,
+                seq: version.seq,
+            });
         }
         Resume::Done
     }
