@@ -42,6 +42,8 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
 use std::sync::{Arc, PoisonError, RwLock};
 
+use smallvec::{SmallVec, smallvec};
+
 use crate::types::{EntryKind, SortedIter};
 use lidb_storage::error::Result;
 
@@ -62,8 +64,9 @@ struct Version {
     value: Vec<u8>,
 }
 
-/// The versions of one user key, oldest first (ascending sequence numbers).
-type Versions = Vec<Version>;
+/// The versions of one user key, oldest first (ascending sequence numbers). Most keys of a
+/// memtable have one: it is stored in the hash map's entry, with no allocation of its own.
+type Versions = SmallVec<[Version; 1]>;
 
 /// The newest of `versions` with seq <= `snapshot_seq`.
 fn visible(versions: &Versions, snapshot_seq: u64) -> Option<&Version> {
@@ -160,7 +163,7 @@ impl MemTable {
                 None => {
                     let user: Arc<[u8]> = Arc::from(key);
                     inner.order.insert(Arc::clone(&user));
-                    inner.by_key.insert(user, vec![version]);
+                    inner.by_key.insert(user, smallvec![version]);
                     false
                 }
             }
