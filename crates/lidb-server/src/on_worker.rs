@@ -3,9 +3,10 @@
 //! answers from memory ([`Engine::get_if_in_memory`](lidb_engines::Engine::get_if_in_memory):
 //! memtables, filters, indexes, cached pages; RocksDB calls it the block-cache tier), and of
 //! plain SETs the engine writes with no wait
-//! ([`Engine::try_put_many`](lidb_engines::Engine::try_put_many): lsm without `--sync`, when no
-//! other write runs and its memtable has room; the WAL append is one write to the operating
-//! system's page cache, as Redis's event loop appends to its AOF).
+//! ([`Engine::try_put_many`](lidb_engines::Engine::try_put_many): without `--sync`, lsm when no
+//! other write runs and its memtable has room, its WAL append one write to the operating
+//! system's page cache, as Redis's event loop appends to its AOF; finedex always, its log
+//! record buffered for its logger thread).
 //!
 //! Handing a batch to the engine pool costs two thread wake-ups (the pool thread, then the
 //! connection's task); for a pipeline of GETs of hot keys, or of SETs, that hand-off is most of
@@ -18,8 +19,9 @@
 //! Called from a connection's task, on a tokio worker. Invariants:
 //! 1. It answers a prefix of the batch, in order, and returns its length; the caller runs the
 //!    rest on the pool. A command some of whose keys are not in memory is not answered here at
-//!    all (no half-answered MGET), and the prefix ends before it; a run of SETs is written whole
-//!    or not at all.
+//!    all (no half-answered MGET), and the prefix ends before it; a run of SETs is answered whole
+//!    or not at all (an engine error ends the prefix, and the pool writes the run again with
+//!    `put_many`, which reports it: plain SETs written twice leave the same values).
 //! 2. Answers are what [`crate::commands::execute_batch`] would give: the same replies, under the
 //!    same key-stripe rules (`stripes.rs`: a read validated against multi-key writes, a plain SET
 //!    holding its stripe shared), counted the same in INFO and in `--metrics-listen`

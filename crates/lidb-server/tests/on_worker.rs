@@ -110,7 +110,7 @@ fn pipelines_mixing_reads_and_writes_answer_in_order() {
             assert_eq!(counted, 0, "{engine}: the option is off");
         }
         let written = written_on_worker(&mut c);
-        if worker_writes && engine == "lsm" {
+        if worker_writes && (engine == "lsm" || engine == "finedex") {
             // The pipeline's SET follows two GETs: with the reads off, they end the prefix and
             // the whole pipeline goes to the engine threads.
             let sets = if memory_reads { 2 } else { 1 };
