@@ -70,7 +70,8 @@ pub struct LsmArgs {
     /// lits (see `lidb bench lsm --help`).
     #[arg(long, default_value = "pgm", value_parser = IndexChoice::parse)]
     pub index: IndexChoice,
-    /// LSM engines: position boundary B of new tables' indexes (at least 2).
+    /// LSM engines: position boundary B of new tables' indexes (at least 2); a table whose slots
+    /// are wide gets B halved (down to 2) until B slots fit 8 KiB, two pages.
     #[arg(long, default_value_t = 16)]
     pub boundary: u64,
     /// LSM engines: target SSTable size (4MiB to 128MiB).

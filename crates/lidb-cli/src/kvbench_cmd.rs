@@ -56,9 +56,10 @@ pub struct CommonArgs {
     #[arg(long = "block-cache", alias = "cache", default_value = "8MiB", value_parser = lidb_storage::size::parse_size)]
     cache: u64,
     /// Position boundary B of the learned indexes of lidb's LSM tables (lsm, and the LSMs of
-    /// learnedkv, lsm+ and lsm+tier): a lookup reads a window of about B slots, so with 1 KiB
-    /// entries B = 16 reads some 16-20 KiB and B = 2 one or two 4 KiB pages, for a larger index.
-    /// `--lsm-boundary` is the same option.
+    /// learnedkv, lsm+ and lsm+tier): a lookup reads a window of about B slots. The largest B: a
+    /// table whose slots are wide gets B halved (down to 2) until B slots fit 8 KiB, so with
+    /// 1 KiB entries B = 16 gives tables of B = 4, whose lookups read some 8 KiB, where 16 would
+    /// read 16-20 KiB; entries of 512 bytes or less keep B. `--lsm-boundary` is the same option.
     #[arg(long = "boundary", alias = "lsm-boundary", default_value_t = 16)]
     lsm_boundary: u64,
     /// Index of lidb's LSM tables (as every command's --index): a family (fp, binary, plr,

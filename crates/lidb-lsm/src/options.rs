@@ -149,6 +149,14 @@ impl Default for IndexOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Options {
     pub index: IndexOptions,
+    /// The most bytes a point lookup's window may span in a table with a per-table index: a
+    /// table whose slots are wide gets a smaller boundary than `index`'s B, halved (down to 2)
+    /// until B slots fit; the table records the boundary it got. 0 keeps B for every table.
+    /// Default 8 KiB, two pages: with B = 16 a table of 1 KiB entries read 21 KB a miss
+    /// (five pages) where RocksDB reads one 4 KiB block; with B = 4 it reads 8 KB, and YCSB C
+    /// at a 64 MiB budget ran 1.2x faster (docs/bench-log/12-rocksdb-current.md). Entries of
+    /// 512 bytes or less keep B = 16. A level model (`Granularity::Level`) keeps B.
+    pub max_window_bytes: u64,
     pub granularity: Granularity,
     /// Target SSTable size in bytes (4 MiB to 128 MiB).
     pub sst_size_bytes: u64,
@@ -225,6 +233,7 @@ impl Default for Options {
     fn default() -> Self {
         Options {
             index: IndexOptions::default(),
+            max_window_bytes: 8 << 10,
             granularity: Granularity::Table,
             sst_size_bytes: 64 * MIB,
             write_buffer_bytes: 64 * MIB,

@@ -47,6 +47,7 @@ fn table_value(i: u64) -> Vec<u8> {
 fn open_table(dir: &Scratch) -> (Table, Arc<PageCache>) {
     let path = dir.join("000007.sst");
     let opts = TableOptions {
+        max_window_bytes: 0,
         index: Some((Family::Pgm, Params::new(4))),
         bloom_bits_per_key: 10,
         kind: IndexKind::Clustered,

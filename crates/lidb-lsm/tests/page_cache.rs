@@ -33,6 +33,7 @@ fn table_value(i: u64) -> Vec<u8> {
 fn open_table(dir: &Scratch, b: u64) -> (Table, Arc<PageCache>, Vec<u8>) {
     let path = dir.join(format!("{b:06}.sst"));
     let opts = TableOptions {
+        max_window_bytes: 0,
         index: Some((Family::Pgm, Params::new(b))),
         bloom_bits_per_key: 10,
         kind: IndexKind::Clustered,

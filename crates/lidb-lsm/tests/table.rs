@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use lidb_index::{Family, Params};
 use lidb_lsm::keys::KeyMap;
-use lidb_lsm::table::{BuiltTable, Found, PageCache, Table, TableBuilder, TableOptions, reindex};
+use lidb_lsm::table::{
+    BuiltTable, Found, PageCache, Table, TableBuilder, TableOptions, capped_boundary, reindex,
+};
 use lidb_lsm::{EntryKind, IndexKind, ReadStats, SortedIter};
 use lidb_storage::Error;
 use lidb_storage::fs::FsStorage;
@@ -163,6 +165,7 @@ fn round_trip_every_family_and_boundary() {
                 let model = random_model(&mut rng, 2000);
                 let path = dir.join(format!("{number:06}.sst"));
                 let opts = TableOptions {
+                    max_window_bytes: 0,
                     index: Some((family, Params::new(b))),
                     bloom_bits_per_key: 10,
                     kind: IndexKind::Clustered,
@@ -269,6 +272,7 @@ fn table_without_index_or_filter_probes() {
         let model = random_model(rng, 1500);
         let path = dir.join("000001.sst");
         let opts = TableOptions {
+            max_window_bytes: 0,
             index: None,
             bloom_bits_per_key: 0,
             kind: IndexKind::Clustered,
@@ -327,6 +331,7 @@ fn decimal_keys_use_the_decimal_map() {
             let model = decimal_model(3000, 100, rng, dense);
             let path = dir.join(format!("{number:06}.sst"));
             let opts = TableOptions {
+                max_window_bytes: 0,
                 index: Some((Family::Pgm, Params::new(16))),
                 bloom_bits_per_key: 10,
                 kind: IndexKind::Clustered,
@@ -406,6 +411,7 @@ fn bit_flips_in_every_region_are_detected() {
         let model = random_model(rng, 150);
         let good = dir.join("good.sst");
         let opts = TableOptions {
+            max_window_bytes: 0,
             index: Some((Family::Pgm, Params::new(8))),
             bloom_bits_per_key: 10,
             kind: IndexKind::Clustered,
@@ -476,6 +482,7 @@ fn builder_rejects_bad_input() {
     let dir = Scratch::new("table-builder");
     let path = dir.join("000001.sst");
     let opts = TableOptions {
+        max_window_bytes: 0,
         index: Some((Family::Fp, Params::new(16))),
         bloom_bits_per_key: 10,
         kind: IndexKind::Clustered,
@@ -498,12 +505,14 @@ fn builder_rejects_bad_input() {
     let b = TableBuilder::new(&FsStorage, &path, 1, 4, 4, opts).expect("new");
     assert!(matches!(b.finish(), Err(Error::InvalidOption(_))));
     let bad = TableOptions {
+        max_window_bytes: 0,
         index: Some((Family::Pgm, Params::new(1))),
         bloom_bits_per_key: 10,
         kind: IndexKind::Clustered,
     };
     assert!(TableBuilder::new(&FsStorage, &path, 1, 4, 4, bad).is_err());
     let bad = TableOptions {
+        max_window_bytes: 0,
         index: None,
         bloom_bits_per_key: 65,
         kind: IndexKind::Clustered,
@@ -518,6 +527,7 @@ fn small_cache_stays_within_capacity() {
         let model = decimal_model(2000, 300, rng, false);
         let path = dir.join("000001.sst");
         let opts = TableOptions {
+            max_window_bytes: 0,
             index: Some((Family::Fiting, Params::new(16))),
             bloom_bits_per_key: 10,
             kind: IndexKind::Clustered,
@@ -552,12 +562,14 @@ fn reindex_replaces_the_tail() {
         let model = random_model(rng, 1000);
         let path = dir.join("000007.sst");
         let opts = TableOptions {
+            max_window_bytes: 0,
             index: Some((Family::Fp, Params::new(16))),
             bloom_bits_per_key: 10,
             kind: IndexKind::Clustered,
         };
         let before = build(&path, 7, &model, opts);
         let opts = TableOptions {
+            max_window_bytes: 0,
             index: Some((Family::Pgm, Params::new(64))),
             bloom_bits_per_key: 0,
             kind: IndexKind::Clustered,
@@ -594,6 +606,7 @@ fn index_bytes_per_entry() {
         for family in [Family::Fp, Family::Pgm] {
             let path = dir.join("000001.sst");
             let opts = TableOptions {
+                max_window_bytes: 0,
                 index: Some((family, Params::new(16))),
                 bloom_bits_per_key: 10,
                 kind: IndexKind::Clustered,
@@ -613,6 +626,76 @@ fn index_bytes_per_entry() {
                 built.timings.write.as_millis(),
                 built.timings.train.as_secs_f64() * 1000.0,
             );
+        }
+    }
+}
+
+/// A table of wide slots gets a smaller boundary so that a window spans at most
+/// `max_window_bytes`: B halved until B slots fit, never below 2, recorded in the table, and
+/// every cold lookup reads at most the pages of that many bytes. Narrow slots keep B.
+#[test]
+fn wide_slots_get_a_boundary_whose_window_fits_the_cap() {
+    assert_eq!(capped_boundary(16, 1045, 8192), 4);
+    assert_eq!(capped_boundary(16, 1020, 8192), 8);
+    assert_eq!(capped_boundary(16, 512, 8192), 16);
+    assert_eq!(capped_boundary(16, 1045, 0), 16);
+    assert_eq!(capped_boundary(16, 100_000, 8192), 2);
+    assert_eq!(capped_boundary(5, 4000, 8192), 2);
+    let dir = Scratch::new("table-window-cap");
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    // (table, value bytes, cap, the boundary it must get at most / exactly when Some)
+    for (number, value_len, cap, most) in [
+        (1u64, 1000usize, 8192u64, 8u64),
+        (2, 1000, 4096, 4),
+        (3, 1000, 0, 16),
+        (4, 40, 8192, 16),
+    ] {
+        let mut model = Model::new();
+        while model.len() < 1500 {
+            let seq = model.len() as u64 + 1;
+            let value = vec![(seq % 251) as u8; value_len];
+            model.insert(random_key(&mut rng), (seq, EntryKind::Put, value));
+        }
+        let path = dir.join(format!("{number:06}.sst"));
+        let opts = TableOptions {
+            max_window_bytes: cap,
+            index: Some((Family::Pgm, Params::new(16))),
+            bloom_bits_per_key: 10,
+            kind: IndexKind::Clustered,
+        };
+        build(&path, number, &model, opts);
+        let cache = Arc::new(PageCache::new(64 << 20));
+        let table = Table::open(
+            &FsStorage,
+            &path,
+            number,
+            ReadMode::Buffered,
+            Some(cache.clone()),
+        )
+        .expect("open");
+        let ctx = format!("values of {value_len} bytes, cap {cap}");
+        // The keys are random and some dozens of bytes, so the slot width is read back.
+        let want = capped_boundary(16, table.slot_width(), cap);
+        assert!(want <= most, "{ctx}: slots of {} bytes", table.slot_width());
+        if cap == 0 || value_len < 100 {
+            assert_eq!(want, 16, "{ctx}");
+        }
+        assert_eq!(table.boundary(), Some(want), "{ctx}");
+        let span = want * table.slot_width();
+        for k in model.keys() {
+            cache.remove_table(number);
+            let mut st = ReadStats::default();
+            assert_eq!(
+                table.get(k, &mut st).expect("get"),
+                found(&model, k),
+                "{ctx}"
+            );
+            // A window of `span` bytes covers at most this many pages; a tie may read twice.
+            let most = (span.div_ceil(PAGE_SIZE) + 1) * PAGE_SIZE;
+            assert!(st.bytes_read <= 2 * most, "{ctx}: {st:?}");
+            if st.data_reads == 1 {
+                assert!(st.bytes_read <= most, "{ctx}: {st:?}");
+            }
         }
     }
 }

@@ -38,6 +38,7 @@ fn kinds() -> Vec<IndexKind> {
 
 fn options(kind: IndexKind) -> TableOptions {
     TableOptions {
+        max_window_bytes: 0,
         index: Some((Family::Pgm, Params::new(16))),
         bloom_bits_per_key: 0,
         kind,

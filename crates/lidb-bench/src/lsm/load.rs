@@ -296,6 +296,8 @@ impl Engine {
     pub fn options(&self, index: IndexOptions) -> Options {
         Options {
             index,
+            // The study's variable is the boundary itself: every table gets the B it names.
+            max_window_bytes: 0,
             granularity: self.granularity,
             sst_size_bytes: self.sst_size_bytes,
             write_buffer_bytes: self.write_buffer_bytes,

@@ -23,6 +23,7 @@ pub(crate) fn table_options(s: &Shared, level: usize) -> TableOptions {
 pub(crate) fn table_options_for(opts: &Options, level: usize) -> TableOptions {
     let per_table = opts.granularity == Granularity::Table || level == 0;
     TableOptions {
+        max_window_bytes: opts.max_window_bytes,
         index: per_table.then(|| (opts.index.family, opts.index.params_at(level))),
         bloom_bits_per_key: opts.bloom_bits_per_key,
         kind: if per_table {

@@ -42,6 +42,23 @@ pub struct TableOptions {
     /// `Clustered` write a mapped-keys block (table/mapped.rs). Unclustered kinds ignore
     /// `index` (no model of a clustered family is built).
     pub kind: IndexKind,
+    /// The most bytes a lookup's window may span: the index's boundary B is halved (down to 2)
+    /// until B slots fit ([`capped_boundary`]); 0 keeps B as given. See `Options::max_window_bytes`.
+    pub max_window_bytes: u64,
+}
+
+/// The boundary a table of `slot_width`-byte slots is indexed with: `boundary` halved until a
+/// window of that many slots spans at most `max_window_bytes`, but not below 2 (the least any
+/// family takes); `boundary` itself when `max_window_bytes` is 0 or the window already fits.
+pub fn capped_boundary(boundary: u64, slot_width: u64, max_window_bytes: u64) -> u64 {
+    let mut b = boundary;
+    if max_window_bytes == 0 {
+        return b;
+    }
+    while b > 2 && b.saturating_mul(slot_width) > max_window_bytes {
+        b = (b / 2).max(2);
+    }
+    b
 }
 
 impl TableOptions {
@@ -367,7 +384,15 @@ impl TableBuilder {
         let clustered = !matches!(self.opts.kind, IndexKind::Unclustered(_));
         if let Some((family, params)) = self.opts.index.as_ref().filter(|_| clustered) {
             let t = Instant::now();
-            let index = lidb_index::build(*family, &images, params)?;
+            let params = Params {
+                boundary: capped_boundary(
+                    params.boundary,
+                    self.slot_width,
+                    self.opts.max_window_bytes,
+                ),
+                ..params.clone()
+            };
+            let index = lidb_index::build(*family, &images, &params)?;
             timings.train = t.elapsed();
             let t = Instant::now();
             index_block = frame_block(&index.encode());

@@ -24,7 +24,7 @@ mod window;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use builder::{BuildTimings, BuiltTable, TableBuilder, TableOptions};
+pub use builder::{BuildTimings, BuiltTable, TableBuilder, TableOptions, capped_boundary};
 pub use filter::BloomFilter;
 pub use iter::TableIter;
 pub use lidb_storage::cache::PageCache;
