@@ -4,8 +4,8 @@
 # records the machine in OUT_DIR/machine.json, then `lidb bench report` rewrites the rows of
 # BENCHMARKS.md's results table and draws docs/plots/report-*.svg:
 #   index.jsonl         `lidb index bench` on one real data set (tweetids_10M), B = 16;
-#   ycsb.jsonl          `lidb bench ycsb` workload C: lsm, learnedkv, lsm+ (and rocksdb when
-#                       the binary has it: LIDB=rocksdb-current/target/release/lidb-bench
+#   ycsb.jsonl          `lidb-bench bench ycsb` workload C: lsm, learnedkv, lsm+ (and rocksdb
+#                       when the binary has it: LIDB_BENCH=rocksdb-current/target/release/lidb-bench
 #                       for the current RocksDB), one run;
 #   finedex.jsonl       `lidb-bench bench concurrent`: finedex, li+delta, congee, c and insert;
 #   learnedstore.jsonl  `lidb bench btree --experiment memory`: learnedstore against btree;
@@ -92,9 +92,11 @@ run() {
 run index "$lidb" index bench --data "$index_data" --index binary,fp,pgm,rs,rmi,lpa,plex \
   --boundary 16 --queries "$queries" --seed 42
 
-# 2. The LSM and LearnedKV against lsm+ and RocksDB (where built in) on YCSB C.
+# 2. The LSM and LearnedKV against lsm+ and RocksDB (where built in) on YCSB C, in lidb-bench:
+# a comparison with a peer runs where every engine has one allocator (lidb's own binary uses
+# mimalloc; lidb-bench the system's, as RocksDB's C++ does).
 engines="lsm,learnedkv,lsm+"
-probe="$("$lidb" bench ycsb --engine rocksdb --records 0 --dir "$work" 2>&1 || true)"
+probe="$("$lidb_bench" bench ycsb --engine rocksdb --records 0 --dir "$work" 2>&1 || true)"
 if [[ "$probe" == *"not built in"* ]]; then
   echo "# rocksdb: not built in (cargo build --release --features rocksdb for it)"
 else
@@ -102,7 +104,7 @@ else
 fi
 # rocksdb gets half its cache as a row cache, its counterpart of lsm's entries cache (measured
 # best for YCSB C; docs/bench-log/12-rocksdb-current.md).
-run ycsb "$lidb" bench ycsb --engine "$engines" --workload c --records "$kv_records" \
+run ycsb "$lidb_bench" bench ycsb --engine "$engines" --workload c --records "$kv_records" \
   --ops-per-phase "$kv_ops" --phases 2 --memtable 8MiB --rocksdb-row-cache 0.5 \
   --device-probe-reads 0 --seed 42 --dir "$work"
 
