@@ -77,6 +77,27 @@ fn build(path: &Path, number: u64, model: &Model, opts: TableOptions) -> BuiltTa
     b.finish().expect("finish")
 }
 
+/// `build`, then the table opened with a page cache of `cache_bytes`.
+fn build_and_open(
+    path: &Path,
+    number: u64,
+    model: &Model,
+    opts: TableOptions,
+    cache_bytes: u64,
+) -> (Table, Arc<PageCache>) {
+    build(path, number, model, opts);
+    let cache = Arc::new(PageCache::new(cache_bytes));
+    let table = Table::open(
+        &FsStorage,
+        path,
+        number,
+        ReadMode::Buffered,
+        Some(cache.clone()),
+    )
+    .expect("open");
+    (table, cache)
+}
+
 fn found(model: &Model, key: &[u8]) -> Option<Found> {
     model.get(key).map(|(seq, kind, v)| Found {
         kind: *kind,
@@ -336,16 +357,7 @@ fn decimal_keys_use_the_decimal_map() {
                 bloom_bits_per_key: 10,
                 kind: IndexKind::Clustered,
             };
-            build(&path, number, &model, opts);
-            let cache = Arc::new(PageCache::new(1 << 20));
-            let table = Table::open(
-                &FsStorage,
-                &path,
-                number,
-                ReadMode::Buffered,
-                Some(cache.clone()),
-            )
-            .expect("open");
+            let (table, cache) = build_and_open(&path, number, &model, opts, 1 << 20);
             assert!(
                 matches!(table.keymap(), KeyMap::Decimal { .. }),
                 "{:?}",
@@ -663,16 +675,7 @@ fn wide_slots_get_a_boundary_whose_window_fits_the_cap() {
             bloom_bits_per_key: 10,
             kind: IndexKind::Clustered,
         };
-        build(&path, number, &model, opts);
-        let cache = Arc::new(PageCache::new(64 << 20));
-        let table = Table::open(
-            &FsStorage,
-            &path,
-            number,
-            ReadMode::Buffered,
-            Some(cache.clone()),
-        )
-        .expect("open");
+        let (table, cache) = build_and_open(&path, number, &model, opts, 64 << 20);
         let ctx = format!("values of {value_len} bytes, cap {cap}");
         // The keys are random and some dozens of bytes, so the slot width is read back.
         let want = capped_boundary(16, table.slot_width(), cap);

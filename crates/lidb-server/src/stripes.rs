@@ -125,6 +125,14 @@ impl Drop for Held<'_> {
     }
 }
 
+/// Checks (in debug builds) that `ordered` came from [`order`]: the lock order.
+fn debug_assert_ordered(ordered: &[usize]) {
+    debug_assert!(
+        ordered.windows(2).all(|w| w.first() < w.get(1)),
+        "stripes must come from `order`: ascending, no duplicates"
+    );
+}
+
 impl Stripes {
     #[expect(
         clippy::indexing_slicing,
@@ -136,10 +144,7 @@ impl Stripes {
     }
 
     fn take(&self, ordered: &[usize], mode: Mode) -> Held<'_> {
-        debug_assert!(
-            ordered.windows(2).all(|w| w.first() < w.get(1)),
-            "stripes must come from `order`: ascending, no duplicates"
-        );
+        debug_assert_ordered(ordered);
         let mut guards = Vec::with_capacity(ordered.len());
         for &index in ordered {
             let stripe = self.stripe(index);
@@ -180,10 +185,7 @@ impl Stripes {
     /// otherwise. Never waits: for plain SETs written on an async worker, which must not wait
     /// behind a command that holds a stripe across a storage read.
     pub fn try_lock_shared(&self, ordered: &[usize]) -> Option<Held<'_>> {
-        debug_assert!(
-            ordered.windows(2).all(|w| w.first() < w.get(1)),
-            "stripes must come from `order`: ascending, no duplicates"
-        );
+        debug_assert_ordered(ordered);
         let mut guards = Vec::with_capacity(ordered.len());
         for &index in ordered {
             let stripe = self.stripe(index);
