@@ -18,6 +18,12 @@
 //! Waiting writers spin briefly, then sleep on their own condition variable; a leader notifies
 //! only sleeping ones.
 //!
+//! [`try_write`] is the write that never waits on I/O or on a slow group (`lidb serve` calls it
+//! on its async workers): it leads a group of its own batch only when no group runs or is queued
+//! (or a group of another `try_write` ends within `TRY_WAIT`), the write mutex is free, the
+//! memtable has room and `sync` is off; otherwise it declines, having written nothing, and the
+//! caller uses [`write`] from a thread that may block. Its group keeps every invariant below.
+//!
 //! Threads: any thread may call [`write`]; [`switch_memtable`] and [`sync_wal`] are called with
 //! the write mutex (flush, close).
 //!
