@@ -81,6 +81,13 @@ pub struct StressArgs {
     /// must be none.
     #[arg(long)]
     serve: bool,
+    /// With --serve and --engine lsm: run the server without --sync. Its kills are SIGKILLs of
+    /// the process, and lsm writes its WAL to the operating system before it acknowledges, so
+    /// every acknowledged write must still survive; the server then writes SETs on its async
+    /// workers (the path --sync turns off). Other engines buffer unsynced writes in their own
+    /// memory (finedex) and are refused.
+    #[arg(long)]
+    no_sync: bool,
     /// Internal: run as the child of a kill-mode supervisor.
     #[arg(long, hide = true)]
     child: bool,
@@ -116,6 +123,13 @@ pub fn run(a: StressArgs) -> Result<(), CliError> {
             "--serve with --faults: faults are injected in-process only; use --faults none".into(),
         ));
     }
+    if a.no_sync && !(a.serve && a.engine == "lsm") {
+        return Err(CliError::Usage(
+            "--no-sync: only with --serve and --engine lsm (a SIGKILLed server keeps what lsm \
+             wrote to the operating system; in-process faults and other engines' buffers do not)"
+                .into(),
+        ));
+    }
     let seed = a.seed.unwrap_or_else(clock_seed);
     let (db, temporary) = match &a.db {
         Some(d) => (d.clone(), false),
@@ -136,6 +150,7 @@ pub fn run(a: StressArgs) -> Result<(), CliError> {
         value_size: a.value_size.max(16),
         background_every: parse_duration(&a.background_every)
             .map_err(usage("--background-every"))?,
+        sync: !a.no_sync,
     };
     if a.deterministic && kill_every.is_some() {
         return Err(CliError::Usage(

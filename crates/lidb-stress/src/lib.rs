@@ -57,19 +57,25 @@ pub struct Config {
     pub value_size: usize,
     /// One background job (flush, compaction or GC, conversion, checkpoint) this often.
     pub background_every: Duration,
+    /// Every write synced before it is acknowledged (the default). Off only where every kill is
+    /// a process kill and the engine writes to the operating system before it acknowledges (lsm
+    /// through `lidb serve`, whose SETs are then written on the server's async workers): what
+    /// reached the operating system survives a SIGKILL, so every acknowledged write must still
+    /// be read back.
+    pub sync: bool,
 }
 
 impl Config {
     /// The engine's configuration for a stress run: small write buffers and caches so flushes,
     /// compactions, evictions and GC happen often; automatic checkpoints every 512 KiB of log
-    /// and learnedkv's automatic conversion at 1 MiB of LSM tables; every write synced, so every
-    /// acknowledged write must survive a kill.
+    /// and learnedkv's automatic conversion at 1 MiB of LSM tables; every write synced (unless
+    /// `sync` is off), so every acknowledged write must survive a kill.
     pub fn engine_config(&self) -> EngineConfig {
         let mut c = EngineConfig::new(self.db.join("engine"));
         c.lsm.memtable_bytes = 256 << 10;
         c.lsm.block_cache_bytes = 1 << 20;
         c.tree.pool_bytes = 1 << 20;
-        c.sync = true;
+        c.sync = self.sync;
         c.background = true;
         c.set_checkpoint_log_bytes(Some(512 << 10));
         c.tier.convert_at_lsm_bytes = Some(1 << 20);

@@ -206,6 +206,8 @@ pub struct ServeHarness {
     lidb: PathBuf,
     engine: String,
     dir: PathBuf,
+    /// Serve with `--sync` (`Config::sync`).
+    sync: bool,
     server: Option<Server>,
     marks: Arc<KillMarks>,
 }
@@ -217,6 +219,7 @@ impl ServeHarness {
             lidb: lidb.to_path_buf(),
             engine: cfg.engine.clone(),
             dir: cfg.db.join("engine"),
+            sync: cfg.sync,
             server: None,
             marks: Arc::default(),
         }
@@ -227,7 +230,10 @@ impl ServeHarness {
         let mut c = Command::new(&self.lidb);
         c.args(["serve", "--engine", &self.engine, "--db"])
             .arg(&self.dir)
-            .args(["--listen", "127.0.0.1:0", "--sync"]);
+            .args(["--listen", "127.0.0.1:0"]);
+        if self.sync {
+            c.arg("--sync");
+        }
         // serve refuses an option the engine would ignore: give each kind its own.
         match lidb_engines::EngineKind::parse(&self.engine).map(|k| k.shape()) {
             Ok(lidb_engines::Shape::Lsm) => {

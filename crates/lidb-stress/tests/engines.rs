@@ -32,6 +32,7 @@ fn config(engine: &str, dir: &std::path::Path, seed: u64) -> Config {
         db: dir.join(engine),
         value_size: 100,
         background_every: Duration::from_millis(20),
+        sync: true,
     }
 }
 
