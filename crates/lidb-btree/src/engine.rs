@@ -35,17 +35,22 @@ use lidb_storage::fs::FsStorage;
 use crate::btree::{BTree, Options, Stats};
 use crate::error::{Error, Result};
 use crate::learned::{Learned, LearnedSource, LearnedStats, Trainers};
+use crate::row_cache::{RowCache, RowCacheStats};
 use crate::store::{BTreeStore, CheckpointInfo, CheckpointTarget, WalOptions, WalRecovery};
 
 /// The page file's name in the engine's directory.
 pub const PAGE_FILE_NAME: &str = "btree.pages";
 
-/// How an engine runs: the tree's options, the log's, and the learned leaf path's.
+/// How an engine runs: the tree's options, the log's, the learned leaf path's, and the row
+/// cache's size.
 #[derive(Debug, Clone, Default)]
 pub struct LearnedStoreOptions {
     pub tree: Options,
     pub wal: WalOptions,
     pub learned: LearnedOptions,
+    /// Bytes of the row cache (`row_cache.rs`: records gets found, beside the buffer pool);
+    /// 0 (the default) turns it off. [`LearnedStore::resize_row_cache`] changes it.
+    pub row_cache_bytes: u64,
 }
 
 /// The learned leaf path (the paper's section IV): a model over the leaves' boundary keys that
@@ -104,10 +109,13 @@ impl LearnedOptions {
 
 /// The tree as the log's checkpoint target. Once the learned path is set (after the log's
 /// replay at open), gets and writes go through it; before, and with it off, they walk the tree.
+/// Gets look in the row cache first (when it has a capacity) and fill it; every write applied
+/// invalidates its key there.
 #[derive(Debug)]
 pub struct TreeTarget {
     tree: BTree,
     learned: OnceLock<Arc<Learned>>,
+    rows: RowCache,
 }
 
 impl TreeTarget {
@@ -117,6 +125,7 @@ impl TreeTarget {
         TreeTarget {
             tree,
             learned: OnceLock::new(),
+            rows: RowCache::new(0),
         }
     }
 
@@ -127,24 +136,37 @@ impl TreeTarget {
 
 impl CheckpointTarget for TreeTarget {
     fn apply_put(&self, key: &[u8], value: &[u8]) -> Result<()> {
-        match self.learned.get() {
+        let done = match self.learned.get() {
             Some(l) => l.put(key, value),
             None => self.tree.put(key, value),
-        }
+        };
+        // After the tree's write, failed or not (see row_cache.rs for the order).
+        self.rows.invalidate(key);
+        done
     }
 
     fn apply_delete(&self, key: &[u8]) -> Result<bool> {
-        match self.learned.get() {
+        let done = match self.learned.get() {
             Some(l) => l.delete(key),
             None => self.tree.delete(key),
-        }
+        };
+        self.rows.invalidate(key);
+        done
     }
 
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        match self.learned.get() {
-            Some(l) => l.get(key),
-            None => self.tree.get(key),
+        let stamp = match self.rows.get(key) {
+            Ok(value) => return Ok(Some(value)),
+            Err(stamp) => stamp,
+        };
+        let found = match self.learned.get() {
+            Some(l) => l.get(key)?,
+            None => self.tree.get(key)?,
+        };
+        if let (Some(stamp), Some(value)) = (stamp, &found) {
+            self.rows.fill(key, value, stamp);
         }
+        Ok(found)
     }
 
     fn scan(
@@ -208,6 +230,8 @@ impl LearnedStore {
         };
         let target = TreeTarget::new(tree);
         let store = BTreeStore::open(storage, dir, target, opts.wal.clone())?;
+        // After the log's replay: the cache starts empty either way.
+        store.target().rows.set_capacity(opts.row_cache_bytes);
         if !opts.learned.enabled {
             return Ok(LearnedStore {
                 trainers: Trainers::default(),
@@ -258,10 +282,29 @@ impl LearnedStore {
     /// leaf through the table, or a walk over resident nodes only. `None`: a read would be
     /// needed, and nothing was read.
     pub fn get_if_in_memory(&self, key: &[u8]) -> Result<Option<Option<Vec<u8>>>> {
-        match self.learned() {
-            Some(l) => l.get_if_in_memory(key),
-            None => self.tree().tree().get_resident(key),
+        let rows = &self.store.target().rows;
+        let stamp = match rows.get(key) {
+            Ok(value) => return Ok(Some(Some(value))),
+            Err(stamp) => stamp,
+        };
+        let found = match self.learned() {
+            Some(l) => l.get_if_in_memory(key)?,
+            None => self.tree().tree().get_resident(key)?,
+        };
+        if let (Some(stamp), Some(Some(value))) = (stamp, &found) {
+            rows.fill(key, value, stamp);
         }
+        Ok(found)
+    }
+
+    /// The row cache's counters and size.
+    pub fn row_cache_stats(&self) -> RowCacheStats {
+        self.store.target().rows.stats()
+    }
+
+    /// Makes the row cache hold at most `bytes` (0 turns it off and empties it).
+    pub fn resize_row_cache(&self, bytes: u64) {
+        self.store.target().rows.set_capacity(bytes);
     }
 
     /// A simulation (the paper's section III): from now on each inner node a tree walk passes

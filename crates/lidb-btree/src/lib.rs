@@ -24,7 +24,8 @@
 //!   implements, open and recovery, checkpoints (a log switch, the tree's checkpoint at the
 //!   switch LSN, then the old logs removed) and the checkpointer thread;
 //! - `engine.rs`: [`LearnedStore`], the engine users open: the tree under the log in one
-//!   directory; `repair.rs`: its offline repair (the log cut at its last good record, the
+//!   directory, with `row_cache.rs` (records gets found, beside the pool; writes invalidate
+//!   them) in front of its gets; `repair.rs`: its offline repair (the log cut at its last good record, the
 //!   learned table rebuilt from the tree, a checkpoint);
 //! - `fuzzing.rs`: entry points for the fuzz targets in `fuzz/` (hidden; the learned blob's
 //!   decoder is private);
@@ -73,6 +74,7 @@ pub mod node;
 pub mod page;
 pub mod pagefile;
 mod repair;
+mod row_cache;
 pub mod store;
 pub mod testing;
 pub mod tree;
@@ -84,6 +86,7 @@ pub use device::{FileDevice, IoCounters, MemDevice, PageDevice};
 pub use engine::{LearnedOptions, LearnedStore, LearnedStoreOptions, PAGE_FILE_NAME, TreeTarget};
 pub use learned::{LearnedSource, LearnedStats};
 pub use repair::RepairReport;
+pub use row_cache::RowCacheStats;
 pub use tree::{LeafGuard, LeafProbe, LeafRef, LeafWrite, Tree};
 
 pub use error::{Error, Result, io_err};

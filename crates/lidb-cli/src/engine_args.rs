@@ -140,6 +140,24 @@ pub struct TreeArgs {
     /// (at least 2). The default, rs/32, is the authors' code's RadixSpline.
     #[arg(long, default_value = "rs/32")]
     pub leaf_model: String,
+    /// learnedstore, btree: the share of --pool (or of a --memory budget's cache) given to a
+    /// row cache of whole records that gets found, 0 to 0.9; the rest stays the pool of pages.
+    /// A hot record then costs its own bytes instead of a 4 KiB page (RocksDB's row_cache).
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = parse_row_cache_share)]
+    pub row_cache: f64,
+}
+
+/// Parses a `--row-cache` share: 0 to 0.9.
+pub fn parse_row_cache_share(text: &str) -> Result<f64, String> {
+    let share: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| format!("\"{text}\" is not a number"))?;
+    if (0.0..=0.9).contains(&share) {
+        Ok(share)
+    } else {
+        Err(format!("{share}: give 0 to 0.9 of the cache"))
+    }
 }
 
 /// Parses `on` or `off`.
@@ -313,6 +331,7 @@ impl EngineArgs {
         let model: (Family, u64) = lidb_btree::LearnedOptions::parse_model(&tree.leaf_model)
             .map_err(crate::args::usage("--leaf-model"))?;
         cfg.tree.leaf_model = Some(model);
+        cfg.tree.row_cache_share = tree.row_cache;
         Ok(cfg)
     }
 }

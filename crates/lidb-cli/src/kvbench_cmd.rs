@@ -86,6 +86,11 @@ pub struct CommonArgs {
     /// tree: for equal total memory give the pool --cache plus --memtable.
     #[arg(long, default_value = "8MiB", value_parser = lidb_storage::size::parse_size)]
     pool: u64,
+    /// learnedstore, btree: the share of --pool (or of the --memory budget's cache) given to a
+    /// row cache of whole records that gets found, 0 to 0.9 (as every command's --row-cache);
+    /// the counterpart of --rocksdb-row-cache.
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = crate::engine_args::parse_row_cache_share)]
+    row_cache: f64,
     /// Engine directories go under DIR/kv-<pid>/, one per engine, removed at the end.
     #[arg(long, default_value = "bench-out")]
     dir: PathBuf,
@@ -218,6 +223,7 @@ fn common(a: &CommonArgs) -> Result<Common, CliError> {
     engine.lsm.memtable_bytes = a.memtable;
     engine.lsm.block_cache_bytes = a.cache;
     engine.tree.pool_bytes = a.pool;
+    engine.tree.row_cache_share = a.row_cache;
     engine.lsm.index = a.index;
     engine.direct_io = a.direct_io;
     if a.lsm_boundary < 2 {

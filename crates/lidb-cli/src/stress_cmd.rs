@@ -18,8 +18,9 @@ use crate::error::CliError;
 #[derive(Debug, Args)]
 pub struct StressArgs {
     /// The engine: lsm, learnedkv, lsm+, lsm+tier, finedex, learnedstore, btree. It runs with a
-    /// 256 KiB write buffer, 1 MiB caches and every write synced, so flushes, compactions and
-    /// evictions happen often and every acknowledged write must survive a kill.
+    /// 256 KiB write buffer, 1 MiB caches (a quarter of learnedstore's and btree's a row cache)
+    /// and every write synced, so flushes, compactions and evictions happen often and every
+    /// acknowledged write must survive a kill.
     #[arg(long)]
     engine: String,
     /// Worker threads, each issuing random puts, deletes, gets, batches of 2 to 8 puts and

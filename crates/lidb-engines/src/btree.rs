@@ -3,8 +3,9 @@
 //! every lookup a tree walk), so one run compares the two.
 //!
 //! Of [`EngineConfig`] it reads `dir`, `sync` (a write returns once its log record is synced),
-//! `direct_io` (O_DIRECT for the page file), `pool_bytes` (the buffer pool), `page_size`, and
-//! `learned_path` (learnedstore only; btree always runs with the path off). It has no memtable,
+//! `direct_io` (O_DIRECT for the page file), `pool_bytes` (the buffer pool), `row_cache_share`
+//! (of the pool's bytes, or of a budget's cache, given to the row cache of whole records),
+//! `page_size`, and `learned_path` (learnedstore only; btree always runs with the path off). It has no memtable,
 //! Bloom filter, SSTable index, learned tier, value-log GC or background compaction, so
 //! `memtable_bytes`, `block_cache_bytes`, `bloom_bits_per_key`, `lsm_index`/`lsm_boundary`,
 //! `tier_index`/`tier_page_boundary`, `over_provisioning` and `background` are ignored, and
@@ -24,7 +25,8 @@
 //! - `space()`: the page file as `lsm_bytes` (the place of the LSM's tables: the structure that
 //!   holds the keys and values), the write-ahead logs and `WALSTATE` as `vlog_bytes`; the other
 //!   columns 0.
-//! - `memory()`: the pool's resident frames (inner nodes and leaves alike) as `cache_bytes`,
+//! - `memory()`: the pool's resident frames (inner nodes and leaves alike) and the row cache's
+//!   records as `cache_bytes`,
 //!   the learned path's mapping table and model (`LearnedStats::table_bytes`; 0 for `btree`)
 //!   as `index_bytes`.
 //! - `read_split()`: none (no LSM, no tier), as finedex.
@@ -53,6 +55,8 @@ pub struct BTreeEngine {
     learned: bool,
     /// What of the configuration does not apply, as one note.
     ignored: String,
+    /// The row cache's share of a memory budget's cache.
+    row_cache_share: f64,
 }
 
 impl BTreeEngine {
@@ -72,21 +76,30 @@ impl BTreeEngine {
             page_size,
             learned: learned_on,
             ignored: ignored_options(cfg),
+            row_cache_share: cfg.tree.row_cache_share,
         })
     }
 }
 
 /// The store's options from `cfg`, the learned path on or off.
 fn store_options(cfg: &EngineConfig, learned_path: bool) -> LearnedStoreOptions {
+    // Under a budget the pool opens at all of it and is fitted after the load, as lsm's cache
+    // is (`fit_memory_budget`, which also sizes the row cache).
+    let (pool_bytes, row_cache_bytes) = match cfg.memory_budget_bytes {
+        Some(budget) => (budget, 0),
+        None => {
+            let rows = row_share(cfg.tree.pool_bytes, cfg.tree.row_cache_share);
+            (cfg.tree.pool_bytes - rows, rows)
+        }
+    };
     let mut opts = LearnedStoreOptions {
         tree: Options {
             page_size: usize::try_from(cfg.tree.page_size).unwrap_or(usize::MAX),
-            // Under a budget the pool opens at all of it and is fitted after the load, as
-            // lsm's cache is (`fit_memory_budget`).
-            pool_bytes: cfg.memory_budget_bytes.unwrap_or(cfg.tree.pool_bytes),
+            pool_bytes,
             direct_io: cfg.direct_io,
             ..Options::default()
         },
+        row_cache_bytes,
         learned: LearnedOptions {
             enabled: learned_path,
             ..LearnedOptions::default()
@@ -105,13 +118,18 @@ fn store_options(cfg: &EngineConfig, learned_path: bool) -> LearnedStoreOptions 
     opts
 }
 
+/// The row cache's part of `cache_bytes` at `share` (clamped to 0..=0.9, as the CLI checks).
+fn row_share(cache_bytes: u64, share: f64) -> u64 {
+    (cache_bytes as f64 * share.clamp(0.0, 0.9)) as u64
+}
+
 /// The note naming the options of `cfg` the tree ignores, with their values.
 fn ignored_options(cfg: &EngineConfig) -> String {
     format!(
         "a buffer-managed B+-tree under a write-ahead log: memtable={} cache={} bloom_bits={} \
          lsm_index={}/{} tier_index={}/{} over_provisioning={} background_gc={} do not apply and \
-         are ignored; pool={} page_size={} direct_io={} sync={} apply; gc() is a checkpoint \
-         (dirty pages written, covered logs removed)",
+         are ignored; pool={} row_cache_share={} page_size={} direct_io={} sync={} apply; gc() \
+         is a checkpoint (dirty pages written, covered logs removed)",
         format_size(cfg.lsm.memtable_bytes),
         format_size(cfg.lsm.block_cache_bytes),
         cfg.lsm.bloom_bits_per_key,
@@ -122,6 +140,7 @@ fn ignored_options(cfg: &EngineConfig) -> String {
         cfg.tier.over_provisioning,
         cfg.background,
         format_size(cfg.tree.pool_bytes),
+        cfg.tree.row_cache_share,
         cfg.tree.page_size,
         cfg.direct_io,
         cfg.sync,
@@ -177,6 +196,7 @@ impl Probe for BTreeEngine {
     /// The pool, the page device's I/O, the file's slots.
     fn stats(&self) -> Value {
         let st = self.store.stats();
+        let rows = self.store.row_cache_stats();
         json!({
             "pool_hits": st.pool.hits, "pool_misses": st.pool.misses,
             "pool_write_backs": st.pool.write_backs, "pool_evictions": st.pool.evictions,
@@ -187,6 +207,8 @@ impl Probe for BTreeEngine {
             "device_syncs": st.io.syncs,
             "file_slots": st.file_slots, "file_slots_used": st.file_slots_used,
             "learned_retrain_errors": self.store.learned_stats().retrain_errors,
+            "row_cache_hits": rows.hits, "row_cache_misses": rows.misses,
+            "row_cache_bytes": rows.usage_bytes, "row_cache_capacity": rows.capacity_bytes,
         })
     }
     fn space(&self) -> Space {
@@ -199,7 +221,8 @@ impl Probe for BTreeEngine {
     }
     fn memory(&self) -> MemorySplit {
         MemorySplit {
-            cache_bytes: self.store.stats().pool.frames_used * self.page_size,
+            cache_bytes: self.store.stats().pool.frames_used * self.page_size
+                + self.store.row_cache_stats().usage_bytes,
             index_bytes: self.store.learned_stats().table_bytes,
             ..MemorySplit::default()
         }
@@ -215,17 +238,20 @@ impl Probe for BTreeEngine {
         })
     }
     /// The budget's rule for lidb's engines: the learned path's mapping table and model stay
-    /// resident, and the pool (opened at the whole budget) shrinks to what they leave. The
-    /// pool keeps at least 16 pages; a plan it cannot meet is reported over budget.
+    /// resident, and the cache (the pool, opened at the whole budget, and the row cache) shrinks
+    /// to what they leave, the row cache taking `row_cache_share` of it. The pool keeps at least
+    /// 16 pages; a plan it cannot meet is reported over budget.
     fn fit_memory_budget(&self, budget_bytes: u64) -> EngineResult<BudgetFit> {
         let resident_bytes = self.memory().resident_bytes();
         let wanted = crate::budget::plan(budget_bytes, resident_bytes);
-        let pool_bytes = self.store.tree().resize_pool(wanted.cache_bytes)?;
+        let rows = row_share(wanted.cache_bytes, self.row_cache_share);
+        let pool_bytes = self.store.tree().resize_pool(wanted.cache_bytes - rows)?;
+        self.store.resize_row_cache(rows);
         Ok(BudgetFit::Resized(CachePlan {
             budget_bytes,
             resident_bytes,
-            cache_bytes: pool_bytes,
-            over_bytes: (resident_bytes + pool_bytes).saturating_sub(budget_bytes),
+            cache_bytes: pool_bytes + rows,
+            over_bytes: (resident_bytes + pool_bytes + rows).saturating_sub(budget_bytes),
         }))
     }
     fn recovery(&self) -> String {
@@ -233,6 +259,7 @@ impl Probe for BTreeEngine {
     }
     fn notes(&self) -> Vec<String> {
         let stats = self.store.stats();
+        let rows = self.store.row_cache_stats();
         let (pages, logs) = file_bytes(self.store.dir());
         let index = if self.learned {
             "the learned path's mapping table and model are index_bytes"
@@ -242,12 +269,19 @@ impl Probe for BTreeEngine {
         vec![
             self.ignored.clone(),
             format!(
-                "pool {} of {} frames in use ({} bytes each; inner nodes and leaves), {} device \
-                 reads; on disk the page file {pages} bytes (lsm_bytes) and the logs {logs} \
+                "pool {} of {} frames in use ({} bytes each; inner nodes and leaves), row cache \
+                 {} of {} bytes ({} hits, {} misses), {} device reads; on disk the page file {pages} bytes (lsm_bytes) and the logs {logs} \
                  bytes (vlog_bytes); {index}; the pool is the block cache's counterpart and \
                  this engine has no memtable: compare at equal memory with pool = cache + \
                  memtable",
-                stats.pool.frames_used, stats.pool.frames, self.page_size, stats.io.reads
+                stats.pool.frames_used,
+                stats.pool.frames,
+                self.page_size,
+                rows.usage_bytes,
+                rows.capacity_bytes,
+                rows.hits,
+                rows.misses,
+                stats.io.reads
             ),
         ]
     }
@@ -275,4 +309,40 @@ fn file_bytes(dir: &Path) -> (u64, u64) {
         }
     }
     (pages, logs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A budget's cache is split between the pool and the row cache by the share, the two
+    /// together within the budget, and the row cache then answers repeated gets.
+    #[test]
+    fn a_budget_splits_its_cache_between_pool_and_row_cache()
+    -> Result<(), Box<dyn std::error::Error>> {
+        let dir = tempfile::tempdir()?;
+        let mut cfg = EngineConfig::new(dir.path().join("db"));
+        cfg.tree.row_cache_share = 0.25;
+        cfg.memory_budget_bytes = Some(4 << 20);
+        let storage: std::sync::Arc<dyn lidb_storage::Storage> =
+            std::sync::Arc::new(lidb_storage::fs::FsStorage);
+        let e = BTreeEngine::open(&cfg, true, storage)?;
+        for i in 0..2000u32 {
+            e.put(format!("key{i:05}").as_bytes(), &[7u8; 200])?;
+        }
+        let BudgetFit::Resized(plan) = e.fit_memory_budget(4 << 20)? else {
+            return Err("learnedstore resizes its cache".into());
+        };
+        let rows = e.store.row_cache_stats().capacity_bytes;
+        let wanted = (4u64 << 20) - plan.resident_bytes;
+        assert_eq!(rows, (wanted as f64 * 0.25) as u64, "{plan:?}");
+        assert_eq!(plan.cache_bytes, rows + e.store.stats().pool.frames * 4096);
+        assert!(plan.fits(), "{plan:?}");
+        for _ in 0..3 {
+            assert_eq!(e.get(b"key00042")?, Some(vec![7u8; 200]));
+        }
+        assert_eq!(e.store.row_cache_stats().hits, 2);
+        assert!(e.memory().cache_bytes <= 4 << 20);
+        Ok(())
+    }
 }

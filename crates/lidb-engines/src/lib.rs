@@ -365,6 +365,10 @@ pub struct TreeConfig {
     pub leaf_model: Option<(Family, u64)>,
     /// Automatic checkpoint once the log holds this many bytes; None: the default (64 MiB).
     pub checkpoint_log_bytes: Option<u64>,
+    /// The share of the pool's bytes (or of a memory budget's cache) given to the row cache
+    /// of whole records (lidb-btree's `row_cache.rs`), 0 to 0.9; the rest is the pool.
+    /// Default 0 (the whole cache is pages).
+    pub row_cache_share: f64,
 }
 
 /// finedex's (FineStore's) options.
@@ -408,6 +412,7 @@ impl EngineConfig {
                 learned_path: true,
                 leaf_model: None,
                 checkpoint_log_bytes: None,
+                row_cache_share: 0.0,
             },
             finedex: FinedexConfig {
                 checkpoint_log_bytes: None,

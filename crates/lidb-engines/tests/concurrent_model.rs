@@ -276,7 +276,9 @@ fn config(dir: std::path::PathBuf) -> EngineConfig {
     let mut cfg = EngineConfig::new(dir);
     cfg.lsm.memtable_bytes = 64 << 10;
     cfg.lsm.block_cache_bytes = 64 << 10;
-    cfg.tree.pool_bytes = 16 * 4096;
+    // Half of it a row cache (learnedstore, btree): gets fill it while writers invalidate.
+    cfg.tree.pool_bytes = 32 * 4096;
+    cfg.tree.row_cache_share = 0.5;
     cfg.tier.over_provisioning = 0.1;
     cfg.background = true;
     cfg

@@ -68,13 +68,15 @@ pub struct Config {
 impl Config {
     /// The engine's configuration for a stress run: small write buffers and caches so flushes,
     /// compactions, evictions and GC happen often; automatic checkpoints every 512 KiB of log
-    /// and learnedkv's automatic conversion at 1 MiB of LSM tables; every write synced (unless
+    /// and learnedkv's automatic conversion at 1 MiB of LSM tables; a quarter of the tree
+    /// engines' cache a row cache, so its fills race the writers; every write synced (unless
     /// `sync` is off), so every acknowledged write must survive a kill.
     pub fn engine_config(&self) -> EngineConfig {
         let mut c = EngineConfig::new(self.db.join("engine"));
         c.lsm.memtable_bytes = 256 << 10;
         c.lsm.block_cache_bytes = 1 << 20;
         c.tree.pool_bytes = 1 << 20;
+        c.tree.row_cache_share = 0.25;
         c.sync = self.sync;
         c.background = true;
         c.set_checkpoint_log_bytes(Some(512 << 10));

@@ -114,7 +114,7 @@ impl Common {
 /// The options every engine ran with, for the config line.
 pub fn describe_engine(cfg: &EngineConfig) -> String {
     format!(
-        "memory={} memtable={} cache={} pool={} page_size={} bloom_bits={} direct_io={} sync={} \
+        "memory={} memtable={} cache={} pool={} row_cache={} page_size={} bloom_bits={} direct_io={} sync={} \
          lsm_index={}/{} lsm_cache={} rocksdb_row_cache={} tier_index={}/{} pages \
          over_provisioning={} scan_gc={} background_gc={}",
         cfg.memory_budget_bytes
@@ -122,6 +122,7 @@ pub fn describe_engine(cfg: &EngineConfig) -> String {
         format_size(cfg.lsm.memtable_bytes),
         format_size(cfg.lsm.block_cache_bytes),
         format_size(cfg.tree.pool_bytes),
+        cfg.tree.row_cache_share,
         cfg.tree.page_size,
         cfg.lsm.bloom_bits_per_key,
         cfg.direct_io,

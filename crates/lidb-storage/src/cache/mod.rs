@@ -414,6 +414,12 @@ impl PageCache {
         self.pool.home_locked(&key, write).insert(key, bytes);
     }
 
+    /// Drops the entry of `table` under `hash`, if cached (whatever key it holds).
+    pub fn remove_entry(&self, table: u64, hash: u64) {
+        let key = self.key(table, hash, Kind::Entry);
+        self.pool.home_locked(&key, write).remove(&key);
+    }
+
     /// Entries cached in the pool (every namespace).
     pub fn entry_count(&self) -> u64 {
         self.pool.fold(0, |n, s| n + s.entries)

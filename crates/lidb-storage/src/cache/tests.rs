@@ -470,3 +470,22 @@ fn a_recent_hit_writes_nothing_and_an_old_one_moves_to_the_front() {
     );
     assert_eq!(s.recent_window(), 0, "a small shard is an exact LRU");
 }
+
+#[test]
+fn an_entry_removed_is_gone_and_no_longer_charged() {
+    let cache = PageCache::new(4 * PAGE_SIZE);
+    cache.insert_entry(1, 99, page(100, 7));
+    cache.insert_entry(1, 98, page(50, 8));
+    cache.insert(1, 99, page(PAGE_SIZE as usize, 9));
+    cache.remove_entry(1, 99);
+    assert!(cache.get_entry(1, 99).is_none());
+    // The other entry and the page of the same number stay.
+    assert!(cache.get_entry(1, 98).is_some());
+    assert!(cache.get(1, 99).is_some());
+    assert_eq!(cache.usage_bytes(), 50 + ENTRY_OVERHEAD_BYTES + PAGE_SIZE);
+    assert_eq!(cache.usage_bytes(), recount(&cache));
+    // Removing what is not cached changes nothing.
+    cache.remove_entry(1, 99);
+    cache.remove_entry(7, 1);
+    assert_eq!(cache.entry_count(), 1);
+}
