@@ -180,7 +180,7 @@ pub fn parse_recovery_mode(name: &str) -> Result<RecoveryMode, String> {
 }
 
 /// The engine options, as `--long-name`, in the order [`EngineArgs`] defines them.
-pub const ENGINE_OPTIONS: [&str; 18] = [
+pub const ENGINE_OPTIONS: [&str; 19] = [
     "--engine",
     "--sync",
     "--recovery-mode",
@@ -196,6 +196,7 @@ pub const ENGINE_OPTIONS: [&str; 18] = [
     "--checkpoint-log-bytes",
     "--pool",
     "--page-size",
+    "--row-cache",
     "--learned",
     "--leaf-model",
     // Not an option of EngineArgs: each command has its own --db; listed so the table below
@@ -234,7 +235,7 @@ pub fn readers_of(opt: &str, engine: EngineKind) -> Option<(bool, &'static str)>
             engine == K::Finedex || tree,
             "finedex, learnedstore and btree",
         ),
-        "--pool" | "--page-size" => (tree, "learnedstore and btree"),
+        "--pool" | "--page-size" | "--row-cache" => (tree, "learnedstore and btree"),
         "--learned" | "--leaf-model" => (
             engine == K::LearnedStore,
             "learnedstore (btree is learnedstore with --learned off)",

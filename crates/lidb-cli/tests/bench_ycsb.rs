@@ -418,10 +418,12 @@ fn ycsb_learnedstore_and_btree_beside_lsm() {
             "1MiB",
             "--pool",
             "2MiB",
+            "--row-cache",
+            "0.5",
         ],
     );
     assert!(
-        err.contains("pool=2MiB page_size=4096"),
+        err.contains("pool=2MiB row_cache=0.5 page_size=4096"),
         "config line: {err}"
     );
     for engine in ["learnedstore", "btree"] {
@@ -436,10 +438,17 @@ fn ycsb_learnedstore_and_btree_beside_lsm() {
             format!("{engine}: gc() after P0"),
             format!("{engine}: a buffer-managed B+-tree under a write-ahead log"),
             "memtable=1MiB cache=1MiB".to_string(),
-            "pool=2MiB page_size=4096".to_string(),
+            "pool=2MiB row_cache_share=0.5 page_size=4096".to_string(),
+            // Half the pool's 2 MiB is the row cache, which the zipfian gets hit.
+            "of 1048576 bytes (".to_string(),
         ] {
             assert!(err.contains(&needle), "{needle}: {err}");
         }
+        let rows_note = err
+            .lines()
+            .find(|l| l.contains(&format!("note: {engine}: pool ")))
+            .unwrap_or_else(|| panic!("{engine}: no pool note: {err}"));
+        assert!(!rows_note.contains("(0 hits,"), "{rows_note}");
     }
     assert!(err.contains("ratio btree/learnedstore"), "{err}");
 }
