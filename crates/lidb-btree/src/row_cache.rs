@@ -30,10 +30,9 @@
 //!
 //! Threads: every method takes `&self`; the cache's shards lock on their own (lidb-storage).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use lidb_storage::cache::{CacheMode, PageCache, entry_hash};
+use lidb_storage::cache::{CacheMode, PageCache, entry_hash, record_entry, record_value};
 use lidb_sync::Counter;
 
 /// Write counters, one per stripe of key hashes.
@@ -101,7 +100,7 @@ impl RowCache {
         if let Some(value) = self
             .cache
             .get_entry(0, hash)
-            .and_then(|e| value_of(&e, key))
+            .and_then(|e| record_value(&e, key))
         {
             self.hits.incr();
             return Ok(value);
@@ -126,14 +125,9 @@ impl RowCache {
 
     /// The fill's first step: the entry inserted.
     fn insert(&self, key: &[u8], value: &[u8], stamp: Stamp) {
-        let Ok(len) = u32::try_from(key.len()) else {
-            return;
-        };
-        let mut bytes = Vec::with_capacity(4 + key.len() + value.len());
-        bytes.extend_from_slice(&len.to_le_bytes());
-        bytes.extend_from_slice(key);
-        bytes.extend_from_slice(value);
-        self.cache.insert_entry(0, stamp.hash, Arc::from(bytes));
+        if let Some(entry) = record_entry(key, value) {
+            self.cache.insert_entry(0, stamp.hash, entry);
+        }
     }
 
     /// The fill's second step: the entry removed again if a write counted since the stamp.
@@ -167,13 +161,6 @@ impl RowCache {
             capacity_bytes: self.cache.capacity_bytes(),
         }
     }
-}
-
-/// The value in entry `bytes` if it holds `key`.
-fn value_of(bytes: &[u8], key: &[u8]) -> Option<Vec<u8>> {
-    let (len, rest) = bytes.split_first_chunk::<4>()?;
-    let (k, v) = rest.split_at_checked(u32::from_le_bytes(*len) as usize)?;
-    (k == key).then(|| v.to_vec())
 }
 
 #[cfg(test)]

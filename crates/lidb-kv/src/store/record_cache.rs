@@ -24,37 +24,28 @@
 //! never share a table. A GC leaves the entries of the files it retires to age out of the LRU:
 //! their numbers are never used again, so they are never hit.
 //!
-//! Entry bytes: the key's length (u32, little-endian), the key, the value.
+//! Entry bytes: `lidb_storage::cache::record_entry` (the key's length, the key, the value).
 //! Threads: the cache's own (any thread; sharded locks, see lidb-storage's cache).
 
-use std::sync::Arc;
-
-use lidb_storage::cache::PageCache;
+use lidb_storage::cache::{PageCache, record_entry, record_value};
 
 /// The value cached for `key` under (`table`, `slot`), if the entry there holds `key`.
 pub(crate) fn get(cache: &PageCache, table: u64, slot: u64, key: &[u8]) -> Option<Vec<u8>> {
-    let bytes = cache.get_entry(table, slot)?;
-    let (len, rest) = bytes.split_first_chunk::<4>()?;
-    let (k, v) = rest.split_at_checked(u32::from_le_bytes(*len) as usize)?;
-    (k == key).then(|| v.to_vec())
+    record_value(&cache.get_entry(table, slot)?, key)
 }
 
 /// Caches `key`'s `value` under (`table`, `slot`).
 pub(crate) fn put(cache: &PageCache, table: u64, slot: u64, key: &[u8], value: &[u8]) {
-    let Ok(len) = u32::try_from(key.len()) else {
-        return;
-    };
-    let mut bytes = Vec::with_capacity(4 + key.len() + value.len());
-    bytes.extend_from_slice(&len.to_le_bytes());
-    bytes.extend_from_slice(key);
-    bytes.extend_from_slice(value);
-    cache.insert_entry(table, slot, Arc::from(bytes));
+    if let Some(entry) = record_entry(key, value) {
+        cache.insert_entry(table, slot, entry);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use lidb_storage::cache::CacheMode;
+    use std::sync::Arc;
 
     #[test]
     fn a_record_comes_back_for_its_key_only() {

@@ -148,6 +148,26 @@ pub fn entry_hash(key: &[u8]) -> u64 {
     crate::hash::key_hash(key)
 }
 
+/// An entry holding one record: the key's length (u32, little-endian), the key, the value.
+/// `None` for a key of 4 GiB or more. Record caches (learnedkv's, learnedstore's) keep records
+/// this way under the key's hash, and [`record_value`] reads them back.
+pub fn record_entry(key: &[u8], value: &[u8]) -> Option<Arc<[u8]>> {
+    let len = u32::try_from(key.len()).ok()?;
+    let mut bytes = Vec::with_capacity(4 + key.len() + value.len());
+    bytes.extend_from_slice(&len.to_le_bytes());
+    bytes.extend_from_slice(key);
+    bytes.extend_from_slice(value);
+    Some(Arc::from(bytes))
+}
+
+/// The value in a [`record_entry`] if it holds `key` (another key may share the hash), else
+/// `None`, as for an entry too short for what it says it holds.
+pub fn record_value(entry: &[u8], key: &[u8]) -> Option<Vec<u8>> {
+    let (len, rest) = entry.split_first_chunk::<4>()?;
+    let (k, v) = rest.split_at_checked(u32::from_le_bytes(*len) as usize)?;
+    (k == key).then(|| v.to_vec())
+}
+
 /// The shard count for a pool of `capacity_bytes` (a power of two).
 fn shards_for(capacity_bytes: u64) -> u64 {
     let fit = (capacity_bytes / MIN_SHARD_BYTES).clamp(1, MAX_SHARDS as u64);
