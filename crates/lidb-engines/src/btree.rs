@@ -270,10 +270,10 @@ impl Probe for BTreeEngine {
             self.ignored.clone(),
             format!(
                 "pool {} of {} frames in use ({} bytes each; inner nodes and leaves), row cache \
-                 {} of {} bytes ({} hits, {} misses), {} device reads; on disk the page file {pages} bytes (lsm_bytes) and the logs {logs} \
-                 bytes (vlog_bytes); {index}; the pool is the block cache's counterpart and \
-                 this engine has no memtable: compare at equal memory with pool = cache + \
-                 memtable",
+                 {} of {} bytes ({} hits, {} misses), {} device reads; on disk the page file \
+                 {pages} bytes (lsm_bytes) and the logs {logs} bytes (vlog_bytes); {index}; \
+                 the pool is the block cache's counterpart and this engine has no memtable: \
+                 compare at equal memory with pool = cache + memtable",
                 stats.pool.frames_used,
                 stats.pool.frames,
                 self.page_size,
