@@ -201,7 +201,8 @@ fn learnedstore_and_btree_gc_is_a_checkpoint_and_their_notes_say_what_they_ignor
             "bloom_bits=10",
             "lsm_index=",
             "tier_index=",
-            "do not apply and are ignored; pool=1MiB row_cache_share=0 page_size=4096 direct_io=false sync=false apply",
+            "do not apply and are ignored; pool=1MiB row_cache_share=0 page_size=4096 \
+             direct_io=false sync=false apply",
             "gc() is a checkpoint",
             "pool = cache + memtable",
         ] {

@@ -25,8 +25,8 @@
 //!   switch LSN, then the old logs removed) and the checkpointer thread;
 //! - `engine.rs`: [`LearnedStore`], the engine users open: the tree under the log in one
 //!   directory, with `row_cache.rs` (records gets found, beside the pool; writes invalidate
-//!   them) in front of its gets; `repair.rs`: its offline repair (the log cut at its last good record, the
-//!   learned table rebuilt from the tree, a checkpoint);
+//!   them) in front of its gets; `repair.rs`: its offline repair (the log cut at its last
+//!   good record, the learned table rebuilt from the tree, a checkpoint);
 //! - `fuzzing.rs`: entry points for the fuzz targets in `fuzz/` (hidden; the learned blob's
 //!   decoder is private);
 //! - `testing.rs`: `MemTarget`, an in-memory stand-in target for tests of the durability layer;

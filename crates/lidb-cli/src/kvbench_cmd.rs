@@ -89,7 +89,12 @@ pub struct CommonArgs {
     /// learnedstore, btree: the share of --pool (or of the --memory budget's cache) given to a
     /// row cache of whole records that gets found, 0 to 0.9 (as every command's --row-cache);
     /// the counterpart of --rocksdb-row-cache.
-    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = crate::engine_args::parse_row_cache_share)]
+    #[arg(
+        long,
+        value_name = "SHARE",
+        default_value_t = 0.0,
+        value_parser = crate::engine_args::parse_row_cache_share
+    )]
     row_cache: f64,
     /// Engine directories go under DIR/kv-<pid>/, one per engine, removed at the end.
     #[arg(long, default_value = "bench-out")]

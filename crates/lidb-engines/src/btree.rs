@@ -5,11 +5,11 @@
 //! Of [`EngineConfig`] it reads `dir`, `sync` (a write returns once its log record is synced),
 //! `direct_io` (O_DIRECT for the page file), `pool_bytes` (the buffer pool), `row_cache_share`
 //! (of the pool's bytes, or of a budget's cache, given to the row cache of whole records),
-//! `page_size`, and `learned_path` (learnedstore only; btree always runs with the path off). It has no memtable,
-//! Bloom filter, SSTable index, learned tier, value-log GC or background compaction, so
-//! `memtable_bytes`, `block_cache_bytes`, `bloom_bits_per_key`, `lsm_index`/`lsm_boundary`,
-//! `tier_index`/`tier_page_boundary`, `over_provisioning` and `background` are ignored, and
-//! [`Engine::notes`] names them with their values.
+//! `page_size`, and `learned_path` (learnedstore only; btree always runs with the path off).
+//! It has no memtable, Bloom filter, SSTable index, learned tier, value-log GC or background
+//! compaction, so `memtable_bytes`, `block_cache_bytes`, `bloom_bits_per_key`,
+//! `lsm_index`/`lsm_boundary`, `tier_index`/`tier_page_boundary`, `over_provisioning` and
+//! `background` are ignored, and [`Engine::notes`] names them with their values.
 //!
 //! Equal memory: the buffer pool plays the block cache's role, and `pool_bytes` defaults to
 //! `block_cache_bytes`'s default (8 MiB). The LSM engines also hold a memtable (64 MiB by
@@ -26,9 +26,8 @@
 //!   holds the keys and values), the write-ahead logs and `WALSTATE` as `vlog_bytes`; the other
 //!   columns 0.
 //! - `memory()`: the pool's resident frames (inner nodes and leaves alike) and the row cache's
-//!   records as `cache_bytes`,
-//!   the learned path's mapping table and model (`LearnedStats::table_bytes`; 0 for `btree`)
-//!   as `index_bytes`.
+//!   records as `cache_bytes`, the learned path's mapping table and model
+//!   (`LearnedStats::table_bytes`; 0 for `btree`) as `index_bytes`.
 //! - `read_split()`: none (no LSM, no tier), as finedex.
 //!
 //! Threads: any; LearnedStore takes `&self` everywhere (see `lidb_btree::LearnedStore`).

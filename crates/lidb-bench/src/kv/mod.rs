@@ -114,7 +114,8 @@ impl Common {
 /// The options every engine ran with, for the config line.
 pub fn describe_engine(cfg: &EngineConfig) -> String {
     format!(
-        "memory={} memtable={} cache={} pool={} row_cache={} page_size={} bloom_bits={} direct_io={} sync={} \
+        "memory={} memtable={} cache={} pool={} row_cache={} page_size={} bloom_bits={} \
+         direct_io={} sync={} \
          lsm_index={}/{} lsm_cache={} rocksdb_row_cache={} tier_index={}/{} pages \
          over_provisioning={} scan_gc={} background_gc={}",
         cfg.memory_budget_bytes
