@@ -100,22 +100,27 @@ impl Engine for FineEngine {
     fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
         Ok(self.store.get(key))
     }
+    /// `FineStore::put_many`: with `sync` one wait for the last record's sync, without one
+    /// append of the log buffer on this thread. An error may leave a prefix written.
+    fn put_many(&self, entries: &[(&[u8], &[u8])]) -> EngineResult<()> {
+        Ok(self.store.put_many(entries)?)
+    }
     /// FineStore holds every key and value in memory; its log is only written.
     fn get_if_in_memory(&self, key: &[u8]) -> EngineResult<Option<Option<Vec<u8>>>> {
         Ok(Some(self.store.get(key)))
     }
-    /// Without `sync`, a FineStore write never waits on I/O: it buffers its log record for the
-    /// logger thread and updates its bucket in memory (a bucket's lock is only ever held for
-    /// memory work; a checkpoint copies entries out before it writes them). With `sync` each
-    /// write waits for its record's sync, so it declines. As `put_many`, one put at a time: an
-    /// error (a failed or closed log) may leave a prefix written.
+    /// Without `sync`, a FineStore write never waits on a sync: it buffers its log record and
+    /// updates its bucket in memory (a bucket's lock is only ever held for memory work; a
+    /// checkpoint copies entries out before it writes them), and `FineStore::put_many` then
+    /// writes the batch's records to the log file on this thread, one `write`, or leaves them
+    /// to the logger thread when another thread is writing the log. With `sync` each write
+    /// waits for its record's sync, so it declines. An error (a failed or closed log) may leave
+    /// a prefix written.
     fn try_put_many(&self, entries: &[(&[u8], &[u8])]) -> EngineResult<bool> {
         if self.sync {
             return Ok(false);
         }
-        for (key, value) in entries {
-            self.store.put(key, value)?;
-        }
+        self.store.put_many(entries)?;
         Ok(true)
     }
     fn delete(&self, key: &[u8]) -> EngineResult<()> {

@@ -529,3 +529,108 @@ fn prefixed_keys_stay_in_small_buckets_across_reopens() {
     assert_eq!(all.len(), 20_000);
     assert!(all.windows(2).all(|w| w[0].0 < w[1].0));
 }
+
+/// What a killed process leaves: every byte written to the files of `mem`, synced or not, as a
+/// new storage (the kernel keeps what a process wrote; only a power cut drops unsynced bytes).
+fn as_left_by_a_kill(mem: &MemStorage) -> MemStorage {
+    let copy = MemStorage::new();
+    copy.create_dir_all(Path::new(DIR)).unwrap();
+    for name in mem.list(Path::new(DIR)).unwrap() {
+        let path = Path::new(DIR).join(&name);
+        let mut f = copy.create(&path).unwrap();
+        f.append(&mem.read_all(&path).unwrap()).unwrap();
+        f.sync().unwrap();
+    }
+    copy.sync_dir(Path::new(DIR)).unwrap();
+    copy
+}
+
+/// `put_many` without `sync` writes its batch's log records on the calling thread: when it
+/// returns they are in the log file, though the logger thread was never woken for them, so a
+/// copy of the files taken then (a killed process) opens with every key of every batch.
+#[test]
+fn put_many_is_in_the_log_file_when_it_returns() {
+    let mem = MemStorage::new();
+    let opts = FineStoreOptions {
+        checkpoint_log_bytes: 0,
+        ..FineStoreOptions::default()
+    };
+    let store = open(&mem, &opts).unwrap();
+    let mut model = BTreeMap::new();
+    for round in 0..20u32 {
+        let batch: Vec<(Vec<u8>, Vec<u8>)> = (0..16u32)
+            .map(|i| {
+                let key = format!("key:{:012}", (round * 7 + i) % 50).into_bytes();
+                (key, format!("{round}-{i}").into_bytes())
+            })
+            .collect();
+        let refs: Vec<(&[u8], &[u8])> = batch
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v.as_slice()))
+            .collect();
+        store.put_many(&refs).unwrap();
+        model.extend(batch);
+        let killed = open(&as_left_by_a_kill(&mem), &opts).unwrap();
+        let got: BTreeMap<Vec<u8>, Vec<u8>> =
+            killed.scan(&[], None, usize::MAX).into_iter().collect();
+        assert_eq!(got, model, "after batch {round}");
+    }
+}
+
+/// Writers of `put_many` batches, writers of single puts (which wake the logger thread) and
+/// explicit checkpoints (log switches) at once, over keys every thread writes: the log holds the
+/// records in the order they were applied, so the files as a killed process leaves them, and
+/// after a clean close, open with exactly the store's contents.
+#[test]
+fn put_many_writers_with_the_logger_thread_and_checkpoints() {
+    let mem = MemStorage::new();
+    let opts = FineStoreOptions {
+        checkpoint_log_bytes: 0,
+        index: small_bins(),
+        ..FineStoreOptions::default()
+    };
+    let store = open(&mem, &opts).unwrap();
+    let start = std::sync::Barrier::new(4);
+    std::thread::scope(|s| {
+        for t in 0..4u32 {
+            let (store, start) = (&store, &start);
+            s.spawn(move || {
+                start.wait();
+                for i in 0..2000u32 {
+                    let keys: Vec<Vec<u8>> = (0..8u32)
+                        .map(|j| format!("hot:{:04}", (i * 8 + j + t) % 64).into_bytes())
+                        .collect();
+                    let value = format!("{t}-{i}").into_bytes();
+                    if t == 3 {
+                        // The single-put writer: its records go through the logger thread.
+                        for k in &keys {
+                            store.put(k, &value).unwrap();
+                        }
+                    } else {
+                        let refs: Vec<(&[u8], &[u8])> = keys
+                            .iter()
+                            .map(|k| (k.as_slice(), value.as_slice()))
+                            .collect();
+                        store.put_many(&refs).unwrap();
+                    }
+                }
+            });
+        }
+        s.spawn(|| {
+            for _ in 0..20 {
+                store.checkpoint().unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        });
+    });
+    // The single puts' last records may still be in the buffer: `flush` writes them.
+    store.flush().unwrap();
+    let want = store.scan(&[], None, usize::MAX);
+    assert_eq!(want.len(), 64);
+    let killed = open(&as_left_by_a_kill(&mem), &opts).unwrap();
+    assert_eq!(killed.scan(&[], None, usize::MAX), want);
+    drop(killed);
+    store.close().unwrap();
+    let reopened = open(&mem, &opts).unwrap();
+    assert_eq!(reopened.scan(&[], None, usize::MAX), want);
+}

@@ -253,6 +253,33 @@ impl FineStore {
 
     /// Sets `key` to `value`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let seq = self.apply_put(key, value, true)?;
+        self.acknowledge(seq)
+    }
+
+    /// Sets each key of `entries` in order, as [`FineStore::put`] one at a time, and
+    /// acknowledges them together. With `sync` it waits once, for the last record's sync (one
+    /// group commit for the lot, where single puts wait one by one). Without, their log records
+    /// are written to the log file on this thread (not synced; after a write of the log by
+    /// another thread that is under way, if any) before it returns: one `write` and no thread
+    /// wake-up for the lot, and a process killed after it returned keeps them (a power cut may
+    /// not). An error may leave a prefix of `entries` applied.
+    pub fn put_many(&self, entries: &[(&[u8], &[u8])]) -> Result<()> {
+        let sync = self.shared.opts.sync;
+        let mut last = None;
+        for (key, value) in entries {
+            last = Some(self.apply_put(key, value, sync)?);
+        }
+        match last {
+            None => Ok(()),
+            Some(seq) if sync => self.acknowledge(seq),
+            Some(_) => self.shared.logger.write_out(),
+        }
+    }
+
+    /// Buffers the log record of `key = value` (waking the logger thread if `wake` and it is
+    /// idle) and applies it in memory, under the key's bucket lock; returns the record's seq.
+    fn apply_put(&self, key: &[u8], value: &[u8], wake: bool) -> Result<u64> {
         if !format::fits(key, value) {
             return Err(Error::InvalidOption(format!(
                 "a key of {} bytes with a value of {} bytes exceeds a log record's {} bytes",
@@ -262,15 +289,15 @@ impl FineStore {
             )));
         }
         let s = &self.shared;
-        let seq = {
-            let mut b = s.memory.bucket_or_create(key);
-            let seq = s
-                .logger
-                .append(|seq, buf| format::encode_record(buf, seq, key, Some(value)))?;
-            b.insert(key, value);
-            seq
+        let mut b = s.memory.bucket_or_create(key);
+        let encode = |seq, buf: &mut Vec<u8>| format::encode_record(buf, seq, key, Some(value));
+        let seq = if wake {
+            s.logger.append(encode)?
+        } else {
+            s.logger.append_quiet(encode)?
         };
-        self.acknowledge(seq)
+        b.insert(key, value);
+        Ok(seq)
     }
 
     /// Removes `key`; returns whether it was present.

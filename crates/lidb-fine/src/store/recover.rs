@@ -264,7 +264,11 @@ fn read_chain(
 }
 
 /// Applies the records of one log of the chain, checking that its seqs continue the previous
-/// log's (`last_seq`): a gap means a log before this one lost records from its end.
+/// log's (`last_seq`): a gap means a log before this one lost records from its end. Within a
+/// log, each record's seq is one more than the last's (writers number records as they buffer
+/// them, and the buffer reaches the file in order, `logger.rs`): anything else, records that
+/// passed their checksums out of order, is damage, and replaying it would give a key an older
+/// value.
 fn replay(
     memory: &Memory,
     path: &Path,
@@ -282,6 +286,7 @@ fn replay(
         );
         return Err(lidb_storage::error::corruption(path, detail));
     }
+    let mut in_log: Option<u64> = None;
     for op in &parsed.ops {
         // A writer never logs seq u64::MAX (`Logger::append`): such a record is damage that
         // passed its checksum, and would leave no next seq.
@@ -289,6 +294,11 @@ fn replay(
             let detail = format!("an intact record claims seq {}, past the last", op.seq);
             return Err(lidb_storage::error::corruption(path, detail));
         };
+        if let Some(before) = in_log.filter(|&b| b + 1 != op.seq) {
+            let detail = format!("a record of seq {} follows one of seq {before}", op.seq);
+            return Err(lidb_storage::error::corruption(path, detail));
+        }
+        in_log = Some(op.seq);
         memory.apply(&op.key, op.value.as_deref());
         *next_seq = (*next_seq).max(after);
     }
@@ -480,6 +490,22 @@ mod tests {
             };
             let err = FineStore::open_with_storage(mem.clone(), Path::new("/s"), opts).unwrap_err();
             assert!(err.to_string().contains("log-000001"), "{err}");
+        }
+    }
+
+    /// Within one log the seqs run one by one: records out of order (which would give a key an
+    /// older value on replay) or a record missing between two intact ones are damage.
+    #[test]
+    fn records_out_of_seq_order_in_a_log_are_damage() {
+        let mem = chain_of(&[(1, &[(1, "a"), (2, "a"), (3, "b")])]);
+        assert_eq!(open(&mem).unwrap().recovery_report().log_records, 3);
+        for records in [
+            &[(1, "a"), (3, "a"), (2, "b")][..],
+            &[(1, "a"), (3, "b")][..],
+        ] {
+            let err = open(&chain_of(&[(1, records)])).unwrap_err();
+            assert!(matches!(err, Error::Corruption { .. }), "{err:?}");
+            assert!(err.to_string().contains("follows one of seq"), "{err}");
         }
     }
 
