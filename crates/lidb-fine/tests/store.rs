@@ -545,38 +545,6 @@ fn as_left_by_a_kill(mem: &MemStorage) -> MemStorage {
     copy
 }
 
-/// `put_many` without `sync` writes its batch's log records on the calling thread: when it
-/// returns they are in the log file, though the logger thread was never woken for them, so a
-/// copy of the files taken then (a killed process) opens with every key of every batch.
-#[test]
-fn put_many_is_in_the_log_file_when_it_returns() {
-    let mem = MemStorage::new();
-    let opts = FineStoreOptions {
-        checkpoint_log_bytes: 0,
-        ..FineStoreOptions::default()
-    };
-    let store = open(&mem, &opts).unwrap();
-    let mut model = BTreeMap::new();
-    for round in 0..20u32 {
-        let batch: Vec<(Vec<u8>, Vec<u8>)> = (0..16u32)
-            .map(|i| {
-                let key = format!("key:{:012}", (round * 7 + i) % 50).into_bytes();
-                (key, format!("{round}-{i}").into_bytes())
-            })
-            .collect();
-        let refs: Vec<(&[u8], &[u8])> = batch
-            .iter()
-            .map(|(k, v)| (k.as_slice(), v.as_slice()))
-            .collect();
-        store.put_many(&refs).unwrap();
-        model.extend(batch);
-        let killed = open(&as_left_by_a_kill(&mem), &opts).unwrap();
-        let got: BTreeMap<Vec<u8>, Vec<u8>> =
-            killed.scan(&[], None, usize::MAX).into_iter().collect();
-        assert_eq!(got, model, "after batch {round}");
-    }
-}
-
 /// Writers of `put_many` batches, writers of single puts (which wake the logger thread) and
 /// explicit checkpoints (log switches) at once, over keys every thread writes: the log holds the
 /// records in the order they were applied, so the files as a killed process leaves them, and

@@ -31,13 +31,14 @@
 //!    counts itself in `waiters`) under `state` just before it waits, and a writer (the logger)
 //!    checks it under `state` before waking; a wake costs a system call, which at one per write
 //!    cost more than the write itself while the logger was busy writing the previous batch.
-//! 7. A record buffered quietly is taken by its writer's `write_out` or by an earlier taker;
-//!    `write_out` waits for `file`, so when it returns the record is in the file. Through the
+//! 7. A record buffered quietly is taken by its writer's `write_out`, or, when another taker
+//!    holds `file` (and may have taken its batch before the record), by the logger thread,
+//!    which that `write_out` wakes if it is idle: so every buffered record is taken. Through the
 //!    server (`lidb serve`), a pipeline's writes are buffered quietly and written out on the
 //!    connection's worker before the replies: one `write` a pipeline and no thread wake-up,
 //!    where waking the logger per pipeline cost two context switches (a third of the server's
-//!    CPU under redis-benchmark's SETs), and a record acknowledged that way is in the file
-//!    (not synced) before its reply, so a killed process keeps it.
+//!    CPU under redis-benchmark's SETs). It never waits for `file`: a worker blocked behind
+//!    another's `write` would stall every connection it serves.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -191,24 +192,31 @@ impl Logger {
         Ok(seq)
     }
 
-    /// Writes every record buffered so far to the log file on this thread, not synced (with
-    /// `sync_every_batch` it wakes the logger thread instead, which syncs). A batch the logger
-    /// thread or another writer is writing is waited for (it holds `file`): when this returns
-    /// Ok, every record buffered before the call is in the file. Err when the log failed, now
-    /// or before.
+    /// Writes every record buffered so far to the log file on this thread, not synced, when no
+    /// other taker holds the file; otherwise (or with `sync_every_batch`, where batches are
+    /// synced) leaves them to the logger thread, woken if idle, and returns without waiting: a
+    /// writer on an async worker never blocks behind another one's `write` (invariant 7). Err
+    /// when the log failed, now or before.
     pub fn write_out(&self) -> Result<()> {
-        if self.sync_every_batch {
-            let st = lock(&self.state);
-            if !st.pending.is_empty() && st.logger_idle {
-                self.work.notify_one();
+        let file = if self.sync_every_batch {
+            None
+        } else {
+            match self.file.try_lock() {
+                Ok(f) => Some(f),
+                Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
             }
-            return Ok(());
-        }
-        let mut file = lock(&self.file);
+        };
         let mut st = lock(&self.state);
         if let Some(e) = &st.error {
             return Err(Logger::failed(e));
         }
+        let Some(mut file) = file else {
+            if !st.pending.is_empty() && st.logger_idle {
+                self.work.notify_one();
+            }
+            return Ok(());
+        };
         if st.pending.is_empty() {
             return Ok(());
         }
@@ -459,6 +467,24 @@ mod tests {
             .collect()
     }
 
+    fn stop(logger: &Logger, handle: JoinHandle<()>) -> Result<()> {
+        logger.shutdown();
+        handle
+            .join()
+            .map_err(|_| Error::Closed("the logger thread panicked".into()))
+    }
+
+    /// Waits (5 s at most) until the logger thread sleeps with nothing to do.
+    fn until_idle(logger: &Logger) {
+        for _ in 0..5000 {
+            if lock(&logger.state).logger_idle {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        panic!("the logger thread never went idle");
+    }
+
     /// Invariant 7's order: the logger thread, woken while another taker holds the file, takes
     /// no batch until it holds the file itself, so a quiet record buffered meanwhile is taken
     /// with the records before it, and the file gets them in seq order.
@@ -466,8 +492,7 @@ mod tests {
     fn the_logger_takes_no_batch_while_another_taker_holds_the_file() -> Result<()> {
         let mem = MemStorage::new();
         let path = Path::new("/log");
-        let file = mem.create(path)?;
-        let (logger, handle) = Logger::start(file, 0, false, Trigger::new(0));
+        let (logger, handle) = Logger::start(mem.create(path)?, 0, false, Trigger::new(0));
         let held = lock(&logger.file);
         logger.append(seq_record)?;
         // The logger thread is awake now, and waits for the file.
@@ -476,45 +501,47 @@ mod tests {
         let pending = seqs(&lock(&logger.state).pending);
         drop(held);
         assert_eq!(pending, vec![0, 1], "a batch was taken without the file");
-        logger.write_out()?;
+        logger.flush()?;
         assert_eq!(seqs(&mem.read_all(path)?), vec![0, 1]);
-        logger.shutdown();
-        handle
-            .join()
-            .map_err(|_| Error::Closed("logger thread panicked".into()))?;
-        Ok(())
+        stop(&logger, handle)
     }
 
-    /// `write_out` writes the quiet records on the calling thread: they are in the file when it
-    /// returns, though the logger thread was never woken for them; and it waits for a taker
-    /// that holds the file.
+    /// `write_out` with the file free writes the quiet records on the calling thread (they are
+    /// in the file when it returns, though the logger thread was never woken for them); with
+    /// the file held by another taker it returns at once and the logger thread writes them once
+    /// the file is free.
     #[test]
-    fn write_out_writes_quiet_records_before_it_returns() -> Result<()> {
+    fn write_out_writes_quiet_records_or_hands_them_to_the_logger() -> Result<()> {
         let mem = MemStorage::new();
         let path = Path::new("/log");
         let (logger, handle) = Logger::start(mem.create(path)?, 0, false, Trigger::new(0));
-        logger.flush()?;
         for round in 0..3u64 {
+            until_idle(&logger);
             for _ in 0..4 {
                 logger.append_quiet(seq_record)?;
             }
+            logger.write_out()?;
+            let want: Vec<u64> = (0..8 * round + 4).collect();
+            assert_eq!(seqs(&mem.read_all(path)?), want, "written out");
+
             let held = lock(&logger.file);
-            std::thread::scope(|s| -> Result<()> {
-                let writer = s.spawn(|| logger.write_out());
-                std::thread::sleep(Duration::from_millis(20));
-                assert!(!writer.is_finished(), "write_out did not wait for the file");
-                drop(held);
-                writer
-                    .join()
-                    .map_err(|_| Error::Closed("writer panicked".into()))?
-            })?;
-            let want: Vec<u64> = (0..4 * (round + 1)).collect();
-            assert_eq!(seqs(&mem.read_all(path)?), want);
+            for _ in 0..4 {
+                logger.append_quiet(seq_record)?;
+            }
+            logger.write_out()?;
+            drop(held);
+            // No flush: the logger thread was woken by `write_out` and writes them by itself.
+            let want: Vec<u64> = (0..8 * (round + 1)).collect();
+            let mut got = Vec::new();
+            for _ in 0..5000 {
+                got = seqs(&mem.read_all(path)?);
+                if got == want {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            assert_eq!(got, want, "handed to the logger");
         }
-        logger.shutdown();
-        handle
-            .join()
-            .map_err(|_| Error::Closed("logger thread panicked".into()))?;
-        Ok(())
+        stop(&logger, handle)
     }
 }

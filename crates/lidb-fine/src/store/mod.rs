@@ -259,11 +259,10 @@ impl FineStore {
 
     /// Sets each key of `entries` in order, as [`FineStore::put`] one at a time, and
     /// acknowledges them together. With `sync` it waits once, for the last record's sync (one
-    /// group commit for the lot, where single puts wait one by one). Without, their log records
-    /// are written to the log file on this thread (not synced; after a write of the log by
-    /// another thread that is under way, if any) before it returns: one `write` and no thread
-    /// wake-up for the lot, and a process killed after it returned keeps them (a power cut may
-    /// not). An error may leave a prefix of `entries` applied.
+    /// group commit for the lot, where single puts wait one by one). Without, it writes their
+    /// log records to the log file on this thread (one `write`, no thread wake-up for the lot)
+    /// unless another thread is writing the log at that moment; then the logger thread writes
+    /// them, as it does a single put's. An error may leave a prefix of `entries` applied.
     pub fn put_many(&self, entries: &[(&[u8], &[u8])]) -> Result<()> {
         let sync = self.shared.opts.sync;
         let mut last = None;
