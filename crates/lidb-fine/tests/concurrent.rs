@@ -535,19 +535,26 @@ fn gaps_created_by_racing_writers_survive_model_retraining() {
     let ix = Arc::new(FineIndex::bulk_load(&trained, Config::default()).unwrap());
     let deadline = Instant::now() + Duration::from_secs(10);
     let stop = AtomicBool::new(false);
+    // The writers start once the retrainer has run once: on a loaded machine it was sometimes
+    // not scheduled before they had finished.
+    let started = AtomicBool::new(false);
     let retrains = std::thread::scope(|s| {
         let retrainer = s.spawn(|| {
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) && n < 10_000 && Instant::now() < deadline {
                 ix.retrain_models();
+                started.store(true, Ordering::Relaxed);
                 n += 1;
             }
             n
         });
         let writers: Vec<_> = (0..WRITERS)
             .map(|t| {
-                let ix = Arc::clone(&ix);
+                let (ix, started) = (Arc::clone(&ix), &started);
                 s.spawn(move || {
+                    while !started.load(Ordering::Relaxed) && Instant::now() < deadline {
+                        std::thread::yield_now();
+                    }
                     let mut rng = ChaCha8Rng::seed_from_u64(500 + t);
                     let mut order: Vec<u64> = (0..TRAINED).collect();
                     for i in (1..order.len()).rev() {
