@@ -335,6 +335,41 @@ impl FineIndex {
         self.retrain_locked(|_| true)
     }
 
+    /// Rebuilds the index as a bulk load of every entry it holds now, level bins and small
+    /// models included, and publishes it; returns the entries. Model retraining keeps level
+    /// bins where they are (the paper's design: writers go on in them during the retraining),
+    /// so an index grown from few trained keys by many inserts keeps most of them in bins; this
+    /// trains them all. Readers go on throughout (on the old layout, which holds the same
+    /// entries, until they re-pin). The caller keeps every writer out for the whole call: a
+    /// write through the old layout after its entries were read would be lost. FineStore's
+    /// layers write their indexes only under their `create` lock, which it holds.
+    pub(crate) fn rebuild_exclusive(&self) -> u64 {
+        let _g = self
+            .retrain_lock
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let started = Instant::now();
+        let old = self.layout.load_full();
+        let entries = self.range(0, u64::MAX, usize::MAX);
+        let mut records = Vec::with_capacity(entries.len() + 1);
+        // Invariant 2 of node.rs: the top node starts at key 0.
+        if entries.first().is_none_or(|e| e.0 != 0) {
+            records.push(NewRecord::removed(0));
+        }
+        records.extend(entries.iter().map(|&(k, v)| NewRecord::live(k, v)));
+        let mut layout = Layout::build(records, &self.cfg);
+        layout.version = old.version + 1;
+        // Remote readers of the old nodes' trained data must learn it is old.
+        for node in old.nodes() {
+            node.region.retire();
+        }
+        self.layout.publish(layout);
+        self.model_retrains.fetch_add(1, Relaxed);
+        self.model_retrain_us
+            .fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+        entries.len() as u64
+    }
+
     /// Model retraining of the top-level nodes whose small models call for it (see
     /// [`Config::model_retrain_after_nested`]), unless a retraining runs; `None` if nothing was
     /// done.
