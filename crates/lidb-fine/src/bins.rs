@@ -54,12 +54,17 @@ pub(crate) enum Read<T> {
 struct ChildBin {
     latch: SeqLock,
     len: AtomicU64,
-    keys: Box<[AtomicU64]>,
-    vals: Box<[AtomicU64]>,
+    /// The bin's keys, then its values: one allocation.
+    words: Box<[AtomicU64]>,
 }
 
 fn atomics(n: usize) -> Box<[AtomicU64]> {
     (0..n).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// The first half of `words` (keys) and the second (values).
+fn halves(words: &[AtomicU64]) -> (&[AtomicU64], &[AtomicU64]) {
+    words.split_at(words.len() / 2)
 }
 
 impl ChildBin {
@@ -67,10 +72,30 @@ impl ChildBin {
         ChildBin {
             latch: SeqLock::default(),
             len: AtomicU64::new(0),
-            keys: atomics(n),
-            vals: atomics(n),
+            words: atomics(2 * n),
         }
     }
+
+    fn keys(&self) -> &[AtomicU64] {
+        halves(&self.words).0
+    }
+
+    fn vals(&self) -> &[AtomicU64] {
+        halves(&self.words).1
+    }
+}
+
+/// Root slots whose keys and values a set holds inline (the default root bin, the paper's m = 8):
+/// a gap's first insert then allocates its set alone, and a search of the root bin reads the
+/// cache lines right after the set's header.
+const INLINE_ROOT_SLOTS: usize = 8;
+
+/// A root bin's keys, then its values.
+#[derive(Debug)]
+enum RootWords {
+    /// At most [`INLINE_ROOT_SLOTS`] slots: the first `2 * root_slots` words are used.
+    Inline([AtomicU64; 2 * INLINE_ROOT_SLOTS]),
+    Boxed(Box<[AtomicU64]>),
 }
 
 /// A root bin and its child bins.
@@ -80,8 +105,7 @@ pub(crate) struct LevelBins {
     /// 0: the root holds entries; 1: the root holds (first key, child id) per child bin.
     tree: AtomicU64,
     root_len: AtomicU64,
-    root_keys: Box<[AtomicU64]>,
-    root_vals: Box<[AtomicU64]>,
+    root_words: RootWords,
     /// The child bins by id, allocated at the first overflow of the root, each child on first
     /// use.
     children: OnceLock<Box<[OnceLock<ChildBin>]>>,
@@ -165,11 +189,31 @@ impl LevelBins {
             latch: SeqLock::default(),
             tree: AtomicU64::new(0),
             root_len: AtomicU64::new(0),
-            root_keys: atomics(root_slots),
-            root_vals: atomics(root_slots),
+            root_words: if root_slots <= INLINE_ROOT_SLOTS {
+                RootWords::Inline(std::array::from_fn(|_| AtomicU64::new(0)))
+            } else {
+                RootWords::Boxed(atomics(2 * root_slots))
+            },
             children: OnceLock::new(),
             root_slots,
             child_slots,
+        }
+    }
+
+    /// The root bin's keys.
+    fn root_keys(&self) -> &[AtomicU64] {
+        self.root_halves().0
+    }
+
+    /// The root bin's values (entries, or child ids in the tree shape).
+    fn root_vals(&self) -> &[AtomicU64] {
+        self.root_halves().1
+    }
+
+    fn root_halves(&self) -> (&[AtomicU64], &[AtomicU64]) {
+        match &self.root_words {
+            RootWords::Inline(words) => halves(words.get(..2 * self.root_slots).unwrap_or(&[])),
+            RootWords::Boxed(words) => halves(words),
         }
     }
 
@@ -226,11 +270,11 @@ impl LevelBins {
         let root_len = self.root_len.load(Relaxed) as usize;
         let (keys, vals, len_word, child_latch): (&[AtomicU64], &[AtomicU64], &AtomicU64, _) =
             if self.tree.load(Relaxed) == 0 {
-                (&self.root_keys, &self.root_vals, &self.root_len, None)
+                (self.root_keys(), self.root_vals(), &self.root_len, None)
             } else {
                 // The last child whose first key is <= q, or the first child.
                 let child = self.route_child(q, root_len)?;
-                (&child.keys, &child.vals, &child.len, Some(&child.latch))
+                (child.keys(), child.vals(), &child.len, Some(&child.latch))
             };
         // A reader starts the child's version here, before reading the child's words; a writer
         // holds the latch (it is odd) and reads exactly.
@@ -381,12 +425,12 @@ impl LevelBins {
                 None => (
                     &self.latch,
                     &self.root_len,
-                    &self.root_keys,
-                    &self.root_vals,
+                    self.root_keys(),
+                    self.root_vals(),
                 ),
                 Some(id) => {
                     let c = self.child(id).unwrap_or(&empty);
-                    (&c.latch, &c.len, &c.keys, &c.vals)
+                    (&c.latch, &c.len, c.keys(), c.vals())
                 }
             };
         let head = latch.raw_version();
@@ -416,14 +460,14 @@ impl LevelBins {
     /// The child bin `q` routes to, read from the root's first `root_len` slots.
     fn route_child(&self, q: u64, root_len: usize) -> Option<&ChildBin> {
         let mut at = 0;
-        for (i, k) in self.root_keys.get(..root_len)?.iter().enumerate().skip(1) {
+        for (i, k) in self.root_keys().get(..root_len)?.iter().enumerate().skip(1) {
             if k.load(Relaxed) <= q {
                 at = i;
             } else {
                 break;
             }
         }
-        self.child(self.root_vals.get(at)?.load(Relaxed) as usize)
+        self.child(self.root_vals().get(at)?.load(Relaxed) as usize)
     }
 
     /// Lock-free read of every entry in key order into `out` (cleared first).
@@ -448,9 +492,9 @@ impl LevelBins {
     fn snapshot_optimistic(&self, out: &mut Vec<(u64, u64)>) -> bool {
         let len = self.root_len.load(Relaxed) as usize;
         if self.tree.load(Relaxed) == 0 {
-            return read_entries(&self.root_keys, &self.root_vals, len, out);
+            return read_entries(self.root_keys(), self.root_vals(), len, out);
         }
-        let Some(ids) = self.root_vals.get(..len) else {
+        let Some(ids) = self.root_vals().get(..len) else {
             return false;
         };
         for id in ids {
@@ -461,7 +505,7 @@ impl LevelBins {
                 return false;
             };
             let clen = child.len.load(Relaxed) as usize;
-            if !read_entries(&child.keys, &child.vals, clen, out) || !child.latch.validate(cv) {
+            if !read_entries(child.keys(), child.vals(), clen, out) || !child.latch.validate(cv) {
                 return false;
             }
         }
@@ -473,17 +517,17 @@ impl LevelBins {
         let len = self.root_len.load(Relaxed) as usize;
         let mut items = Vec::new();
         if self.tree.load(Relaxed) == 0 {
-            let ok = read_entries(&self.root_keys, &self.root_vals, len, &mut items);
+            let ok = read_entries(self.root_keys(), self.root_vals(), len, &mut items);
             debug_assert!(ok, "root length {len} out of range under the write section");
             return Shape::Flat(items);
         }
         let mut children = Vec::with_capacity(len);
-        for id in self.root_vals.iter().take(len) {
+        for id in self.root_vals().iter().take(len) {
             let id = id.load(Relaxed) as usize;
             let mut items = Vec::new();
             if let Some(child) = self.child(id) {
                 let clen = child.len.load(Relaxed) as usize;
-                let ok = read_entries(&child.keys, &child.vals, clen, &mut items);
+                let ok = read_entries(child.keys(), child.vals(), clen, &mut items);
                 debug_assert!(
                     ok,
                     "child length {clen} out of range under the write section"
@@ -513,17 +557,12 @@ impl LevelBins {
             Shape::Flat(items) => {
                 self.tree.store(0, Relaxed);
                 self.root_len.store(items.len() as u64, Relaxed);
-                store(&self.root_keys, &self.root_vals, items);
+                store(self.root_keys(), self.root_vals(), items);
             }
             Shape::Tree(children) => {
                 self.tree.store(1, Relaxed);
                 self.root_len.store(children.len() as u64, Relaxed);
-                for ((k, v), c) in self
-                    .root_keys
-                    .iter()
-                    .zip(self.root_vals.iter())
-                    .zip(children)
-                {
+                for ((k, v), c) in self.root_keys().iter().zip(self.root_vals()).zip(children) {
                     k.store(c.items.first().map_or(0, |e| e.0), Relaxed);
                     v.store(c.id as u64, Relaxed);
                 }
@@ -537,7 +576,7 @@ impl LevelBins {
                     };
                     let child = slot.get_or_init(|| ChildBin::new(self.child_slots));
                     child.len.store(c.items.len() as u64, Relaxed);
-                    store(&child.keys, &child.vals, &c.items);
+                    store(child.keys(), child.vals(), &c.items);
                 }
             }
         }
@@ -547,7 +586,10 @@ impl LevelBins {
     /// child bin ever allocated (a reused one counts once).
     pub fn heap_bytes(&self) -> u64 {
         let word = std::mem::size_of::<AtomicU64>() as u64;
-        let mut bytes = std::mem::size_of::<LevelBins>() as u64 + 2 * word * self.root_slots as u64;
+        let mut bytes = std::mem::size_of::<LevelBins>() as u64;
+        if let RootWords::Boxed(words) = &self.root_words {
+            bytes += word * words.len() as u64;
+        }
         if let Some(table) = self.children.get() {
             bytes += (table.len() * std::mem::size_of::<OnceLock<ChildBin>>()) as u64;
             let allocated = table.iter().filter(|c| c.get().is_some()).count() as u64;
@@ -564,7 +606,7 @@ impl LevelBins {
             return (0, 0, 0);
         }
         match self.load_shape(&w) {
-            Shape::Flat(items) => (items.len() as u64, self.root_keys.len() as u64, 0),
+            Shape::Flat(items) => (items.len() as u64, self.root_keys().len() as u64, 0),
             Shape::Tree(children) => {
                 let used: usize = children.iter().map(|c| c.items.len()).sum();
                 let n = children.len() as u64;
