@@ -9,6 +9,10 @@
 //! has no free slot either, the insert reports [`Shape::upsert`] = `false` and the caller retrains
 //! the whole set into a small model (level-bin retraining). Never deeper than two levels.
 //!
+//! Memory: a root bin of up to [`INLINE_ROOT_SLOTS`] slots sits inside the set (a gap's first
+//! insert allocates the set alone, and the root's words follow the set's header); a larger root
+//! bin and each child bin keep their keys and values in one boxed array, keys first.
+//!
 //! Concurrency (the paper's section 3.5): a [`SeqLock`] on the root bin and one on each child
 //! bin. Every word is an `AtomicU64` accessed `Relaxed` inside the seqlock protocol (orderings in
 //! `seqlock.rs`), so a torn read is harmless: it is bounds-checked, then discarded by validation.
