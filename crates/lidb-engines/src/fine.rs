@@ -100,8 +100,8 @@ impl Engine for FineEngine {
     fn get(&self, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
         Ok(self.store.get(key))
     }
-    /// `FineStore::put_many`: with `sync` one wait for the last record's sync, without one
-    /// append of the log buffer on this thread. An error may leave a prefix written.
+    /// `FineStore::put_many`: with `sync` one put at a time, without one append of the log
+    /// buffer on this thread for the lot. An error may leave a prefix written.
     fn put_many(&self, entries: &[(&[u8], &[u8])]) -> EngineResult<()> {
         Ok(self.store.put_many(entries)?)
     }

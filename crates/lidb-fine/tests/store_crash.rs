@@ -261,7 +261,7 @@ type Acked = std::sync::Mutex<BTreeMap<Vec<u8>, u32>>;
 /// Writer `t`'s load: `writes` puts of the values 0.. to its `hot` keys in turn (sharing their
 /// first 8 bytes with every other writer's keys, so images collide), recording each acknowledged
 /// one; stops at the first failed put (the power is gone). Writer 0 writes batches of three
-/// through `put_many`, acknowledged together.
+/// through `put_many`, recorded once the call returns.
 fn write_keys(store: &FineStore, acked: &Acked, t: u32, writes: u32, hot: u32) {
     let key = |i: u32| format!("collide!{t}-{:02}", i % hot).into_bytes();
     let batch = if t == 0 { 3 } else { 1 };

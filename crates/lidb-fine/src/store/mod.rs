@@ -257,22 +257,27 @@ impl FineStore {
         self.acknowledge(seq)
     }
 
-    /// Sets each key of `entries` in order, as [`FineStore::put`] one at a time, and
-    /// acknowledges them together. With `sync` it waits once, for the last record's sync (one
-    /// group commit for the lot, where single puts wait one by one). Without, it writes their
-    /// log records to the log file on this thread (one `write`, no thread wake-up for the lot)
-    /// unless another thread is writing the log at that moment; then the logger thread writes
-    /// them, as it does a single put's. An error may leave a prefix of `entries` applied.
+    /// Sets each key of `entries` in order, as [`FineStore::put`] one at a time. With `sync`
+    /// each waits for its own record's sync, as a put does: a single wait for the lot would let
+    /// the logger thread cut the batch wherever it wakes, and a deterministic run (`lidb stress
+    /// --deterministic`) counts on the same writes making the same storage operations. Without
+    /// `sync` they are acknowledged together: their log records are written to the log file on
+    /// this thread (one `write`, no thread wake-up for the lot) unless another thread is
+    /// writing the log at that moment; then the logger thread writes them, as it does a single
+    /// put's. An error may leave a prefix of `entries` applied.
     pub fn put_many(&self, entries: &[(&[u8], &[u8])]) -> Result<()> {
-        let sync = self.shared.opts.sync;
-        let mut last = None;
-        for (key, value) in entries {
-            last = Some(self.apply_put(key, value, sync)?);
+        if self.shared.opts.sync {
+            return entries.iter().try_for_each(|(k, v)| self.put(k, v));
         }
-        match last {
-            None => Ok(()),
-            Some(seq) if sync => self.acknowledge(seq),
-            Some(_) => self.shared.logger.write_out(),
+        let mut any = false;
+        for (key, value) in entries {
+            self.apply_put(key, value, false)?;
+            any = true;
+        }
+        if any {
+            self.shared.logger.write_out()
+        } else {
+            Ok(())
         }
     }
 
