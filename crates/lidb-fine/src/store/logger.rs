@@ -34,11 +34,11 @@
 //! 7. A record buffered quietly is taken by its writer's `write_out`, or, when another taker
 //!    holds `file` (and may have taken its batch before the record), by the logger thread,
 //!    which that `write_out` wakes if it is idle: so every buffered record is taken. Through the
-//!    server (`lidb serve`), a pipeline's writes are buffered quietly and written out on the
-//!    connection's worker before the replies: one `write` a pipeline and no thread wake-up,
-//!    where waking the logger per pipeline cost two context switches (a third of the server's
-//!    CPU under redis-benchmark's SETs). It never waits for `file`: a worker blocked behind
-//!    another's `write` would stall every connection it serves.
+//!    server (`lidb serve`), a pipeline's writes are buffered quietly and, when the file is
+//!    free, written out on the connection's worker before the replies: one `write` a pipeline
+//!    and no thread wake-up, where waking the logger per pipeline cost two context switches (a
+//!    third of the server's CPU under redis-benchmark's SETs). It never waits for `file`: a
+//!    worker blocked behind another's `write` would stall every connection it serves.
 
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
