@@ -265,10 +265,11 @@ fn read_chain(
 
 /// Applies the records of one log of the chain, checking that its seqs continue the previous
 /// log's (`last_seq`): a gap means a log before this one lost records from its end. Within a
-/// log, each record's seq is one more than the last's (writers number records as they buffer
-/// them, and the buffer reaches the file in order, `logger.rs`): anything else, records that
+/// log, seqs increase (writers number records as they buffer them, and the buffer reaches the
+/// file in order, `logger.rs`): a record whose seq is not above the one before it, records that
 /// passed their checksums out of order, is damage, and replaying it would give a key an older
-/// value.
+/// value. (A gap inside a log is not refused: a log whose records lie below its checkpoint's
+/// next seq, which an open accepts, continues at that seq after its last record.)
 fn replay(
     memory: &Memory,
     path: &Path,
@@ -294,7 +295,7 @@ fn replay(
             let detail = format!("an intact record claims seq {}, past the last", op.seq);
             return Err(lidb_storage::error::corruption(path, detail));
         };
-        if let Some(before) = in_log.filter(|&b| b + 1 != op.seq) {
+        if let Some(before) = in_log.filter(|&b| op.seq <= b) {
             let detail = format!("a record of seq {} follows one of seq {before}", op.seq);
             return Err(lidb_storage::error::corruption(path, detail));
         }
@@ -493,15 +494,15 @@ mod tests {
         }
     }
 
-    /// Within one log the seqs run one by one: records out of order (which would give a key an
-    /// older value on replay) or a record missing between two intact ones are damage.
+    /// Within one log the seqs increase: records out of order (which would give a key an older
+    /// value on replay) or a seq repeated are damage; a gap is not.
     #[test]
     fn records_out_of_seq_order_in_a_log_are_damage() {
-        let mem = chain_of(&[(1, &[(1, "a"), (2, "a"), (3, "b")])]);
+        let mem = chain_of(&[(1, &[(1, "a"), (2, "a"), (4, "b")])]);
         assert_eq!(open(&mem).unwrap().recovery_report().log_records, 3);
         for records in [
             &[(1, "a"), (3, "a"), (2, "b")][..],
-            &[(1, "a"), (3, "b")][..],
+            &[(1, "a"), (1, "b")][..],
         ] {
             let err = open(&chain_of(&[(1, records)])).unwrap_err();
             assert!(matches!(err, Error::Corruption { .. }), "{err:?}");
