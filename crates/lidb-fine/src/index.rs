@@ -105,13 +105,7 @@ impl FineIndex {
                 count: entries.len() as u64,
             });
         }
-        // Invariant 2 of node.rs: the top node starts at key 0.
-        let mut records = Vec::with_capacity(entries.len() + 1);
-        if entries.first().is_none_or(|e| e.0 != 0) {
-            records.push(NewRecord::removed(0));
-        }
-        records.extend(entries.iter().map(|&(k, v)| NewRecord::live(k, v)));
-        let layout = Layout::build(records, &cfg);
+        let layout = trained_layout(entries, &cfg);
         Ok(FineIndex {
             layout: Published::new(layout),
             cfg,
@@ -351,13 +345,7 @@ impl FineIndex {
         let started = Instant::now();
         let old = self.layout.load_full();
         let entries = self.range(0, u64::MAX, usize::MAX);
-        let mut records = Vec::with_capacity(entries.len() + 1);
-        // Invariant 2 of node.rs: the top node starts at key 0.
-        if entries.first().is_none_or(|e| e.0 != 0) {
-            records.push(NewRecord::removed(0));
-        }
-        records.extend(entries.iter().map(|&(k, v)| NewRecord::live(k, v)));
-        let mut layout = Layout::build(records, &self.cfg);
+        let mut layout = trained_layout(&entries, &self.cfg);
         layout.version = old.version + 1;
         // Remote readers of the old nodes' trained data must learn it is old.
         for node in old.nodes() {
@@ -467,6 +455,17 @@ impl FineIndex {
         build_nodes(keys, copies, plan, out);
         (kept, flat.len() as u64 - kept)
     }
+}
+
+/// A layout trained over `entries` (keys strictly increasing), the first version of an index.
+fn trained_layout(entries: &[(u64, u64)], cfg: &Config) -> Layout {
+    // Invariant 2 of node.rs: the top node starts at key 0.
+    let mut records = Vec::with_capacity(entries.len() + 1);
+    if entries.first().is_none_or(|e| e.0 != 0) {
+        records.push(NewRecord::removed(0));
+    }
+    records.extend(entries.iter().map(|&(k, v)| NewRecord::live(k, v)));
+    Layout::build(records, cfg)
 }
 
 /// The value of `key` in `layout`.

@@ -174,7 +174,7 @@ struct Growth {
 }
 
 /// A layer's index is rebuilt over all its images ([`FineIndex::rebuild_exclusive`]) each time
-/// it holds twice the images it was last trained over, and at least this many. A layer starts
+/// it holds twice the images it was last trained over, and at least twice this many. A layer starts
 /// from the few keys of the bucket it replaced and grows by inserts, which FINEdex keeps in
 /// level bins under its trained keys, where a lookup costs a bin search after the model's: with
 /// redis-benchmark's keys (every key in one second layer) 67,711 of 95,000 keys sat in bins.
