@@ -307,3 +307,24 @@ fn a_record_starting_past_the_window_bytes_is_named() {
         );
     }
 }
+
+/// `last_record` against its definition, by brute force, over records of mixed lengths (many
+/// per page, straddling, spanning several pages).
+#[test]
+fn last_record_is_the_last_record_starting_at_or_before_each_page() {
+    let lens = [30usize, 1000, 5000, 8, 4090, 12_000, 70, 1016];
+    let records: Vec<_> = (0..300)
+        .map(|i| rec(&format!("k{i:04}"), lens[(i * 7 + i / 3) % lens.len()]))
+        .collect();
+    let (bytes, places) = svlog(&records);
+    let plan = plan_pages(&places, bytes.len() as u64).expect("plan");
+    let pages = (bytes.len() as u64).div_ceil(PAGE_BYTES);
+    assert_eq!(plan.last_record.len() as u64, pages);
+    for p in 0..pages {
+        let want = places
+            .iter()
+            .rposition(|(o, _)| o / PAGE_BYTES <= p)
+            .expect("page 0 holds the first record") as u64;
+        assert_eq!(plan.last_record[p as usize], want, "page {p}");
+    }
+}
