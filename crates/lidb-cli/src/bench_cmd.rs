@@ -62,7 +62,9 @@ pub enum BenchCommand {
     /// --scan-bytes each, then again after N/2 and after N updates.
     ///
     /// JSON rows: engine, phase ("no_updates", "updates_0.5N", "updates_N"), scans,
-    /// scans_per_s, mb_per_s, entries_per_scan.
+    /// scans_per_s, mb_per_s, entries_per_scan, device_reads_per_scan and device_kb_per_scan
+    /// (storage reads and the kilobytes they moved per scan; null for an engine that does not
+    /// count them).
     Scan(crate::kvbench_cmd::ScanArgs),
     /// Concurrent in-memory indexes behind one trait (the FINEdex paper's evaluation): finedex,
     /// btree-rwlock, alex, lipp, dili and the peers skipmap, scc-tree, congee, li+delta (these run

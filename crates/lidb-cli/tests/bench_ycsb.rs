@@ -54,13 +54,15 @@ const YCSB_FIELDS: [&str; 39] = [
     "p50_x_device_typical",
 ];
 
-const SCAN_FIELDS: [&str; 6] = [
+const SCAN_FIELDS: [&str; 8] = [
     "engine",
     "phase",
     "scans",
     "scans_per_s",
     "mb_per_s",
     "entries_per_scan",
+    "device_reads_per_scan",
+    "device_kb_per_scan",
 ];
 
 fn lidb(args: &[&str]) -> Output {
@@ -218,6 +220,18 @@ fn scan_rows_for_every_set() {
             assert_eq!(fields(row), want, "{row}");
             assert_eq!(row["entries_per_scan"], 100.0, "{row}");
             assert!(row["scans_per_s"].as_f64().unwrap() > 0.0, "{row}");
+            // finedex reads no file on a scan; the others count their reads.
+            let reads = &row["device_reads_per_scan"];
+            if engine == "finedex" {
+                assert!(reads.is_null(), "{row}");
+            } else {
+                assert!(reads.as_f64().is_some_and(|r| r >= 0.0), "{row}");
+            }
+            // learnedkv's updated values are read from its value log, one read a span.
+            if engine == "learnedkv" && phase == "updates_N" {
+                assert!(reads.as_f64().unwrap() > 0.0, "{row}");
+                assert!(row["device_kb_per_scan"].as_f64().unwrap() > 0.0, "{row}");
+            }
         }
     }
 }

@@ -20,7 +20,7 @@ use serde::Serialize;
 
 use super::ycsb::load;
 use super::{Common, Error, RunDir, describe_engine, ratio};
-use crate::engines::{self, Engine};
+use crate::engines::{self, DeviceReads, Engine};
 use crate::progress;
 
 /// What to run.
@@ -45,6 +45,11 @@ pub struct ScanRow {
     /// Bytes of keys and values returned, per second, in 10^6.
     pub mb_per_s: f64,
     pub entries_per_scan: f64,
+    /// Storage reads per scan (cache misses that went to a file; rocksdb: its statistics' file
+    /// reads), where the engine counts them: machine-independent beside `scans_per_s`.
+    pub device_reads_per_scan: Option<f64>,
+    /// Kilobytes (10^3) those reads moved per scan, where the engine counts bytes.
+    pub device_kb_per_scan: Option<f64>,
 }
 
 /// Rows and notes.
@@ -229,6 +234,7 @@ fn scans(
     };
     let (mut lo, mut hi, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
     let (mut entries, mut bytes) = (0u64, 0u64);
+    let reads_before = engine.device_reads();
     let started = Instant::now();
     for (i, &start) in starts.iter().enumerate() {
         let first = sorted.get(start as usize).copied().unwrap_or_default();
@@ -277,6 +283,17 @@ fn scans(
         bar.finish_and_clear();
     }
     let count = starts.len() as u64;
+    let per_scan = |n: u64| n as f64 / count.max(1) as f64;
+    let reads = engine
+        .device_reads()
+        .zip(reads_before)
+        .map(|(now, before)| DeviceReads {
+            reads: now.reads.saturating_sub(before.reads),
+            bytes: now
+                .bytes
+                .zip(before.bytes)
+                .map(|(n, b)| n.saturating_sub(b)),
+        });
     Ok(ScanRow {
         engine: engine.name().to_string(),
         phase: phase.to_string(),
@@ -284,6 +301,8 @@ fn scans(
         scans_per_s: count as f64 / s,
         mb_per_s: bytes as f64 / s / 1e6,
         entries_per_scan: entries as f64 / count.max(1) as f64,
+        device_reads_per_scan: reads.map(|r| per_scan(r.reads)),
+        device_kb_per_scan: reads.and_then(|r| r.bytes).map(|b| per_scan(b) / 1e3),
     })
 }
 
@@ -300,6 +319,10 @@ impl Report {
                     format!("{:.1}", r.scans_per_s),
                     format!("{:.1}", r.mb_per_s),
                     format!("{:.1}", r.entries_per_scan),
+                    r.device_reads_per_scan
+                        .map_or_else(|| "-".into(), |v| format!("{v:.1}")),
+                    r.device_kb_per_scan
+                        .map_or_else(|| "-".into(), |v| format!("{v:.1}")),
                 ]
             })
             .collect();
@@ -311,6 +334,8 @@ impl Report {
                 "scans/s",
                 "MB/s",
                 "entries/scan",
+                "reads/scan",
+                "KB read/scan",
             ],
             &cells,
         )
