@@ -206,6 +206,29 @@ fn check_tier(
                 .expect("scan");
             assert_eq!(sized, want, "{what}: scan of {hint} from {start:?}");
         }
+        // The entries up to an end key, as a scan to that end sizes its reads with them.
+        let k = keys
+            .get(rng.gen_range(0..keys.len()))
+            .copied()
+            .expect("key");
+        let perturbed = perturb(k, rng);
+        let ends = [
+            None,
+            Some(Vec::new()),
+            Some(vec![0xff; 30]),
+            Some(k.clone()),
+            Some(perturbed),
+        ];
+        for end in ends {
+            let want = map
+                .keys()
+                .filter(|key| **key >= start && end.as_ref().is_none_or(|e| *key < e))
+                .count() as u64;
+            let got = t
+                .entries_between(&start, end.as_deref())
+                .expect("entries_between");
+            assert_eq!(got, want, "{what}: entries from {start:?} to {end:?}");
+        }
     }
 }
 

@@ -9,7 +9,9 @@
 //! later chunk covers twice the entries of the one before, up to the fixed chunks
 //! (`SCAN_KEYLIST_PAGES`, `SCAN_SVLOG_BYTES`) an unsized scan reads from the start. A YCSB E scan
 //! of 50 records of 1 KiB reads about 50 KiB of svlog and a page or two of key list, not 1 MiB
-//! and 256 KiB (RocksDB's readahead grows the same way, from one block). A `TierIter` is used by one
+//! and 256 KiB (RocksDB's readahead grows the same way, from one block). A store's scan to an end
+//! key counts the tier's entries before it (`StaticTier::entries_between`, two seeks) and sizes
+//! its reads to them the same way. A `TierIter` is used by one
 //! thread; many may run over one tier. An iterator holds its tier by one `Arc` taken when it is
 //! made; its steps borrow the tier and its own fields apart, so a step writes no reference count
 //! that other readers of the tier write.

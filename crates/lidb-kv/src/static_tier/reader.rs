@@ -445,6 +445,18 @@ impl StaticTier {
         Ok((lo_i, Some(run)))
     }
 
+    /// Entries with `start <= key < end` (no end: to the last): two seeks, each a read of the
+    /// key list's pages through the cache, or none where a bound lies outside the tier's keys. A
+    /// scan to an end key sizes its reads with it (`iter.rs`).
+    pub fn entries_between(&self, start: &[u8], end: Option<&[u8]>) -> Result<u64> {
+        let (from, _) = self.seek(start)?;
+        let to = match end {
+            Some(e) => self.seek(e)?.0,
+            None => self.header.entries,
+        };
+        Ok(to.saturating_sub(from))
+    }
+
     /// The entry of `key`: ONE read of the key list's pages (none when `key` is out of the
     /// tier's range).
     fn find(&self, key: &[u8]) -> Result<Option<EntryRef>> {

@@ -385,10 +385,18 @@ pub(crate) fn scan_view(
     match view.tier.as_ref().map(|h| &h.tier) {
         Some(Tier::Learned(t)) => {
             // A scan told how many entries it takes sizes the tier's first reads to them (and
-            // the entry its last advance moves to).
-            let it = match expected {
-                Some(n) => t.iter_limited(start, n.saturating_add(1))?,
-                None => t.iter(start)?,
+            // the entry its last advance moves to); a scan to an end key, to the tier's entries
+            // before it, counted by seeking the end (one key-list read, usually cached): a
+            // scan of 488 records of 1 KiB to an end key read 1.3 MB in fixed chunks, 2.6 times
+            // its entries.
+            let bounded = match end {
+                Some(_) => Some(t.entries_between(start, end)?).map(|n| n as usize),
+                None => None,
+            };
+            let it = match (expected, bounded) {
+                (Some(n), Some(b)) => t.iter_limited(start, n.min(b).saturating_add(1))?,
+                (Some(n), None) | (None, Some(n)) => t.iter_limited(start, n.saturating_add(1))?,
+                (None, None) => t.iter(start)?,
             };
             sources.push(Source::Learned(TierCursor::new(it)?));
         }
