@@ -16,7 +16,7 @@
 //! 1. Records reach the file in the order of their sequence numbers (one buffer, taken whole by
 //!    a taker that holds `file` until it is written), so a crash keeps a prefix of the
 //!    acknowledged writes.
-//! 2. `durable_seq`: every record with a smaller seq is synced; `written_seq` <= `next_seq`.
+//! 2. `durable_seq`: every record with a smaller seq is synced; `durable_seq` <= `next_seq`.
 //! 3. After the first failed append or sync, `error` is set for good: the file may end in a
 //!    partial record, so later records could not be read back; every later call fails.
 //! 4. A switch happens at a seq P: the logger thread takes the batch ending at P together with
