@@ -171,6 +171,10 @@ struct Layer {
 struct Growth {
     images: u64,
     trained: u64,
+    /// Rebuilds of the index over all its images, their total and their longest time (µs).
+    rebuilds: u64,
+    rebuild_us: u64,
+    longest_rebuild_us: u64,
 }
 
 /// A layer's index is rebuilt over all its images ([`FineIndex::rebuild_exclusive`]) each time
@@ -305,9 +309,24 @@ pub struct BucketStats {
     pub deepest: u64,
     /// Heap bytes of the layers' indexes (`FineStats::heap_bytes` summed).
     pub index_heap_bytes: u64,
+    /// Rebuilds of a layer's index over all its images ([`REBUILD_FROM_IMAGES`]), all layers.
+    pub rebuilds: u64,
+    /// Their total time, in microseconds.
+    pub rebuild_us: u64,
+    /// The longest of them, in microseconds: the longest a write creating a bucket in that
+    /// layer waited for it (reads and writes of existing buckets go on).
+    pub longest_rebuild_us: u64,
 }
 
 impl BucketStats {
+    /// Counts the rebuilds of `layer`'s index (takes its `create` lock).
+    fn add_rebuilds(&mut self, layer: &Layer) {
+        let g = lock(&layer.create);
+        self.rebuilds += g.rebuilds;
+        self.rebuild_us += g.rebuild_us;
+        self.longest_rebuild_us = self.longest_rebuild_us.max(g.longest_rebuild_us);
+    }
+
     /// Keys per non-empty bucket (0 with none).
     pub fn mean(&self) -> f64 {
         if self.buckets == 0 {
@@ -322,13 +341,17 @@ impl std::fmt::Display for BucketStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} keys in {} buckets (mean {:.2}, largest {}), {} layers, {} deep",
+            "{} keys in {} buckets (mean {:.2}, largest {}), {} layers, {} deep, {} layer \
+             rebuilds in {:.1} ms (longest {:.1} ms)",
             self.keys,
             self.buckets,
             self.mean(),
             self.largest,
             self.layers,
-            self.deepest
+            self.deepest,
+            self.rebuilds,
+            self.rebuild_us as f64 / 1e3,
+            self.longest_rebuild_us as f64 / 1e3
         )
     }
 }
@@ -424,6 +447,7 @@ impl Memory {
             create: Mutex::new(Growth {
                 images,
                 trained: images,
+                ..Growth::default()
             }),
         })
     }
@@ -496,8 +520,13 @@ impl Memory {
         layer.index.insert(img, id);
         growth.images += 1;
         if growth.images >= 2 * growth.trained.max(REBUILD_FROM_IMAGES) {
+            let started = std::time::Instant::now();
             growth.trained = layer.index.rebuild_exclusive();
             debug_assert_eq!(growth.trained, growth.images);
+            let us = started.elapsed().as_micros() as u64;
+            growth.rebuilds += 1;
+            growth.rebuild_us += us;
+            growth.longest_rebuild_us = growth.longest_rebuild_us.max(us);
         }
         slot
     }
@@ -525,6 +554,7 @@ impl Memory {
             index_heap_bytes: self.root.index.stats().heap_bytes,
             ..BucketStats::default()
         };
+        s.add_rebuilds(&self.root);
         for id in 0..self.slots.len() {
             let Some(slot) = self.slots.get(id) else {
                 continue;
@@ -533,6 +563,7 @@ impl Memory {
                 s.layers += 1;
                 s.deepest = s.deepest.max((layer.depth / SLICE) as u64 + 1);
                 s.index_heap_bytes += layer.index.stats().heap_bytes;
+                s.add_rebuilds(layer);
                 continue;
             }
             let n = lock(&slot.bucket).len() as u64;
@@ -754,6 +785,16 @@ mod tests {
         let growth = lock(&layer.create);
         assert_eq!(growth.images, KEYS);
         assert!(growth.trained * 2 > growth.images, "{growth:?}");
+        // Built from the 16 keys of the bucket it replaced, the layer is rebuilt at 128 images
+        // and at each doubling after: 128 to 16,384, eight times; the statistics count them.
+        assert_eq!(growth.rebuilds, 8, "{growth:?}");
+        drop(growth);
+        let counted = memory.bucket_stats();
+        assert_eq!(counted.rebuilds, 8, "{counted}");
+        assert!(
+            counted.longest_rebuild_us <= counted.rebuild_us,
+            "{counted}"
+        );
         assert!(
             stats.bin_entries * 2 < KEYS,
             "{} of {KEYS} images in level bins",
