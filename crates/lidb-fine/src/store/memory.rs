@@ -56,8 +56,41 @@ use lidb_data::keymap::image;
 
 use crate::{Config, FineIndex};
 
-/// A full key and its value.
-type Entry = (Box<[u8]>, Box<[u8]>);
+/// A full key and its value, in one allocation (the key's bytes, then the value's): a get finds
+/// the key and copies the value from the same few cache lines, where a key and a value boxed
+/// apart cost a cache miss each.
+#[derive(Debug, PartialEq, Eq)]
+struct Entry {
+    bytes: Box<[u8]>,
+    key_len: u32,
+}
+
+impl Entry {
+    fn new(key: &[u8], value: &[u8]) -> Entry {
+        let mut bytes = Vec::with_capacity(key.len() + value.len());
+        bytes.extend_from_slice(key);
+        bytes.extend_from_slice(value);
+        Entry {
+            bytes: bytes.into_boxed_slice(),
+            // Keys are at most a log record's payload (`format::fits`), far below 4 GiB.
+            key_len: u32::try_from(key.len()).unwrap_or(u32::MAX),
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        self.parts().0
+    }
+
+    fn value(&self) -> &[u8] {
+        self.parts().1
+    }
+
+    fn parts(&self) -> (&[u8], &[u8]) {
+        self.bytes
+            .split_at_checked(self.key_len as usize)
+            .unwrap_or((&self.bytes, &[]))
+    }
+}
 
 /// Bytes of key one layer indexes.
 const SLICE: usize = 8;
@@ -80,12 +113,12 @@ pub struct Bucket {
 
 impl Bucket {
     fn find(&self, key: &[u8]) -> Result<usize, usize> {
-        self.entries.binary_search_by(|(k, _)| k.as_ref().cmp(key))
+        self.entries.binary_search_by(|e| e.key().cmp(key))
     }
 
     pub fn get(&self, key: &[u8]) -> Option<&[u8]> {
         let i = self.find(key).ok()?;
-        self.entries.get(i).map(|(_, v)| v.as_ref())
+        self.entries.get(i).map(Entry::value)
     }
 
     pub fn contains_key(&self, key: &[u8]) -> bool {
@@ -97,29 +130,26 @@ impl Bucket {
         self.entries.len()
     }
 
-    /// Sets `key` to `value`; the old value. The key is copied only when it is new.
-    fn insert(&mut self, key: &[u8], value: &[u8]) -> Option<Box<[u8]>> {
-        let value = Box::from(value);
+    /// Sets `key` to `value`; the old entry (one allocation either way: the new entry).
+    fn insert(&mut self, key: &[u8], value: &[u8]) -> Option<Entry> {
+        let entry = Entry::new(key, value);
         match self.find(key) {
-            Ok(i) => self
-                .entries
-                .get_mut(i)
-                .map(|e| std::mem::replace(&mut e.1, value)),
+            Ok(i) => self.entries.get_mut(i).map(|e| std::mem::replace(e, entry)),
             Err(i) => {
-                self.entries.insert(i, (Box::from(key), value));
+                self.entries.insert(i, entry);
                 None
             }
         }
     }
 
-    /// Removes `key`; its value. An emptied bucket frees its entry array.
-    fn remove(&mut self, key: &[u8]) -> Option<Box<[u8]>> {
+    /// Removes `key`; its entry. An emptied bucket frees its entry array.
+    fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let i = self.find(key).ok()?;
-        let (_, v) = self.entries.remove(i);
+        let old = self.entries.remove(i);
         if self.entries.is_empty() {
             self.entries = Vec::new();
         }
-        Some(v)
+        Some(old)
     }
 
     /// Entries with `start <= key` and below `upper`, in key order.
@@ -133,7 +163,7 @@ impl Bucket {
             .get(from..)
             .unwrap_or_default()
             .iter()
-            .map(|(k, v)| (k.as_ref(), v.as_ref()))
+            .map(Entry::parts)
             .take_while(move |(k, _)| match upper {
                 Bound::Included(u) => *k <= u,
                 Bound::Excluded(u) => *k < u,
@@ -206,24 +236,26 @@ impl Deref for Locked<'_> {
 }
 
 impl Locked<'_> {
-    /// Sets `key` (which belongs to this bucket) to `value`; the old value.
-    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> Option<Box<[u8]>> {
+    /// Sets `key` (which belongs to this bucket) to `value`; whether it replaced a value.
+    pub fn insert(&mut self, key: &[u8], value: &[u8]) -> bool {
         let old = self.guard.insert(key, value);
-        self.memory.account_insert(key, value, old.as_deref());
+        self.memory
+            .account_insert(key, value, old.as_ref().map(Entry::value));
         let n = self.guard.len();
         // Checked at each doubling from SPLIT_AT on: keys that do not differ in the next slice
         // (or sit at MAX_DEPTH) cost one look per doubling, not one per insert.
         if old.is_none() && n >= SPLIT_AT && n.is_power_of_two() {
             self.memory.split(self.slot, self.depth, &mut self.guard);
         }
-        old
+        old.is_some()
     }
 
-    /// Removes `key`; its value, if it was there.
-    pub fn remove(&mut self, key: &[u8]) -> Option<Box<[u8]>> {
+    /// Removes `key`; whether it was there.
+    pub fn remove(&mut self, key: &[u8]) -> bool {
         let old = self.guard.remove(key);
-        self.memory.account_remove(key, old.as_deref());
-        old
+        self.memory
+            .account_remove(key, old.as_ref().map(Entry::value));
+        old.is_some()
     }
 }
 
@@ -374,7 +406,7 @@ impl Memory {
             .sum();
         let entries: Vec<Entry> = entries
             .into_iter()
-            .map(|(k, v)| (k.into_boxed_slice(), v.into_boxed_slice()))
+            .map(|(k, v)| Entry::new(&k, &v))
             .collect();
         let empty = Layer {
             index: FineIndex::new(cfg.clone())?,
@@ -403,8 +435,8 @@ impl Memory {
     ) -> Result<Layer, (crate::FineError, Vec<Entry>)> {
         // Images and group sizes first, so a failure hands the entries back whole.
         let mut groups: Vec<(u64, usize)> = Vec::new();
-        for (k, _) in &entries {
-            let img = image(k, depth);
+        for e in &entries {
+            let img = image(e.key(), depth);
             match groups.last_mut() {
                 Some((last, n)) if *last == img => *n += 1,
                 _ => groups.push((img, 1)),
@@ -726,7 +758,7 @@ struct Bounds<'a> {
 fn differ_after(entries: &[Entry], depth: usize) -> bool {
     let next = depth + SLICE;
     match (entries.first(), entries.last()) {
-        (Some((a, _)), Some((z, _))) => image(a, next) != image(z, next),
+        (Some(a), Some(z)) => image(a.key(), next) != image(z.key(), next),
         _ => false,
     }
 }
@@ -811,7 +843,10 @@ mod tests {
         assert_eq!(b.insert(b"k2", b"2"), None);
         assert_eq!(b.insert(b"k1", b"1"), None);
         assert_eq!(b.insert(b"k3", b"3"), None);
-        assert_eq!(b.insert(b"k2", b"22").as_deref(), Some(&b"2"[..]));
+        assert_eq!(
+            b.insert(b"k2", b"22").as_ref().map(Entry::value),
+            Some(&b"2"[..])
+        );
         assert_eq!(b.get(b"k2"), Some(&b"22"[..]));
         let all: Vec<_> = b.range(b"k1", Bound::Excluded(b"k3")).collect();
         assert_eq!(all, vec![(&b"k1"[..], &b"1"[..]), (&b"k2"[..], &b"22"[..])]);
