@@ -53,6 +53,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use lidb_data::keymap::image;
+use smallvec::SmallVec;
 
 use crate::{Config, FineIndex};
 
@@ -106,7 +107,10 @@ pub const MAX_DEPTH: usize = 8 * SLICE;
 /// Full keys of one image, sorted, with their values.
 #[derive(Debug, Default)]
 pub struct Bucket {
-    entries: Vec<Entry>,
+    /// Inline while the bucket holds one key, as most do (every bucket of 8-byte keys, and of
+    /// longer keys once layers spread them): a get then finds the entry in its slot's cache line
+    /// instead of following a pointer to an array.
+    entries: SmallVec<[Entry; 1]>,
     /// The entries moved to the slot's layer; this bucket is empty for good.
     split: bool,
 }
@@ -147,7 +151,7 @@ impl Bucket {
         let i = self.find(key).ok()?;
         let old = self.entries.remove(i);
         if self.entries.is_empty() {
-            self.entries = Vec::new();
+            self.entries = SmallVec::new();
         }
         Some(old)
     }
@@ -466,10 +470,10 @@ impl Memory {
                         let _ = slot.layer.set(Box::new(layer));
                         bucket.split = true;
                     }
-                    Err((_, group)) => bucket.entries = group,
+                    Err((_, group)) => bucket.entries = group.into_iter().collect(),
                 }
             } else {
-                bucket.entries = group;
+                bucket.entries = group.into_iter().collect();
             }
         }
         let images = groups.len() as u64;
@@ -490,7 +494,7 @@ impl Memory {
         if depth + SLICE > MAX_DEPTH || !differ_after(&bucket.entries, depth) {
             return;
         }
-        let entries = std::mem::take(&mut bucket.entries);
+        let entries = std::mem::take(&mut bucket.entries).into_vec();
         match self.build(entries, depth + SLICE) {
             Ok(layer) => {
                 // Published before `split`, both under the bucket's lock (module docs).
@@ -498,7 +502,7 @@ impl Memory {
                 debug_assert!(set.is_ok(), "a bucket split twice");
                 bucket.split = true;
             }
-            Err((_, entries)) => bucket.entries = entries,
+            Err((_, entries)) => bucket.entries = entries.into_iter().collect(),
         }
     }
 
@@ -856,7 +860,7 @@ mod tests {
             assert!(b.remove(k).is_some());
         }
         assert!(!b.contains_key(b"k1"));
-        assert_eq!(b.entries.capacity(), 0, "an emptied bucket keeps its array");
+        assert!(!b.entries.spilled(), "an emptied bucket keeps its array");
     }
 
     use std::collections::BTreeMap;
