@@ -29,7 +29,7 @@
 //! layers recurses at most that deep.
 //!
 //! A bucket that empties keeps its slot and its image in its layer (a later write of that image
-//! reuses it) but gives its `Vec` back; a layer is never merged back into a bucket.
+//! reuses it) but gives a spilled entry array back; a layer is never merged back into a bucket.
 //!
 //! Slots live in an append-only table of segments that double in size ([`Table`]): an id finds
 //! its slot without a lock, and the table hands out plain references since a slot, once made,
