@@ -329,33 +329,52 @@ impl FineIndex {
         self.retrain_locked(|_| true)
     }
 
-    /// Rebuilds the index as a bulk load of every entry it holds now, level bins and small
-    /// models included, and publishes it; returns the entries. Model retraining keeps level
-    /// bins where they are (the paper's design: writers go on in them during the retraining),
-    /// so an index grown from few trained keys by many inserts keeps most of them in bins; this
-    /// trains them all. Readers go on throughout (on the old layout, which holds the same
-    /// entries, until they re-pin). The caller keeps every writer out for the whole call: a
-    /// write through the old layout after its entries were read would be lost. FineStore's
-    /// layers write their indexes only under their `create` lock, which it holds.
-    pub(crate) fn rebuild_exclusive(&self) -> u64 {
+    /// A new index trained as a bulk load of every entry this one holds now, level bins and
+    /// small models included, for [`FineIndex::install`]. Model retraining keeps level bins
+    /// where they are (the paper's design: writers go on in them during the retraining), so an
+    /// index grown from few trained keys by many inserts keeps most of them in bins; this trains
+    /// them all. Takes no lock and blocks nobody: the entries are read as a scan would, so an
+    /// insert made meanwhile may or may not be in the copy (the caller keeps those inserts, and
+    /// hands them to `install`). Also returns the number of entries trained.
+    pub(crate) fn trained_copy(&self) -> (FineIndex, u64) {
+        let entries = self.range(0, u64::MAX, usize::MAX);
+        let copy = FineIndex {
+            layout: Published::new(trained_layout(&entries, &self.cfg)),
+            cfg: self.cfg.clone(),
+            retrain_lock: Mutex::new(()),
+            level_bin_retrains: AtomicU64::new(0),
+            level_bin_retrain_ns: AtomicU64::new(0),
+            model_retrains: AtomicU64::new(0),
+            model_retrain_us: AtomicU64::new(0),
+        };
+        (copy, entries.len() as u64)
+    }
+
+    /// Inserts `pending` into `copy` (from [`FineIndex::trained_copy`] of this index), then
+    /// publishes `copy`'s nodes as this index's next layout. Readers go on throughout (on the
+    /// old layout, which holds the same entries, until they re-pin). The caller keeps every
+    /// writer of this index out for the call, and every insert made since `copy`'s entries
+    /// were read is in `pending` or was inserted into `copy` by the caller (some may be in
+    /// `copy` twice over, with the same values); a write through the old layout that is in
+    /// neither would be lost, as would any update or removal since the copy. FineStore's layers only insert, only under their `create` lock,
+    /// which it holds.
+    pub(crate) fn install(&self, copy: FineIndex, pending: &[(u64, u64)]) {
+        for &(key, value) in pending {
+            copy.insert(key, value);
+        }
         let _g = self
             .retrain_lock
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let started = Instant::now();
         let old = self.layout.load_full();
-        let entries = self.range(0, u64::MAX, usize::MAX);
-        let mut layout = trained_layout(&entries, &self.cfg);
-        layout.version = old.version + 1;
+        let nodes = copy.layout.load().nodes().to_vec();
         // Remote readers of the old nodes' trained data must learn it is old.
         for node in old.nodes() {
             node.region.retire();
         }
-        self.layout.publish(layout);
+        self.layout
+            .publish(Layout::from_nodes(nodes, old.version + 1));
         self.model_retrains.fetch_add(1, Relaxed);
-        self.model_retrain_us
-            .fetch_add(started.elapsed().as_micros() as u64, Relaxed);
-        entries.len() as u64
     }
 
     /// Model retraining of the top-level nodes whose small models call for it (see

@@ -45,8 +45,9 @@
 //! logs and applies itself under that lock (the store's ordering argument, `mod.rs`).
 //!
 //! Lock order: a bucket's lock, then a layer's `create`, then the table's push lock or the
-//! layer index's own locks (its rebuild, [`REBUILD_FROM_IMAGES`]); the lock of a bucket that no
-//! other thread can reach yet may be taken under any of them.
+//! layer index's own locks (the install of a rebuild, [`REBUILD_FROM_IMAGES`], whose training
+//! holds none); the lock of a bucket that no other thread can reach yet may be taken under any
+//! of them.
 
 use std::ops::{Bound, Deref};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -205,21 +206,36 @@ struct Layer {
 struct Growth {
     images: u64,
     trained: u64,
+    /// While a rebuild trains a copy of the index: the images created since it read them.
+    pending: Option<Vec<(u64, u64)>>,
     /// Rebuilds of the index over all its images, their total and their longest time (µs).
     rebuilds: u64,
     rebuild_us: u64,
     longest_rebuild_us: u64,
+    /// The longest a rebuild held the `create` lock to install its copy (µs).
+    longest_install_us: u64,
 }
 
-/// A layer's index is rebuilt over all its images ([`FineIndex::rebuild_exclusive`]) each time
-/// it holds twice the images it was last trained over, and at least twice this many. A layer starts
-/// from the few keys of the bucket it replaced and grows by inserts, which FINEdex keeps in
-/// level bins under its trained keys, where a lookup costs a bin search after the model's: with
-/// redis-benchmark's keys (every key in one second layer) 67,711 of 95,000 keys sat in bins.
-/// Doubling keeps the rebuilds' cost proportional to the inserts (each image is trained about
-/// twice), paid by the creator of a new image while it holds the layer's `create` lock; reads,
-/// and writes of existing keys, go on.
+/// A layer's index is rebuilt over all its images each time it holds twice the images it was
+/// last trained over, and at least twice this many. A layer starts from the few keys of the
+/// bucket it replaced and grows by inserts, which FINEdex keeps in level bins under its trained
+/// keys, where a lookup costs a bin search after the model's: with redis-benchmark's keys (every
+/// key in one second layer) 67,711 of 95,000 keys sat in bins. Doubling keeps the rebuilds'
+/// cost proportional to the inserts (each image is trained about twice).
+///
+/// The rebuild runs beside the live index ([`Memory::rebuild`]): the creator of the image that
+/// made it due trains a copy without any lock ([`FineIndex::trained_copy`]) while other writers
+/// go on creating images, which the layer's `Growth::pending` keeps; then, under the `create`
+/// lock, the copy takes those too and replaces the index ([`FineIndex::install`]). So a write
+/// that creates an image waits for an install (the pending inserts and a publication), never for
+/// a training, unless it made the rebuild due itself; reads never wait.
 const REBUILD_FROM_IMAGES: u64 = 64;
+
+/// Images created during a rebuild's training that its install inserts under the `create` lock;
+/// with more, the rebuild inserts them into its copy without the lock first, at most
+/// [`CATCH_UP_ROUNDS`] times.
+const INSTALL_UNDER_LOCK: usize = 256;
+const CATCH_UP_ROUNDS: usize = 8;
 
 /// A locked bucket, ready for a write: what [`Memory::bucket`] and [`Memory::bucket_or_create`]
 /// return. Reads go through `Deref`; writes through [`Locked::insert`] and [`Locked::remove`],
@@ -349,9 +365,12 @@ pub struct BucketStats {
     pub rebuilds: u64,
     /// Their total time, in microseconds.
     pub rebuild_us: u64,
-    /// The longest of them, in microseconds: the longest a write creating a bucket in that
-    /// layer waited for it (reads and writes of existing buckets go on).
+    /// The longest of them, in microseconds: what the write that made it due waited.
     pub longest_rebuild_us: u64,
+    /// The longest a rebuild held its layer's `create` lock, in microseconds: the longest
+    /// another write creating a bucket in that layer waited for one (reads, and writes of
+    /// existing buckets, never wait for a rebuild).
+    pub longest_install_us: u64,
 }
 
 impl BucketStats {
@@ -361,6 +380,7 @@ impl BucketStats {
         self.rebuilds += g.rebuilds;
         self.rebuild_us += g.rebuild_us;
         self.longest_rebuild_us = self.longest_rebuild_us.max(g.longest_rebuild_us);
+        self.longest_install_us = self.longest_install_us.max(g.longest_install_us);
     }
 
     /// Keys per non-empty bucket (0 with none).
@@ -378,7 +398,7 @@ impl std::fmt::Display for BucketStats {
         write!(
             f,
             "{} keys in {} buckets (mean {:.2}, largest {}), {} layers, {} deep, {} layer \
-             rebuilds in {:.1} ms (longest {:.1} ms)",
+             rebuilds in {:.1} ms (longest {:.1} ms, holding other creators {:.2} ms at most)",
             self.keys,
             self.buckets,
             self.mean(),
@@ -387,7 +407,8 @@ impl std::fmt::Display for BucketStats {
             self.deepest,
             self.rebuilds,
             self.rebuild_us as f64 / 1e3,
-            self.longest_rebuild_us as f64 / 1e3
+            self.longest_rebuild_us as f64 / 1e3,
+            self.longest_install_us as f64 / 1e3
         )
     }
 }
@@ -555,16 +576,52 @@ impl Memory {
         // Published after the slot is in the table, so a reader finding the id finds it.
         layer.index.insert(img, id);
         growth.images += 1;
-        if growth.images >= 2 * growth.trained.max(REBUILD_FROM_IMAGES) {
-            let started = std::time::Instant::now();
-            growth.trained = layer.index.rebuild_exclusive();
-            debug_assert_eq!(growth.trained, growth.images);
-            let us = started.elapsed().as_micros() as u64;
-            growth.rebuilds += 1;
-            growth.rebuild_us += us;
-            growth.longest_rebuild_us = growth.longest_rebuild_us.max(us);
+        if let Some(pending) = growth.pending.as_mut() {
+            pending.push((img, id));
+        }
+        let due = growth.pending.is_none()
+            && growth.images >= 2 * growth.trained.max(REBUILD_FROM_IMAGES);
+        if due {
+            growth.pending = Some(Vec::new());
+        }
+        drop(growth);
+        if due {
+            self.rebuild(layer);
         }
         slot
+    }
+
+    /// Rebuilds `layer`'s index over all its images beside the live one
+    /// ([`REBUILD_FROM_IMAGES`]); the caller made `Growth::pending` `Some` under the `create`
+    /// lock and holds no lock now.
+    fn rebuild(&self, layer: &Layer) {
+        let started = std::time::Instant::now();
+        let (copy, trained) = layer.index.trained_copy();
+        let mut growth = lock(&layer.create);
+        // Images created during the training go into the copy without the lock while they are
+        // many (the copy is this thread's alone), so the install holds it for a few at most.
+        for _ in 0..CATCH_UP_ROUNDS {
+            let pending = growth.pending.replace(Vec::new()).unwrap_or_default();
+            if pending.len() <= INSTALL_UNDER_LOCK {
+                growth.pending = Some(pending);
+                break;
+            }
+            drop(growth);
+            for &(img, id) in &pending {
+                copy.insert(img, id);
+            }
+            growth = lock(&layer.create);
+        }
+        let installing = std::time::Instant::now();
+        let pending = growth.pending.take().unwrap_or_default();
+        layer.index.install(copy, &pending);
+        growth.trained = trained;
+        let install_us = installing.elapsed().as_micros() as u64;
+        let us = started.elapsed().as_micros() as u64;
+        growth.rebuilds += 1;
+        growth.rebuild_us += us;
+        growth.longest_rebuild_us = growth.longest_rebuild_us.max(us);
+        growth.longest_install_us = growth.longest_install_us.max(install_us);
     }
 
     /// The bucket of `key`, locked, if one was ever made.
@@ -838,6 +895,66 @@ mod tests {
         );
         for i in 0..KEYS {
             assert_eq!(memory.get(&key(i)).as_deref(), Some(&b"v"[..]), "key {i}");
+        }
+    }
+
+    /// Rebuilds run beside the live index while other writers create images in the same layer:
+    /// every image created during a rebuild's training reaches the installed index (through
+    /// `pending`), and every finished write stays readable throughout.
+    #[test]
+    fn images_created_during_a_rebuild_reach_the_new_index() {
+        const WRITERS: u64 = 4;
+        const PER_WRITER: u64 = 25_000;
+        let memory = memory();
+        // 8-byte keys: every image is in the root layer.
+        let key =
+            |t: u64, i: u64| ((i * WRITERS + t).wrapping_mul(0x9E37_79B9_7F4A_7C15)).to_be_bytes();
+        let finished: Vec<AtomicU64> = (0..WRITERS).map(|_| AtomicU64::new(0)).collect();
+        let done = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let writers: Vec<_> = (0..WRITERS)
+                .map(|t| {
+                    let (m, finished) = (&memory, &finished);
+                    s.spawn(move || {
+                        for i in 0..PER_WRITER {
+                            m.apply(&key(t, i), Some(b"v"));
+                            if let Some(f) = finished.get(t as usize) {
+                                f.store(i + 1, Ordering::Release);
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let (m, finished, done) = (&memory, &finished, &done);
+            s.spawn(move || {
+                let mut rng = ChaCha8Rng::seed_from_u64(1);
+                while !done.load(Ordering::Acquire) {
+                    let t = rng.gen_range(0..WRITERS);
+                    let n = finished
+                        .get(t as usize)
+                        .map_or(0, |f| f.load(Ordering::Acquire));
+                    if n > 0 {
+                        let i = rng.gen_range(0..n);
+                        assert!(m.get(&key(t, i)).is_some(), "writer {t} key {i} lost");
+                    }
+                }
+            });
+            for w in writers {
+                assert!(w.join().is_ok());
+            }
+            done.store(true, Ordering::Release);
+        });
+        let growth = lock(&memory.root.create);
+        assert_eq!(growth.images, WRITERS * PER_WRITER);
+        assert!(growth.pending.is_none(), "a rebuild never installed");
+        assert!(growth.rebuilds >= 8, "{growth:?}");
+        assert!(growth.trained * 2 > growth.images, "{growth:?}");
+        drop(growth);
+        for t in 0..WRITERS {
+            for i in 0..PER_WRITER {
+                assert!(memory.get(&key(t, i)).is_some(), "writer {t} key {i} lost");
+                assert!(memory.root.index.get(image(&key(t, i), 0)).is_some());
+            }
         }
     }
 
