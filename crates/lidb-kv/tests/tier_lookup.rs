@@ -228,6 +228,25 @@ fn check_tier(
                 .entries_between(&start, end.as_deref())
                 .expect("entries_between");
             assert_eq!(got, want, "{what}: entries from {start:?} to {end:?}");
+            // A store's scan to that end, told or not how many it takes, yields the same
+            // entries as the map up to the end.
+            for expected in [None, Some(3usize)] {
+                let before_end = |k: &[u8]| end.as_deref().is_none_or(|e| k < e);
+                let got: Vec<_> = t
+                    .iter_to(&start, end.as_deref(), expected)
+                    .expect("iter_to")
+                    .take_while(|r| r.as_ref().map_or(true, |(k, _)| before_end(k)))
+                    .take(400)
+                    .collect::<Result<_, _>>()
+                    .expect("scan");
+                let want: Vec<_> = map
+                    .range(start.clone()..)
+                    .take_while(|(k, _)| before_end(k))
+                    .take(400)
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                assert_eq!(got, want, "{what}: scan to {end:?} told {expected:?}");
+            }
         }
     }
 }
@@ -319,6 +338,38 @@ fn a_scan_told_its_length_reads_about_its_entries_and_then_grows() {
     // double too, so about twice that).
     let (_, _, reads) = scan(Some(1), 5_000);
     assert!(reads <= 30, "{reads} svlog reads for 5,000 entries told 1");
+}
+
+/// A scan to an end key seeks its start once and its end once: one key-list read fewer than
+/// counting the entries (two seeks) and then seeking the start again to iterate.
+#[test]
+fn a_scan_to_an_end_key_seeks_its_start_once() {
+    let sets = key_sets(20_000, 5);
+    let (_, map) = sets.first().expect("set");
+    let s = setup();
+    let t = build(&s, 1, map, TierOptions::default());
+    let (start, _) = map.iter().nth(7_000).expect("key");
+    let (end, _) = map.iter().nth(7_050).expect("key");
+    let keylist_reads = |scan: &dyn Fn() -> usize| {
+        let before = t.read_stats().keylist_reads;
+        assert_eq!(scan(), 50, "entries yielded before the end");
+        t.read_stats().keylist_reads - before
+    };
+    let take = |it: lidb_kv::static_tier::TierIter| {
+        it.map(|r| r.expect("entry"))
+            .take_while(|(k, _)| k < end)
+            .count()
+    };
+    let one_pass = keylist_reads(&|| take(t.iter_to(start, Some(end), None).expect("iter_to")));
+    let two_passes = keylist_reads(&|| {
+        let n = t.entries_between(start, Some(end)).expect("count");
+        take(t.iter_limited(start, n as usize + 1).expect("iter"))
+    });
+    assert_eq!(
+        one_pass + 1,
+        two_passes,
+        "key-list reads: {one_pass} against {two_passes}"
+    );
 }
 
 #[test]

@@ -10,8 +10,8 @@
 //! (`SCAN_KEYLIST_PAGES`, `SCAN_SVLOG_BYTES`) an unsized scan reads from the start. A YCSB E scan
 //! of 50 records of 1 KiB reads about 50 KiB of svlog and a page or two of key list, not 1 MiB
 //! and 256 KiB (RocksDB's readahead grows the same way, from one block). A store's scan to an end
-//! key counts the tier's entries before it (`StaticTier::entries_between`, two seeks) and sizes
-//! its reads to them the same way. A `TierIter` is used by one
+//! key counts the tier's entries before it (`StaticTier::iter_to`: one more seek, of the end key)
+//! and sizes its reads to them the same way. A `TierIter` is used by one
 //! thread; many may run over one tier. An iterator holds its tier by one `Arc` taken when it is
 //! made; its steps borrow the tier and its own fields apart, so a step writes no reference count
 //! that other readers of the tier write.
@@ -63,7 +63,12 @@ impl StaticTier {
     /// Sorted `(key, value)` pairs from the first key `>= start`.
     pub fn iter(self: &Arc<Self>, start: &[u8]) -> Result<TierIter> {
         let (next, run) = self.seek(start)?;
-        Ok(TierIter {
+        Ok(self.iter_at(next, run))
+    }
+
+    /// An iterator from entry `next`, whose key-list pages `run` holds (what a seek returned).
+    fn iter_at(self: &Arc<Self>, next: u64, run: Option<PageRun>) -> TierIter {
+        TierIter {
             tier: Arc::clone(self),
             next,
             pages: run.unwrap_or_default(),
@@ -73,6 +78,34 @@ impl StaticTier {
             keys_only: false,
             want_pages: None,
             want_svlog: None,
+        }
+    }
+
+    /// A store's scan from `start`: to `end` if given, expecting to take about `expected`
+    /// entries if given. Its first reads are sized to the fewer of `expected` and the tier's
+    /// entries before `end` (and the entry its last advance moves to); those are counted by
+    /// seeking `end`, while the start is sought once, for both (`entries_between` and
+    /// `iter_limited` would seek it twice).
+    pub fn iter_to(
+        self: &Arc<Self>,
+        start: &[u8],
+        end: Option<&[u8]>,
+        expected: Option<usize>,
+    ) -> Result<TierIter> {
+        let (next, run) = self.seek(start)?;
+        let before_end = match end {
+            Some(e) => Some(self.seek(e)?.0.saturating_sub(next)),
+            None => None,
+        };
+        let expected = expected.map(|n| u64::try_from(n).unwrap_or(u64::MAX));
+        let take = match (expected, before_end) {
+            (Some(n), Some(b)) => Some(n.min(b)),
+            (n, b) => n.or(b),
+        };
+        let it = self.iter_at(next, run);
+        Ok(match take {
+            Some(n) => it.sized(n.saturating_add(1)),
+            None => it,
         })
     }
 
@@ -80,14 +113,8 @@ impl StaticTier {
     /// reads are sized to them (see the module documentation). A scan of more entries than the fixed key-list chunk holds (one told `usize::MAX`: a scan
     /// to an end key) reads the fixed chunks.
     pub fn iter_limited(self: &Arc<Self>, start: &[u8], entries: usize) -> Result<TierIter> {
-        let per = u64::from(self.header().layout.entries_per_page);
         let entries = u64::try_from(entries).unwrap_or(u64::MAX);
-        let want = (entries < per.saturating_mul(SCAN_KEYLIST_PAGES)).then_some(entries.max(1));
-        Ok(TierIter {
-            want_pages: want,
-            want_svlog: want,
-            ..self.iter(start)?
-        })
+        Ok(self.iter(start)?.sized(entries))
     }
 
     /// Every key in order, with empty values: reads the key list only (rebuilding in-memory
@@ -97,6 +124,20 @@ impl StaticTier {
             keys_only: true,
             ..self.iter(b"")?
         })
+    }
+}
+
+impl TierIter {
+    /// This iterator with its first chunks sized to `entries` entries, or the fixed chunks if
+    /// they are more than a fixed key-list chunk holds (module documentation).
+    fn sized(self, entries: u64) -> TierIter {
+        let per = u64::from(self.tier.header().layout.entries_per_page);
+        let want = (entries < per.saturating_mul(SCAN_KEYLIST_PAGES)).then_some(entries.max(1));
+        TierIter {
+            want_pages: want,
+            want_svlog: want,
+            ..self
+        }
     }
 }
 

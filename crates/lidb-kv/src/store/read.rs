@@ -386,21 +386,10 @@ pub(crate) fn scan_view(
         Some(Tier::Learned(t)) => {
             // A scan told how many entries it takes sizes the tier's first reads to them (and
             // the entry its last advance moves to); a scan to an end key, to the tier's entries
-            // before it, counted by seeking the start and the end (key-list reads, usually
-            // cached): a scan of 488 records of 1 KiB to an end key read 1.3 MB in fixed
-            // chunks, 2.6 times its entries.
-            let before_end = match end {
-                Some(_) => Some(t.entries_between(start, end)? as usize),
-                None => None,
-            };
-            let take = match (expected, before_end) {
-                (Some(n), Some(b)) => Some(n.min(b)),
-                (n, b) => n.or(b),
-            };
-            let it = match take {
-                Some(n) => t.iter_limited(start, n.saturating_add(1))?,
-                None => t.iter(start)?,
-            };
+            // before it, counted by one more seek, of the end (key-list reads, usually cached):
+            // a scan of 488 records of 1 KiB to an end key read 1.3 MB in fixed chunks, 2.6
+            // times its entries.
+            let it = t.iter_to(start, end, expected)?;
             sources.push(Source::Learned(TierCursor::new(it)?));
         }
         Some(Tier::Lsm(part)) => {
