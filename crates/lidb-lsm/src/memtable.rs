@@ -99,6 +99,16 @@ fn place(versions: &mut Versions, version: Version) -> bool {
     }
 }
 
+/// Bytes of a user key the hash map holds in its entry (longer keys get an allocation).
+const INLINE_KEY_BYTES: usize = 24;
+
+/// A user key as the hash map holds it: inline up to [`INLINE_KEY_BYTES`] bytes (redis-benchmark's
+/// 16-byte keys, YCSB's 24-byte ones), so a probe compares the key in the entry it lands on. With
+/// the key behind a pointer, `perf annotate` of `lidb serve --engine lsm` under SETs put 54% of
+/// `MemTable::insert`'s samples on the load of the key's bytes. It hashes as the `[u8]` it
+/// derefs to, so the map is probed with a plain slice.
+type MapKey = SmallVec<[u8; INLINE_KEY_BYTES]>;
+
 /// What the lock guards: every user key twice, in order for iterators and by hash for point
 /// lookups, and each key's versions once, in the hash map.
 #[derive(Debug, Default)]
@@ -106,7 +116,7 @@ struct Inner {
     /// User keys in order: where iterators seek and step.
     order: BTreeSet<Arc<[u8]>>,
     /// User key to its versions: a point lookup's one probe.
-    by_key: HashMap<Arc<[u8]>, Versions>,
+    by_key: HashMap<MapKey, Versions>,
 }
 
 /// Saturates a length into the u32 the table format records.
@@ -161,9 +171,10 @@ impl MemTable {
             match inner.by_key.get_mut(key) {
                 Some(versions) => place(versions, version),
                 None => {
-                    let user: Arc<[u8]> = Arc::from(key);
-                    inner.order.insert(Arc::clone(&user));
-                    inner.by_key.insert(user, smallvec![version]);
+                    inner.order.insert(Arc::from(key));
+                    inner
+                        .by_key
+                        .insert(MapKey::from_slice(key), smallvec![version]);
                     false
                 }
             }
@@ -310,7 +321,7 @@ impl MemTableIter {
             }
             let Some(version) = inner
                 .by_key
-                .get(user)
+                .get(&**user)
                 .and_then(|versions| visible(versions, self.snapshot_seq))
             else {
                 continue;
