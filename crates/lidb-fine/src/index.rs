@@ -356,8 +356,8 @@ impl FineIndex {
     /// writer of this index out for the call, and every insert made since `copy`'s entries
     /// were read is in `pending` or was inserted into `copy` by the caller (some may be in
     /// `copy` twice over, with the same values); a write through the old layout that is in
-    /// neither would be lost, as would any update or removal since the copy. FineStore's layers only insert, only under their `create` lock,
-    /// which it holds.
+    /// neither would be lost, as would any update or removal since the copy. FineStore's layers
+    /// only insert, only under their `create` lock, which it holds.
     pub(crate) fn install(&self, copy: FineIndex, pending: &[(u64, u64)]) {
         for &(key, value) in pending {
             copy.insert(key, value);

@@ -28,7 +28,7 @@
 //!
 //! Invariants:
 //! 1. `order` and `by_key` hold the same user keys; a key's versions are in ascending sequence
-//!    order, so its newest version is the last.
+//!    order, so its newest version is the last, whose sequence number `Versions::newest` holds.
 //! 2. Versions are never modified or removed once inserted. The engine gives every entry its own
 //!    sequence number; if a (key, seq) pair were inserted twice the second insert would replace
 //!    the first (the later write of a batch wins).
