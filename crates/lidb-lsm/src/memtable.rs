@@ -27,8 +27,8 @@
 //! the next step, measured on a many-core machine.
 //!
 //! Invariants:
-//! 1. `order` and `by_key` hold the same user keys; a key's versions are in ascending sequence
-//!    order, so its newest version is the last, whose sequence number `Versions::newest` holds.
+//! 1. `order` and `by_key` hold the same user keys; a key's versions are `Versions::newest`
+//!    and, older than it, `Versions::older` in ascending sequence order.
 //! 2. Versions are never modified or removed once inserted. The engine gives every entry its own
 //!    sequence number; if a (key, seq) pair were inserted twice the second insert would replace
 //!    the first (the later write of a batch wins).
@@ -42,7 +42,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering as MemOrder};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use smallvec::{SmallVec, smallvec};
+use smallvec::SmallVec;
 
 use crate::types::{EntryKind, SortedIter};
 use lidb_storage::error::Result;
@@ -61,54 +61,53 @@ const CHUNK_SCAN_LIMIT: usize = 4 * CHUNK_ENTRIES;
 struct Version {
     seq: u64,
     kind: EntryKind,
-    value: Vec<u8>,
+    /// Inline up to 16 bytes (Redis's default value is 3), in the 24 bytes a `Vec` takes.
+    value: SmallVec<[u8; 16]>,
 }
 
-/// The versions of one user key, oldest first (ascending sequence numbers). Most keys of a
-/// memtable have one: it is stored in the hash map's entry, with no allocation of its own.
+/// The versions of one user key. The newest is in the hash map's entry, so a get of the newest
+/// (nearly every get) and a write of a newer version (nearly every write) touch no other
+/// allocation: with the newest at the end of one list, which spills to an allocation of its own
+/// once a key has two versions, `perf annotate` of `lidb serve --engine lsm` put a third of
+/// `MemTable::insert`'s samples, and of `MemTable::get_at`'s, on loading it.
 #[derive(Debug)]
 struct Versions {
-    /// The newest version's sequence number, beside the list in the map's entry: a write of a
-    /// newer version (nearly every write) appends without loading the list, which sits in an
-    /// allocation of its own once a key has two versions (`perf annotate` of SETs through `lidb
-    /// serve` put a third of `MemTable::insert`'s samples on loading its last element).
-    newest: u64,
-    list: SmallVec<[Version; 1]>,
-}
-
-impl Versions {
-    fn new(version: Version) -> Versions {
-        Versions {
-            newest: version.seq,
-            list: smallvec![version],
-        }
-    }
+    newest: Version,
+    /// The older versions, oldest first (ascending sequence numbers).
+    older: Vec<Version>,
 }
 
 /// The newest of `versions` with seq <= `snapshot_seq`.
 fn visible(versions: &Versions, snapshot_seq: u64) -> Option<&Version> {
-    versions.list.iter().rev().find(|v| v.seq <= snapshot_seq)
+    if versions.newest.seq <= snapshot_seq {
+        return Some(&versions.newest);
+    }
+    versions.older.iter().rev().find(|v| v.seq <= snapshot_seq)
 }
 
 /// Adds `version` to `versions` in sequence order; true when it replaced a version of the same
 /// sequence number (invariant 2). The newest version usually comes last: one group's batches may
 /// be inserted by their writers in any order, so an older one can still arrive.
 fn place(versions: &mut Versions, version: Version) -> bool {
-    if version.seq > versions.newest {
-        versions.newest = version.seq;
-        versions.list.push(version);
+    if version.seq > versions.newest.seq {
+        let older = std::mem::replace(&mut versions.newest, version);
+        versions.older.push(older);
         return false;
     }
-    let list = &mut versions.list;
-    match list.binary_search_by(|v| v.seq.cmp(&version.seq)) {
+    if version.seq == versions.newest.seq {
+        versions.newest = version;
+        return true;
+    }
+    let older = &mut versions.older;
+    match older.binary_search_by(|v| v.seq.cmp(&version.seq)) {
         Ok(at) => {
-            if let Some(slot) = list.get_mut(at) {
+            if let Some(slot) = older.get_mut(at) {
                 *slot = version;
             }
             true
         }
         Err(at) => {
-            list.insert(at, version);
+            older.insert(at, version);
             false
         }
     }
@@ -179,7 +178,7 @@ impl MemTable {
         let version = Version {
             seq,
             kind,
-            value: value.to_vec(),
+            value: SmallVec::from_slice(value),
         };
         let replaced = {
             let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
@@ -187,9 +186,13 @@ impl MemTable {
                 Some(versions) => place(versions, version),
                 None => {
                     inner.order.insert(Arc::from(key));
-                    inner
-                        .by_key
-                        .insert(MapKey::from_slice(key), Versions::new(version));
+                    inner.by_key.insert(
+                        MapKey::from_slice(key),
+                        Versions {
+                            newest: version,
+                            older: Vec::new(),
+                        },
+                    );
                     false
                 }
             }
@@ -216,7 +219,7 @@ impl MemTable {
     pub fn get_at(&self, key: &[u8], snapshot_seq: u64) -> Option<(EntryKind, u64, Vec<u8>)> {
         let inner = self.inner.read().unwrap_or_else(PoisonError::into_inner);
         let found = visible(inner.by_key.get(key)?, snapshot_seq)?;
-        Some((found.kind, found.seq, found.value.clone()))
+        Some((found.kind, found.seq, found.value.to_vec()))
     }
 
     /// Keys + values + [`ENTRY_OVERHEAD_BYTES`] per insert: what a flush compares with the write
