@@ -55,6 +55,28 @@ fn ratios_are_lidb_over_the_peer_of_the_same_rows() {
     assert_eq!(f.map(|f| f.met), Some("no (target 1.00x)".to_string()));
 }
 
+/// Rounds taking turns give lidb's rows the median of the per-round ratios, which the page
+/// shows instead of the ratio of the two medians; rows without it (one run) fall back to that.
+#[test]
+fn serve_takes_the_median_of_per_round_ratios_when_rows_carry_it() {
+    let rows = |ratio: Option<f64>| {
+        let mut lidb = json!({"bench": "serve", "engine": "lidb", "workload": "set", "threads": 1, "kops_per_s": 90.0});
+        if let (Some(r), Some(obj)) = (ratio, lidb.as_object_mut()) {
+            obj.insert("ratio_to_redis".into(), json!(r));
+        }
+        vec![
+            lidb,
+            json!({"bench": "serve", "engine": "redis", "workload": "set", "threads": 1, "kops_per_s": 100.0}),
+        ]
+    };
+    let f = compute("`lidb serve`", &rows(Some(0.95)));
+    assert_eq!(f.as_ref().map(|f| f.ratio.as_str()), Some("0.95x"));
+    assert_eq!(f.map(|f| f.met), Some("yes".to_string()));
+    let f = compute("`lidb serve`", &rows(None));
+    assert_eq!(f.as_ref().map(|f| f.ratio.as_str()), Some("0.90x"));
+    assert!(f.is_some_and(|f| f.figure.contains("SET 0.90x Redis (90 against 100 kops/s)")));
+}
+
 #[test]
 fn a_peer_that_records_its_version_is_named_with_it() {
     let ycsb = vec![
